@@ -1,0 +1,3 @@
+from irlscrapy.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""The ``irlscrapy`` command.
+
+    irlscrapy invitro serve --profile P --seed S [--log FILE]
+        serve an in-vitro web; prints one JSON line (see irlscrapy.invitro.serve)
+    irlscrapy invitro urls --profile P --seed S --count N [--policy rfc9309|scrapy]
+        print the first N HTML page URLs a breadth-first crawl of that web downloads
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from irlscrapy.exceptions import IrlscrapyError
+from irlscrapy.invitro.profiles import PROFILES
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="irlscrapy", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    invitro = commands.add_parser("invitro", help="the simulated web")
+    sub = invitro.add_subparsers(dest="action", required=True)
+    for name, helptext in (("serve", "serve a web on loopback until SIGINT/SIGTERM"),
+                           ("urls", "list HTML page URLs in breadth-first order")):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("--profile", choices=sorted(PROFILES), default="tiny")
+        p.add_argument("--seed", type=int, default=0)
+    sub.choices["serve"].add_argument("--log", type=Path, help="append the request log here")
+    urls = sub.choices["urls"]
+    urls.add_argument("--count", type=int, required=True)
+    urls.add_argument("--policy", choices=("rfc9309", "scrapy"), default="scrapy")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.action == "serve":
+            from irlscrapy.invitro.serve import serve
+
+            serve(args.profile, args.seed, args.log)
+        else:
+            _urls(args.profile, args.seed, args.count, args.policy)
+    except IrlscrapyError as exc:
+        print(f"irlscrapy: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _urls(profile: str, seed: int, count: int, policy: str) -> None:
+    from irlscrapy.invitro.groundtruth import CrawlPolicy, crawl_order
+    from irlscrapy.invitro.profiles import get_profile
+    from irlscrapy.invitro.web import InVitroWeb
+
+    web = InVitroWeb(get_profile(profile), seed)
+    printed = 0
+    for url, reply in crawl_order(web, CrawlPolicy(robots=policy)):
+        if printed >= count:
+            break
+        if reply.kind == "page" and reply.status == 200:
+            print(url)
+            printed += 1

@@ -1,0 +1,62 @@
+"""Run the in-vitro web: HTTP proxy and DNS server on ephemeral loopback ports.
+
+:func:`serve` prints ONE JSON line on stdout, then serves until SIGINT or SIGTERM::
+
+    {"proxy": "http://127.0.0.1:PORT", "dns": "127.0.0.1:PORT", "seeds": [...],
+     "settings": {...}, "env": {...}, "profile": "tiny", "seed": 0, "pid": 1234,
+     "log": "/path/or/null"}
+
+``settings`` are Scrapy settings (for ``-s NAME=VALUE``) and ``env`` environment
+variables (``http_proxy``) that point a crawl at this web.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from irlscrapy.invitro.profiles import get_profile
+from irlscrapy.invitro.web import InVitroWeb
+
+LOOPBACK = "127.0.0.1"
+LOG_FLUSH_SECONDS = 0.5
+
+
+def describe(web: InVitroWeb, proxy_port: int, dns_port: int, log: Path | None) -> dict[str, Any]:
+    proxy = f"http://{LOOPBACK}:{proxy_port}"
+    dns = f"{LOOPBACK}:{dns_port}"
+    return {
+        "proxy": proxy,
+        "dns": dns,
+        "seeds": web.seeds(),
+        "settings": {"IRL_DNS_SERVERS": dns},
+        "env": {"http_proxy": proxy},
+        "profile": web.profile.name,
+        "seed": web.seed,
+        "pid": os.getpid(),
+        "log": str(log) if log else None,
+    }
+
+
+def serve(profile: str, seed: int, log: Path | None = None, out: IO[str] = sys.stdout) -> None:
+    from twisted.internet import reactor, task
+
+    from irlscrapy.invitro.dnsserver import dns_protocol
+    from irlscrapy.invitro.httpserver import ProxyFactory, RequestLog
+
+    web = InVitroWeb(get_profile(profile), seed)
+    request_log = RequestLog(open(log, "a", buffering=1 << 20)) if log else None
+    http_port = reactor.listenTCP(0, ProxyFactory(web, request_log, reactor),
+                                  backlog=1024, interface=LOOPBACK)
+    dns_port = reactor.listenUDP(0, dns_protocol(web, reactor), interface=LOOPBACK)
+    if request_log is not None:
+        task.LoopingCall(request_log.flush).start(LOG_FLUSH_SECONDS, now=False)
+    out.write(json.dumps(describe(web, http_port.getHost().port, dns_port.getHost().port, log))
+              + "\n")
+    out.flush()
+    reactor.run()  # Twisted stops it on SIGINT and SIGTERM
+    if request_log is not None:
+        request_log.close()

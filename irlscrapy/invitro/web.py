@@ -1,0 +1,722 @@
+"""The in-vitro web: a deterministic simulated web that stores nothing.
+
+Theory of operation
+-------------------
+Every fact about the web is a pure function of ``(seed, host, path)``: the host's
+address, its robots.txt, how its server misbehaves, each page's bytes and links. A
+64-bit keyed BLAKE2b hash of the seed and the parts names each decision; a
+``random.Random`` seeded from such a hash draws a page's links (only ``random()`` is
+used, whose sequence Python guarantees stable across versions). Nothing is cached
+except bounded LRU memos of pure functions, so two processes with the same profile and
+seed serve byte-identical webs.
+
+Names encode structure, so a host can be parsed back without any table:
+
+- legitimate PLD of popularity rank ``i`` (0 = most linked): ``w{i}.{suffix}``
+- member ``j`` of spam farm ``f``: ``s{f}x{j}.{suffix}``; member 0 is the farm's target
+- host ``k`` of a PLD: ``www.{pld}`` for ``k = 0``, ``h{k}.{pld}`` otherwise
+- the suffix of each PLD is drawn from :data:`SUFFIXES`, multi-label ones included
+  (``co.uk``, ``com.au``); a name with any other suffix does not exist.
+
+The PLD graph is explicit: :meth:`InVitroWeb.out_plds` lists the PLDs a PLD links to
+(targets drawn from a Zipf law of popularity, which gives power-law in-degree). Every
+external link on the PLD's pages goes to a member of that list and its home page links
+to all of them, so :meth:`InVitroWeb.true_indegree` is the in-degree a crawler that
+saw every page would count.
+
+Paths of a legitimate host (its page numbers run ``0 .. pages-1``)::
+
+    /                          page 0; other pages by the host's path style:
+    /{sec}/{n}.html | /{sec}/{n}/ | /{sec}?id={n}
+    /robots.txt  /robots-real.txt (target of the "redirect" robots variant)
+    /private/{n}.html          disallowed by most robots variants
+    /go/{n}                    301 to page n          /away/{t}   302 to PLD t's home
+    /loop/{n}/a <-> /loop/{n}/b  302 redirect loop
+    /doc/{n}                   a PDF without an extension in its URL
+    /files/{n}.pdf /img/{n}.jpg /dl/{n}.zip   non-HTML with telling extensions
+    /big/{n}.html              a huge HTML page        /missing/{n} 404   /err/{n} 500
+    /calendar?y=Y&m=M  /cart/{item}?sid=T  /lib/(more/)*     traps, on trap hosts only
+
+Spam hosts have pages ``/`` and ``/p{n}`` for unbounded ``n`` (bounded in finite
+profiles), and spam farms grow new hosts without end by linking to ever higher ``k``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import html
+import itertools
+import math
+import random
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from hashlib import blake2b
+from typing import NamedTuple
+
+import numpy as np
+
+from irlscrapy.invitro.profiles import Profile
+
+#: Public suffixes the web uses, with the share of PLDs under each. DO NOT CHANGE the
+#: order: it is part of what a seed means.
+SUFFIXES: tuple[tuple[str, float], ...] = (
+    ("com", 0.50), ("net", 0.08), ("org", 0.08), ("de", 0.06), ("io", 0.04),
+    ("co.uk", 0.09), ("org.uk", 0.03), ("com.au", 0.07), ("co.jp", 0.05),
+)
+_SUFFIX_SET = frozenset(s for s, _ in SUFFIXES)
+SECTIONS = ("news", "blog", "wiki", "info", "article", "forum", "media", "story")
+TRAP_KINDS = ("calendar", "session", "repeat")
+TRAP_PREFIXES = {"calendar": "/calendar", "session": "/cart/", "repeat": "/lib/"}
+#: The robots.txt parse limit of RFC 9309 section 2.5.
+ROBOTS_PARSE_LIMIT = 500 * 1024
+CALENDAR_EPOCH_YEAR = 2020
+
+_LABEL_LEGIT = re.compile(r"w(0|[1-9][0-9]*)\Z")
+_LABEL_SPAM = re.compile(r"s(0|[1-9][0-9]*)x(0|[1-9][0-9]*)\Z")
+_HOST_LABEL = re.compile(r"h([1-9][0-9]*)\Z")
+_NUM = r"(0|[1-9][0-9]*)"
+_PAGE_STYLES = (
+    re.compile(rf"/([a-z]+)/{_NUM}\.html\Z"),
+    re.compile(rf"/([a-z]+)/{_NUM}/\Z"),
+    re.compile(rf"/([a-z]+)\?id={_NUM}\Z"),
+)
+_SPECIAL = re.compile(rf"/([a-z]+)/{_NUM}(?:\.(?:html|pdf|jpg|zip)|/([ab]))?\Z")
+_SPAM_PAGE = re.compile(rf"/p{_NUM}\Z")
+
+
+def _make_corpus() -> str:
+    """Filler text: pseudo-words from a fixed generator, independent of any web seed."""
+    rng = random.Random(20070609)  # the day IRLbot's crawl began; DO NOT CHANGE
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "po", "lan", "ter",
+                 "bri", "cos", "mun", "dal", "fer", "gil", "hop", "jun"]
+    words = []
+    for _ in range(40_000):
+        w = "".join(syllables[int(rng.random() * len(syllables))]
+                    for _ in range(1 + int(rng.random() * 3)))
+        words.append(w + ("." if rng.random() < 0.08 else ""))
+    return " ".join(words) + " "
+
+
+_U64 = 1.0 / 18446744073709551616.0
+_CORPUS = _make_corpus()
+_CORPUS_LEN = len(_CORPUS)
+_CORPUS_WRAPPED = _CORPUS + _CORPUS  # any slice shorter than the corpus fits without wrap
+
+
+class Host(NamedTuple):
+    """Everything the web says about one host; derived from its name alone."""
+
+    name: str
+    pld: str
+    pld_id: int  # legitimate PLDs by rank first, then spam farm members
+    index: int  # host number inside its PLD; 0 is www
+    farm: int  # spam farm number, -1 for a legitimate host
+    ip: str
+    robots: str  # one of profiles.ROBOTS_VARIANTS
+    server: str  # one of profiles.SERVER_KINDS
+    dns: str  # one of profiles.DNS_KINDS
+    gzip: bool
+    chunked: bool
+    trap: str  # "" or one of TRAP_KINDS
+    style: int  # index into the page path styles
+    pages: int | None  # None: unbounded
+
+    @property
+    def spam(self) -> bool:
+        return self.farm >= 0
+
+
+class Reply(NamedTuple):
+    """What the server does with one request."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    kind: str  # page, robots, redirect, error, nonhtml, reset, timeout, dns-error
+    links: tuple[str, ...] = ()  # hrefs as written in the page (before HTML escaping)
+    nofollow: bool = False  # meta robots or X-Robots-Tag says nofollow
+    delay: float = 0.0  # seconds before the reply starts
+    action: str = "send"  # "send", "reset" (RST, nothing sent), "hang" (hold, then close)
+    chunked: bool = False
+
+    @property
+    def location(self) -> str | None:
+        for name, value in self.headers:
+            if name == "Location":
+                return value
+        return None
+
+
+_REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 400: "Bad Request",
+            404: "Not Found", 405: "Method Not Allowed", 431: "Request Header Fields Too Large",
+            500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
+            503: "Service Unavailable"}
+
+
+def reason(status: int) -> str:
+    return _REASONS.get(status, "Unknown")
+
+
+def _weighted(u: float, weights: Sequence[tuple[str, float]]) -> str:
+    acc = 0.0
+    for name, w in weights:
+        acc += w
+        if u < acc:
+            return name
+    return weights[-1][0]
+
+
+class InVitroWeb:
+    """The web of one profile and seed. Pure: every method is a function of its arguments.
+
+    Invariants:
+    *A name that :meth:`host` accepts always resolves to the same Host.*
+    *Every external link on a page of PLD x points into* ``out_plds(x)``, *and the home
+    page of x's first host links to all of them.*
+    *A finite profile has finitely many URLs that answer 200.*
+    """
+
+    def __init__(self, profile: Profile, seed: int) -> None:
+        self.profile = profile
+        self.seed = seed
+        self._key = seed.to_bytes(8, "little", signed=True)
+        p = profile
+        self.spam_plds = p.spam_farms * p.spam_plds_per_farm
+        self.total_plds = p.legit_plds + self.spam_plds
+        regular_hosts = (p.legit_plds - p.huge_sites) * p.hosts_per_pld
+        self.shared_ips = max(1, round(regular_hosts / p.hosts_per_ip))
+        weights = (r ** -p.popularity_exponent for r in range(1, p.legit_plds + 1))
+        self._popularity_cdf = list(itertools.accumulate(weights))
+        self.host = lru_cache(maxsize=1 << 16)(self._host)
+        self.out_plds = lru_cache(maxsize=1 << 14)(self._out_plds)
+        self.pld_name = lru_cache(maxsize=1 << 16)(self._pld_name)
+        self.hosts_in_pld = lru_cache(maxsize=1 << 16)(self._hosts_in_pld)
+
+    # -- hashing -----------------------------------------------------------------------
+    def _h64(self, *parts: object) -> int:
+        data = "\x1f".join(map(str, parts)).encode()
+        return int.from_bytes(blake2b(data, digest_size=8, key=self._key).digest(), "little")
+
+    def _unit(self, *parts: object) -> float:
+        return self._h64(*parts) * _U64
+
+    def _rng(self, *parts: object) -> random.Random:
+        return random.Random(self._h64(*parts))
+
+    # -- PLDs --------------------------------------------------------------------------
+    def suffix_of(self, pld_id: int) -> str:
+        return _weighted(self._unit("suffix", pld_id), SUFFIXES)
+
+    def _pld_name(self, pld_id: int) -> str:
+        p = self.profile
+        if not 0 <= pld_id < self.total_plds:
+            raise IndexError(f"no PLD {pld_id} in a web of {self.total_plds}")
+        if pld_id < p.legit_plds:
+            label = f"w{pld_id}"
+        else:
+            farm, member = divmod(pld_id - p.legit_plds, p.spam_plds_per_farm)
+            label = f"s{farm}x{member}"
+        return f"{label}.{self.suffix_of(pld_id)}"
+
+    def pld_id(self, pld: str) -> int | None:
+        """The PLD id of a registered domain name, or None if the web has no such PLD."""
+        label, _, suffix = pld.partition(".")
+        if suffix not in _SUFFIX_SET:
+            return None
+        p = self.profile
+        if m := _LABEL_LEGIT.match(label):
+            pid = int(m.group(1))
+            if pid >= p.legit_plds:
+                return None
+        elif m := _LABEL_SPAM.match(label):
+            farm, member = int(m.group(1)), int(m.group(2))
+            if farm >= p.spam_farms or member >= p.spam_plds_per_farm:
+                return None
+            pid = p.legit_plds + farm * p.spam_plds_per_farm + member
+        else:
+            return None
+        return pid if self.suffix_of(pid) == suffix else None
+
+    def is_spam_pld(self, pld_id: int) -> bool:
+        return pld_id >= self.profile.legit_plds
+
+    def _hosts_in_pld(self, pld_id: int) -> int | None:
+        """Number of hosts of a PLD; None for an unbounded spam PLD."""
+        p = self.profile
+        if pld_id >= p.legit_plds:
+            return p.spam_hosts_per_pld
+        if pld_id < p.huge_sites:
+            return p.huge_site_hosts
+        return 1 + self._geometric(self._unit("hosts", pld_id), p.hosts_per_pld - 1.0)
+
+    @staticmethod
+    def _geometric(u: float, mean: float) -> int:
+        """Inverse CDF of the geometric law on {0, 1, ...} with the given mean."""
+        if mean <= 0:
+            return 0
+        q = mean / (1.0 + mean)  # P(X >= 1)
+        return int(math.log(1.0 - u) / math.log(q))
+
+    def _popular_pld(self, rng: random.Random) -> int:
+        """A legitimate PLD drawn by Zipf popularity (rank 0 most likely)."""
+        cdf = self._popularity_cdf
+        return min(bisect.bisect_right(cdf, rng.random() * cdf[-1]), len(cdf) - 1)
+
+    def _out_plds(self, pld_id: int) -> tuple[int, ...]:
+        p = self.profile
+        rng = self._rng("out", pld_id)
+        if pld_id < p.legit_plds:
+            wanted = min(p.legit_plds - 1, 1 + self._geometric(rng.random(), p.pld_out_degree - 1),
+                         int(4 * p.pld_out_degree))
+            targets: dict[int, None] = {}
+            for _ in range(8 * wanted):
+                if len(targets) >= wanted:
+                    break
+                t = self._popular_pld(rng)
+                if t != pld_id:
+                    targets[t] = None
+            if self.spam_plds and rng.random() < p.spam_inlink_prob:
+                targets[p.legit_plds + int(rng.random() * self.spam_plds)] = None
+            return tuple(targets)
+        farm = (pld_id - p.legit_plds) // p.spam_plds_per_farm
+        first = p.legit_plds + farm * p.spam_plds_per_farm
+        members = [m for m in range(first, first + p.spam_plds_per_farm) if m != pld_id]
+        legit = dict.fromkeys(self._popular_pld(rng) for _ in range(3))
+        return tuple(members) + tuple(legit)
+
+    def true_indegree(self) -> np.ndarray:
+        """In-degree of every PLD id in the PLD graph (unique linking PLDs)."""
+        counts = np.zeros(self.total_plds, dtype=np.int64)
+        for pid in range(self.total_plds):
+            out = self._out_plds(pid)
+            if out:
+                counts[np.fromiter(out, dtype=np.int64, count=len(out))] += 1
+        return counts
+
+    # -- hosts -------------------------------------------------------------------------
+    def host_name(self, pld_id: int, index: int) -> str:
+        return f"{'www' if index == 0 else f'h{index}'}.{self.pld_name(pld_id)}"
+
+    def _host(self, name: str) -> Host | None:
+        name = name.lower().rstrip(".")
+        labels = name.split(".")
+        if len(labels) < 3:
+            return None
+        two = ".".join(labels[-2:])
+        if two in _SUFFIX_SET and len(labels) >= 4:
+            pld, rest = ".".join(labels[-3:]), labels[:-3]
+        elif labels[-1] in _SUFFIX_SET:
+            pld, rest = ".".join(labels[-2:]), labels[:-2]
+        else:
+            return None
+        if len(rest) != 1:
+            return None
+        pid = self.pld_id(pld)
+        if pid is None:
+            return None
+        if rest[0] == "www":
+            index = 0
+        elif m := _HOST_LABEL.match(rest[0]):
+            index = int(m.group(1))
+        else:
+            return None
+        limit = self.hosts_in_pld(pid)
+        if limit is not None and index >= limit:
+            return None
+        return self._describe(name, pld, pid, index)
+
+    def _facets(self, name: str) -> list[int]:
+        """Eight independent 64-bit draws for a host, from one hash of its name."""
+        digest = blake2b(name.encode(), digest_size=64, key=self._key, person=b"host").digest()
+        return [int.from_bytes(digest[i:i + 8], "little") for i in range(0, 64, 8)]
+
+    def _describe(self, name: str, pld: str, pid: int, index: int) -> Host:
+        p = self.profile
+        f = self._facets(name)
+        u32 = 1.0 / 4294967296.0
+        spam = pid >= p.legit_plds
+        farm = (pid - p.legit_plds) // p.spam_plds_per_farm if spam else -1
+        if pid < p.huge_sites:
+            ip_index = self.shared_ips + pid * p.huge_site_ips + f[0] % p.huge_site_ips
+        else:
+            ip_index = f[0] % self.shared_ips
+        robots = _weighted(f[1] * _U64, p.robots)
+        server = _weighted(f[2] * _U64, p.servers)
+        dns = _weighted(f[3] * _U64, p.dns)
+        trap = ""
+        if not spam and pid >= p.huge_sites and (f[6] & 0xFFFFFFFF) * u32 < p.trap_host_share:
+            trap = TRAP_KINDS[(f[6] >> 32) % len(TRAP_KINDS)]
+        if index == 0 and pid < p.seeds:  # seed hosts behave, so every crawl can start
+            robots = robots if robots in ("allow", "disallow") else "disallow"
+            server, dns, trap = "normal", "ok", ""
+        if spam:
+            pages = p.spam_pages_per_host
+        else:
+            xm = p.pages_per_host / 3.0  # Pareto(1.5) has mean 3 * xm
+            pages = max(1, min(p.max_pages_per_host, int(xm / (1.0 - f[4] * _U64) ** (1 / 1.5))))
+        return Host(
+            name=name, pld=pld, pld_id=pid, index=index, farm=farm, ip=ip_address(ip_index),
+            robots=robots, server=server, dns=dns,
+            gzip=(f[5] & 0xFFFFFFFF) * u32 < p.gzip_host_share,
+            chunked=(f[5] >> 32) * u32 < p.chunked_host_share,
+            trap=trap, style=0 if spam else f[7] % len(_PAGE_STYLES),
+            pages=pages,
+        )
+
+    def seeds(self) -> list[str]:
+        return [f"http://{self.host_name(pid, 0)}/" for pid in range(self.profile.seeds)]
+
+    def is_trap(self, host: Host, path: str) -> bool:
+        return bool(host.trap) and path.startswith(TRAP_PREFIXES[host.trap])
+
+    # -- paths -------------------------------------------------------------------------
+    def page_path(self, host: Host, n: int) -> str:
+        if n == 0:
+            return "/"
+        if host.spam:
+            return f"/p{n}"
+        sec = SECTIONS[n % len(SECTIONS)]
+        return (f"/{sec}/{n}.html", f"/{sec}/{n}/", f"/{sec}?id={n}")[host.style]
+
+    def _page_number(self, host: Host, path: str) -> int | None:
+        if path == "/":
+            return 0
+        if host.spam:
+            m = _SPAM_PAGE.match(path)
+            n = int(m.group(1)) if m else None
+        else:
+            m = _PAGE_STYLES[host.style].match(path)
+            n = int(m.group(2)) if m and m.group(1) == SECTIONS[int(m.group(2)) % len(SECTIONS)] else None
+        if n is None or n == 0 or (host.pages is not None and n >= host.pages):
+            return None
+        return n
+
+    # -- replies -----------------------------------------------------------------------
+    def respond(self, host_name: str, path: str, accept_gzip: bool = False) -> Reply:
+        """The reply an origin server (reached through the proxy) gives to GET host+path."""
+        host = self.host(host_name)
+        if host is None or host.dns in ("nxdomain", "servfail", "timeout"):
+            return _plain(502, "dns-error", f"cannot resolve {host_name}\n")
+        if path in ("/robots.txt", "/robots-real.txt"):
+            reply = self._robots(host, path)
+        else:
+            reply = self._route(host, path)
+            reply = self._misbehave(host, path, reply)
+        if accept_gzip and host.gzip and reply.status == 200 and reply.body:
+            body = gzip.compress(reply.body, compresslevel=1, mtime=0)
+            headers = (*reply.headers, ("Content-Encoding", "gzip"))
+            reply = reply._replace(body=body, headers=headers)
+        return reply._replace(chunked=host.chunked)
+
+    def _misbehave(self, host: Host, path: str, reply: Reply) -> Reply:
+        p = self.profile
+        if host.server == "slow":
+            return reply._replace(delay=p.slow_delay)
+        u = self._unit("misbehave", host.name, path)
+        if host.server == "flaky" and u < 0.2:
+            return _plain(500 if u < 0.1 else 503, "error", "server error\n")
+        if host.server == "resetting" and u < 0.2:
+            return Reply(0, (), b"", "reset", action="reset")
+        if host.server == "hanging" and u < 0.1:
+            return Reply(0, (), b"", "timeout", action="hang", delay=p.hang_seconds)
+        return reply
+
+    def robots_txt(self, host: Host) -> str:
+        """The robots.txt text of a host whose variant serves rules."""
+        if host.robots == "allow":
+            return "User-agent: *\nDisallow:\n"
+        if host.robots == "crawl-delay":
+            delay = (1, 2, 5, 30)[self._h64("crawldelay", host.name) % 4]
+            return f"User-agent: *\nCrawl-delay: {delay}\nDisallow: /private/\n"
+        if host.robots == "oversized":
+            pad = "# " + _CORPUS[:1000] + "\n"
+            body = "User-agent: *\nDisallow: /private/\n"
+            body += pad * (ROBOTS_PARSE_LIMIT // len(pad) + 100)
+            return body + "Disallow: /\n"
+        if host.robots == "malformed":
+            return ("<html><body>not robots</body></html>\nthis line is no rule\n"
+                    "User-agent: *\nDisallow: /private/\n:::\nCrawl-delay: soon\n\x00junk\n")
+        return "User-agent: BadBot\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n"
+
+    def crawl_delay(self, host: Host) -> float | None:
+        if host.robots != "crawl-delay":
+            return None
+        return float((1, 2, 5, 30)[self._h64("crawldelay", host.name) % 4])
+
+    def _robots(self, host: Host, path: str) -> Reply:
+        v = host.robots
+        if path == "/robots-real.txt":
+            if v != "redirect":
+                return self._misbehave(host, path, _plain(404, "error", "not found\n"))
+            return _plain(200, "robots", self.robots_txt(host), "text/plain")
+        if v == "missing":
+            return _plain(404, "robots", "not found\n")
+        if v == "error":
+            return _plain(503 if self._h64("robots5xx", host.name) % 2 else 500, "robots",
+                          "server error\n")
+        if v == "unreachable":
+            return Reply(0, (), b"", "reset", action="reset")
+        if v == "redirect":
+            return Reply(301, (("Location", f"http://{host.name}/robots-real.txt"),), b"", "robots")
+        reply = _plain(200, "robots", self.robots_txt(host), "text/plain")
+        if v == "slow":
+            reply = reply._replace(delay=self.profile.robots_slow_delay)
+        return reply
+
+    def _route(self, host: Host, path: str) -> Reply:
+        n = self._page_number(host, path)
+        if n is not None:
+            return self._page(host, n)
+        if host.trap and path.startswith(TRAP_PREFIXES[host.trap]):
+            trap = self._trap_page(host, path)
+            if trap is not None:
+                return trap
+        if host.spam:
+            return _plain(404, "error", "not found\n")
+        m = _SPECIAL.match(path)
+        if not m:
+            return _plain(404, "error", "not found\n")
+        what, num = m.group(1), int(m.group(2))
+        if self._special_path(what, num, m.group(3) or "") != path:
+            return _plain(404, "error", "not found\n")
+        return self._special_reply(host, what, num, path)
+
+    @staticmethod
+    def _special_path(what: str, num: int, tail: str) -> str | None:
+        if what == "loop" and tail in ("a", "b"):
+            return f"/loop/{num}/{tail}"
+        return {
+            "private": f"/private/{num}.html", "go": f"/go/{num}", "away": f"/away/{num}",
+            "doc": f"/doc/{num}", "files": f"/files/{num}.pdf", "img": f"/img/{num}.jpg",
+            "dl": f"/dl/{num}.zip", "big": f"/big/{num}.html", "missing": f"/missing/{num}",
+            "err": f"/err/{num}",
+        }.get(what)
+
+    def _special_reply(self, host: Host, what: str, num: int, path: str) -> Reply:
+        if what == "private":
+            return self._html_reply(host, path, f"private {num}", ("/",), 0.1)
+        if what == "go":
+            target = self.page_path(host, num % (host.pages or 1))
+            return _redirect(301, f"http://{host.name}{target}")
+        if what == "away":
+            if num >= self.profile.legit_plds:
+                return _plain(404, "error", "not found\n")
+            return _redirect(302, f"http://{self.host_name(num, 0)}/")
+        if what == "loop":
+            other = "b" if path.endswith("/a") else "a"
+            return _redirect(302, f"http://{host.name}/loop/{num}/{other}")
+        if what in ("doc", "files"):
+            return _binary(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", b"\n%%EOF\n", num, "application/pdf")
+        if what == "img":
+            return _binary(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", b"\xff\xd9", num, "image/jpeg")
+        if what == "dl":
+            return _binary(b"PK\x03\x04", b"PK\x05\x06", num, "application/zip")
+        if what == "big":
+            text = _CORPUS * (self.profile.huge_page_bytes // _CORPUS_LEN + 1)
+            body = (f'<!DOCTYPE html>\n<html><head><title>big {num}</title></head><body>'
+                    f'<a href="/">home</a><p>{text[:self.profile.huge_page_bytes]}</p></body></html>\n')
+            return _plain(200, "page", body, "text/html; charset=utf-8")._replace(links=("/",))
+        if what == "missing":
+            return _plain(404, "error", "not found\n")
+        return _plain(500, "error", "server error\n")
+
+    # -- pages -------------------------------------------------------------------------
+    def _page(self, host: Host, n: int) -> Reply:
+        links = self._spam_links(host, n) if host.spam else self._legit_links(host, n)
+        return self._html_reply(host, self.page_path(host, n), f"{host.name} page {n}", links,
+                                1.0)
+
+    def _html_reply(self, host: Host, path: str, title: str, links: Sequence[str],
+                    size_factor: float) -> Reply:
+        p = self.profile
+        u = self._unit("nofollow", host.name, path)
+        meta_nofollow = u < p.nofollow_meta_share
+        header_nofollow = p.nofollow_meta_share <= u < p.nofollow_meta_share + p.nofollow_header_share
+        rng = self._rng("text", host.name, path)
+        size = int(p.page_bytes * size_factor * (0.5 + rng.random()))
+        meta = '<meta name="robots" content="noindex, nofollow">' if meta_nofollow else ""
+        head = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+                f"<title>{title}</title>{meta}</head>\n<body><h1>{title}</h1>\n")
+        filler = max(0, (size - len(head)) // (len(links) + 1) - 40)
+        filler = min(filler, _CORPUS_LEN)
+        parts = [head]
+        for href in links:
+            o = int(rng.random() * _CORPUS_LEN)
+            a = int(rng.random() * (_CORPUS_LEN - 40))
+            if "&" in href or '"' in href or "<" in href:
+                href = html.escape(href)
+            parts.append(f"<p>{_CORPUS_WRAPPED[o:o + filler]} <a href=\"{href}\">"
+                         f"{_CORPUS[a:a + 12 + (a % 17)].strip()}</a></p>\n")
+        parts.append(f"<p>{_CORPUS_WRAPPED[size % _CORPUS_LEN:size % _CORPUS_LEN + filler]}</p>"
+                     "</body></html>\n")
+        headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/html; charset=utf-8"),)
+        if header_nofollow:
+            headers += (("X-Robots-Tag", "nofollow"),)
+        return Reply(200, headers, "".join(parts).encode(), "page", tuple(links),
+                     nofollow=meta_nofollow or header_nofollow)
+
+    def _legit_links(self, host: Host, n: int) -> list[str]:
+        p = self.profile
+        rng = self._rng("links", host.name, n)
+        pages = host.pages or 1
+        hosts = self.hosts_in_pld(host.pld_id) or 1
+        outs = self.out_plds(host.pld_id)
+        links: list[str] = []
+        if n == 0:
+            for step in range(1, min(hosts, 11)):  # host k links home to k+1..k+10
+                links.append(f"http://{self.host_name(host.pld_id, (host.index + step) % hosts)}/")
+            if host.index == 0:
+                links.extend(f"http://{self.host_name(t, 0)}/" for t in outs)
+        if n + 1 < pages:
+            links.append(self.page_path(host, n + 1))
+        for _ in range(int(p.links_per_page * (0.5 + rng.random()))):
+            r = rng.random()
+            if r < p.external_link_share and outs:
+                links.append(self._url_into(outs[int(rng.random() * len(outs))], rng))
+            elif r < p.external_link_share + p.same_pld_link_share:
+                other = self.host(self.host_name(host.pld_id, int(rng.random() * hosts)))
+                assert other is not None
+                m = 0 if rng.random() < 0.5 else int(rng.random() * (other.pages or 1))
+                url = f"//{other.name}{self.page_path(other, m)}"
+                links.append(url if rng.random() < 0.2 else "http:" + url)
+            else:
+                m = n + 1 + int(rng.random() * 5) if rng.random() < 0.5 else int(rng.random() * pages)
+                path = self.page_path(host, m % pages)
+                links.append(path if rng.random() < 0.7 else f"http://{host.name}{path}")
+        for what, prob in p.special_links:
+            if rng.random() < prob:
+                links.append(self._special_link(host, what, rng, outs))
+        if host.trap and (n == 0 or rng.random() < 0.1):
+            links.append({"calendar": f"/calendar?y={CALENDAR_EPOCH_YEAR}&m=1",
+                          "session": "/cart/0?sid=0", "repeat": "/lib/"}[host.trap])
+        return links
+
+    def _special_link(self, host: Host, what: str, rng: random.Random,
+                      outs: Sequence[int]) -> str:
+        num = int(rng.random() * 1000)
+        if what == "away":
+            legit = [t for t in outs if t < self.profile.legit_plds] or [0]
+            return f"/away/{legit[int(rng.random() * len(legit))]}"
+        if what == "loop":
+            return f"/loop/{num}/a"
+        if what == "mailto":
+            return f"mailto:info@{host.pld}"
+        if what == "javascript":
+            return "javascript:void(0)"
+        if what == "tel":
+            return f"tel:+1555{num:04d}"
+        if what == "ftp":
+            return f"ftp://ftp.{host.pld}/pub/{num}.tar.gz"
+        if what == "fragment":
+            return "#top"
+        if what == "go":
+            num %= host.pages or 1
+        elif what == "file":
+            what = ("files", "img", "dl")[num % 3]
+        path = self._special_path(what, num, "")
+        assert path is not None
+        return path
+
+    def _url_into(self, pld_id: int, rng: random.Random) -> str:
+        """An absolute link to a page of another PLD."""
+        hosts = self.hosts_in_pld(pld_id)
+        index = 0 if rng.random() < 0.7 else int(rng.random() * (hosts or 8))
+        target = self.host(self.host_name(pld_id, index))
+        assert target is not None
+        m = 0 if rng.random() < 0.5 else int(rng.random() * (target.pages or 8))
+        return f"http://{target.name}{self.page_path(target, m)}"
+
+    def _spam_links(self, host: Host, n: int) -> list[str]:
+        p = self.profile
+        rng = self._rng("links", host.name, n)
+        first = p.legit_plds + host.farm * p.spam_plds_per_farm
+        outs = self.out_plds(host.pld_id)
+        links: list[str] = []
+        if n == 0 and host.index == 0:
+            links.extend(f"http://{self.host_name(t, 0)}/" for t in outs)
+        host_limit, page_limit = p.spam_hosts_per_pld, p.spam_pages_per_host
+        for _ in range(int(p.links_per_page * (0.5 + rng.random()))):
+            r = rng.random()
+            if r < 0.6:  # branch without end across the farm's hosts and PLDs
+                member = first + int(rng.random() * p.spam_plds_per_farm)
+                k = int(rng.random() * (2 * host.index + 5))
+                m = int(rng.random() * (2 * n + 5))
+                if host_limit is not None:
+                    k %= host_limit
+                if page_limit is not None:
+                    m %= page_limit
+                links.append(f"http://{self.host_name(member, k)}/{'p' + str(m) if m else ''}")
+            elif r < 0.85:
+                m = int(rng.random() * (2 * n + 5))
+                if page_limit is not None:
+                    m %= page_limit
+                links.append(f"/p{m}" if m else "/")
+            elif r < 0.95:
+                links.append(f"http://{self.host_name(first, 0)}/")  # the farm's target
+            else:
+                legit = [t for t in outs if t < p.legit_plds]
+                if legit:
+                    links.append(self._url_into(legit[int(rng.random() * len(legit))], rng))
+        return links
+
+    def _trap_page(self, host: Host, path: str) -> Reply | None:
+        extent = self.profile.trap_extent
+        links: list[str] = ["/"]
+        if host.trap == "calendar":
+            m = re.fullmatch(r"/calendar\?y=(\d{4,6})&m=([1-9]|1[0-2])", path)
+            if not m:
+                return None
+            month = (int(m.group(1)) - CALENDAR_EPOCH_YEAR) * 12 + int(m.group(2)) - 1
+            if month < 0 or (extent is not None and month >= extent):
+                return None
+            for nxt in (month - 1, month + 1):
+                if nxt >= 0 and (extent is None or nxt < extent):
+                    y, mo = divmod(nxt, 12)
+                    links.append(f"/calendar?y={CALENDAR_EPOCH_YEAR + y}&m={mo + 1}")
+        elif host.trap == "session":
+            m = re.fullmatch(r"/cart/(\d+)\?sid=([0-9a-f]+)", path)
+            if not m:
+                return None
+            item, sid = int(m.group(1)), m.group(2)
+            if extent is not None and (item >= extent or int(sid, 16) >= extent):
+                return None
+            rng = self._rng("session", host.name, path)
+            for _ in range(4):
+                nxt_item = int(rng.random() * (extent or 1000))
+                token = (f"{int(rng.random() * extent):x}" if extent is not None
+                         else f"{self._h64('sid', host.name, path, nxt_item):016x}")
+                links.append(f"/cart/{nxt_item}?sid={token}")
+        else:
+            m = re.fullmatch(r"/lib/((?:more/)*)", path)
+            if not m:
+                return None
+            depth = len(m.group(1)) // 5
+            if extent is not None and depth >= extent:
+                return None
+            if extent is None or depth + 1 < extent:
+                links.append("more/")
+        return self._html_reply(host, path, f"{host.name} {host.trap}", links, 0.3)
+
+
+def ip_address(index: int) -> str:
+    """The loopback address of IP number ``index`` (127.0.1.0 upwards; 127.0.0.x is left free)."""
+    a = index + 256
+    if a >= 1 << 24:
+        raise ValueError(f"IP index {index} does not fit in 127.0.0.0/8")
+    return f"127.{a >> 16}.{(a >> 8) & 255}.{a & 255}"
+
+
+def _plain(status: int, kind: str, text: str, content_type: str = "text/plain") -> Reply:
+    return Reply(status, (("Content-Type", content_type),), text.encode(), kind)
+
+
+def _redirect(status: int, location: str) -> Reply:
+    return Reply(status, (("Location", location),), b"", "redirect")
+
+
+def _binary(magic: bytes, trailer: bytes, num: int, content_type: str) -> Reply:
+    o = (num * 7919) % (_CORPUS_LEN - 8192)
+    body = magic + _CORPUS[o:o + 4096 + num % 4096].encode() + trailer
+    return Reply(200, (("Content-Type", content_type),), body, "nonhtml")

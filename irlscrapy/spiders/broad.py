@@ -1,0 +1,127 @@
+"""The ``broad`` spider: a breadth-first crawl of the web from a set of seeds.
+
+Usage::
+
+    scrapy crawl broad -a seeds=URL,URL,...      # comma-separated seed URLs
+    scrapy crawl broad -a seeds=FILE              # one URL per line; blank and # lines skipped
+    scrapy crawl broad -a seeds=invitro [-a profile=broad] [-a seed=0] [-a invitro_log=FILE]
+
+``seeds=invitro`` starts an in-vitro web in a child process, points the crawl at it
+(its ``env`` and ``settings``, see :mod:`irlscrapy.invitro.serve`) and stops it when the
+engine stops. Set a page limit for that one, e.g. ``-s CLOSESPIDER_PAGECOUNT=2000``: the
+broad profile is unbounded.
+
+Each HTML page yields one :class:`irlscrapy.Links` with its followable links
+(:func:`irlscrapy.spiders.extract.links_to_follow`). Pages that are not HTML, or whose
+meta robots or ``X-Robots-Tag`` says ``nofollow``, yield nothing. Pages above
+``DOWNLOAD_MAXSIZE`` (2 MiB unless set) are dropped by Scrapy's downloader.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+from scrapy import Request, Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.http import Response, TextResponse
+from scrapy.settings import BaseSettings
+
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.invitro.process import InVitroProcess
+from irlscrapy.links import Links
+from irlscrapy.middlewares.links import ORDER as LINKS_MIDDLEWARE_ORDER
+from irlscrapy.spiders.extract import header_nofollow, links_to_follow, meta_nofollow
+
+MAX_PAGE_BYTES = 2 * 1024 * 1024
+HTML_TYPES = (b"text/html", b"application/xhtml+xml")
+
+
+class BroadSpider(Spider):
+    name = "broad"
+
+    def __init__(self, seeds: str = "", profile: str = "broad", seed: str = "0",
+                 invitro_log: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if not seeds:
+            raise ConfigurationError(
+                "the broad spider needs seeds: -a seeds=URL,URL,... or -a seeds=FILE "
+                "or -a seeds=invitro")
+        self.seeds_arg = seeds
+        self.invitro: InVitroProcess | None = None
+        if seeds == "invitro":
+            if not seed.lstrip("-").isdigit():
+                raise ConfigurationError(f"-a seed={seed!r}: the in-vitro seed must be an integer")
+            self.invitro = InVitroProcess(profile, int(seed), invitro_log)
+            self.seed_urls: list[str] = []
+        else:
+            self.seed_urls = parse_seeds(seeds)
+
+    @classmethod
+    def update_settings(cls, settings: BaseSettings) -> None:
+        super().update_settings(settings)
+        settings.set_in_component_priority_dict(
+            "SPIDER_MIDDLEWARES", "irlscrapy.middlewares.links.LinksMiddleware",
+            LINKS_MIDDLEWARE_ORDER)
+        settings.set("DOWNLOAD_MAXSIZE", MAX_PAGE_BYTES, priority="spider")
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BroadSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider.invitro is not None:
+            # Started here, not in start(): the proxy environment must be in place before
+            # Scrapy builds HttpProxyMiddleware, and settings before they are frozen.
+            info = spider.invitro.start()
+            atexit.register(spider.invitro.stop)
+            crawler.signals.connect(spider.invitro.stop, signal=signals.engine_stopped)
+            spider.seed_urls = list(info["seeds"])
+            for name, value in info["settings"].items():
+                crawler.settings.set(name, value, priority="spider")
+            os.environ.update(info["env"])
+            spider.logger.info("in-vitro web (%s, seed %s) at %s, DNS %s; seeds %s",
+                               info["profile"], info["seed"], info["proxy"], info["dns"],
+                               ", ".join(spider.seed_urls))
+        return spider
+
+    async def start(self) -> AsyncIterator[Any]:
+        for url in self.seed_urls:
+            yield Request(url, callback=self.parse)
+
+    def parse(self, response: Response, **kwargs: Any) -> Iterator[Links]:
+        stats = self.crawler.stats
+        assert stats is not None
+        content_type = response.headers.get(b"Content-Type", b"") or b""
+        if not isinstance(response, TextResponse) or not any(
+                t in content_type.lower() for t in HTML_TYPES):
+            stats.inc_value("irl/spider/not_html")
+            return
+        body = response.body
+        if header_nofollow(response.headers.getlist(b"X-Robots-Tag")) or meta_nofollow(body):
+            stats.inc_value("irl/spider/nofollow")
+            return
+        urls = links_to_follow(response.url, body)
+        stats.inc_value("irl/spider/pages")
+        stats.inc_value("irl/spider/links", len(urls))
+        yield Links(response.url, urls, response.meta.get("depth", 0))
+
+
+def parse_seeds(arg: str) -> list[str]:
+    """Seed URLs from ``URL,URL,...`` or from a file with one URL per line."""
+    path = Path(arg)
+    if "://" not in arg and path.is_file():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        urls = [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
+        where = f"file {path}"
+    else:
+        urls = [s.strip() for s in arg.split(",") if s.strip()]
+        where = "-a seeds"
+    bad = [u for u in urls if not u.startswith(("http://", "https://"))]
+    if bad or not urls:
+        shown = ", ".join(repr(u) for u in bad[:3]) or "nothing"
+        raise ConfigurationError(
+            f"{where}: seeds must be http(s) URLs, got {shown}"
+            + ("" if "://" in arg or path.exists() else f" (and no file named {arg!r} exists)"))
+    return urls
