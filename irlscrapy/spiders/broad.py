@@ -28,7 +28,7 @@ from typing import Any
 from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.process import InVitroProcess
@@ -63,9 +63,12 @@ class BroadSpider(Spider):
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
         super().update_settings(settings)
-        settings.set_in_component_priority_dict(
-            "SPIDER_MIDDLEWARES", "irlscrapy.middlewares.links.LinksMiddleware",
-            LINKS_MIDDLEWARE_ORDER)
+        # At spider priority: CrawlerProcess re-applies project settings over what is set
+        # here at the dict's own priority, which would drop the middleware.
+        middlewares = settings.getdict("SPIDER_MIDDLEWARES")
+        middlewares.setdefault("irlscrapy.middlewares.links.LinksMiddleware", LINKS_MIDDLEWARE_ORDER)
+        priority = max(settings.getpriority("SPIDER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["spider"])
+        settings.set("SPIDER_MIDDLEWARES", middlewares, priority=priority)
         settings.set("DOWNLOAD_MAXSIZE", MAX_PAGE_BYTES, priority="spider")
 
     @classmethod
