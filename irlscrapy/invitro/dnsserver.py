@@ -22,6 +22,10 @@ from twisted.names import common, dns, error, server
 from irlscrapy.invitro.web import InVitroWeb
 
 
+class ModelledServerFailure(Exception):
+    """Raised for a host whose DNS fails: not a DomainError, so the server says SERVFAIL."""
+
+
 class InVitroResolver(common.ResolverBase):
     """A twisted.names resolver that answers from the web's model."""
 
@@ -36,7 +40,7 @@ class InVitroResolver(common.ResolverBase):
         if host is None or host.dns == "nxdomain":
             return defer.fail(error.DomainError(text))
         if host.dns == "servfail":
-            return defer.fail(error.DNSServerError(text))
+            return defer.fail(ModelledServerFailure(text))
         if host.dns == "timeout":
             return defer.Deferred()  # never fires; dropped with the query
         ttl = self.web.profile.dns_ttl

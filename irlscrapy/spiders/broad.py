@@ -84,9 +84,9 @@ class BroadSpider(Spider):
             for name, value in info["settings"].items():
                 crawler.settings.set(name, value, priority="spider")
             os.environ.update(info["env"])
-            spider.logger.info("in-vitro web (%s, seed %s) at %s, DNS %s; seeds %s",
-                               info["profile"], info["seed"], info["proxy"], info["dns"],
-                               ", ".join(spider.seed_urls))
+            spider.logger.info("in-vitro web (%s, seed %s, pid %s) at %s, DNS %s; seeds %s",
+                               info["profile"], info["seed"], info["pid"], info["proxy"],
+                               info["dns"], ", ".join(spider.seed_urls))
         return spider
 
     async def start(self) -> AsyncIterator[Any]:

@@ -21,7 +21,9 @@ _HREF = re.compile(rb"""<a(?:rea)?\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\
 _BASE = re.compile(rb"""<base\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""", re.I)
 _META_ROBOTS = re.compile(
     rb"""<meta\s[^>]*?name\s*=\s*["']?robots["']?[^>]*>""", re.I)
-_SLOW_PATH = re.compile(r"/\.|\\|\s|%2[eE]|^[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
+# shapes urljoin rewrites: dot segments, odd characters, an empty query or params, and
+# schemes without "//"
+_SLOW_PATH = re.compile(r"/\.|\\|\s|%2[eE]|;|\?(?:#|$)|^[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
 _HEAD_BYTES = 16 * 1024  # meta robots and <base> are looked for this far into the page
 
 #: Path extensions of resources that are not HTML; links to them are not followed.

@@ -1,0 +1,327 @@
+"""Stock Scrapy crawling the in-vitro ``broad`` web: throughput, CPU and memory baselines.
+
+    python bench/crawl.py [--pages N] [--quick]      # throughput: variants a, b, c
+    python bench/crawl.py --memory [--quick]         # memory curve: variants a, b
+
+Every variant gets a fresh in-vitro web (``InVitroProcess``, profile broad, seed 0)
+pinned to core :data:`SERVER_CPU`; the crawler is a separate process pinned to core
+:data:`CRAWLER_CPU`, reaching the web through ``http_proxy`` (all other proxy variables
+are removed from its environment, so nothing can leave loopback).
+
+Variants
+--------
+``dfo``   a. ``scrapy crawl broad`` with the project's settings/broad.py and Scrapy's
+          defaults for everything else: LIFO queues, i.e. depth-first order.
+``bfo``   b. the same in breadth-first order: DEPTH_PRIORITY=1 and FIFO queues.
+``fetch`` c. the fetch-only floor: ``bench/fetchonly.py`` downloads the first pages of
+          ``irlscrapy invitro urls --profile broad --seed 0`` with a callback that does
+          nothing, on Scrapy's defaults plus the same CONCURRENT_REQUESTS (64),
+          DOWNLOAD_TIMEOUT, LOG_LEVEL and DOWNLOAD_MAXSIZE as the broad crawl.
+
+Each stops through CLOSESPIDER_PAGECOUNT at the same page budget (:data:`PAGES`
+responses; the floor's list is :data:`FETCH_LIST_MARGIN` longer so that it too stops on
+the budget, not by running dry). ``bench/sampler.py`` writes the crawler's state every
+second to ``bench/results/crawl-VARIANT.jsonl``; rates are taken at the moment the
+budget was reached (interpolated between samples), so the seconds the engine spends
+closing (waiting for downloads in flight) are not counted.
+
+Memory mode runs a and b without a page budget until the dupefilter has seen
+:data:`MEMORY_UNIQUE` URLs or RSS reaches :data:`MEMORY_RSS` (the sampler closes the
+spider) or :data:`MEMORY_WALL_S` passes (one SIGINT), and reports RSS per unique URL.
+
+Figures: pages/s, HTML pages/s, links/s, crawler CPU seconds per page, peak RSS, the
+server's CPU share (near 1.0 would mean the server, not the crawler, set the pace) and a
+downsampled time series ``[t, pages, unique URLs, RSS]``; headline ratios are each stock
+variant's pages/s and CPU per page against the fetch-only floor of the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+from common import BENCH, REPO, RESULTS, emit, page_urls
+
+from irlscrapy.invitro.process import InVitroProcess
+
+PROFILE = "broad"
+SEED = 0
+PAGES = 20_000
+QUICK_PAGES = 1_000
+SERVER_CPU = 0
+CRAWLER_CPU = 1
+SAMPLE_SECONDS = 1.0
+FETCH_LIST_MARGIN = 1.10
+MEMORY_UNIQUE = 1_000_000
+QUICK_MEMORY_UNIQUE = 50_000
+MEMORY_RSS = 8 * 2**30
+#: Wall-clock limits per variant; past them the crawler gets one SIGINT (graceful stop).
+CRAWL_WALL_S = 480
+MEMORY_WALL_S = 600
+STOP_GRACE_S = 90
+SERIES_POINTS = 40
+BENCH_NAME = "crawl"
+
+BFO_SETTINGS = {
+    "DEPTH_PRIORITY": "1",
+    "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
+    "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+}
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
+SAMPLER = "sampler.Sampler"
+
+
+@dataclass
+class Run:
+    variant: str
+    samples: list[dict[str, Any]]
+    server_cpu_share: float  # server CPU seconds / crawler process wall seconds
+    returncode: int
+    log: Path
+
+
+def project_extensions() -> dict[str, int]:
+    """settings/broad.py's EXTENSIONS, which ``-s EXTENSIONS=`` would otherwise replace."""
+    return dict(runpy.run_path(str(REPO / "settings" / "broad.py"))["EXTENSIONS"])
+
+
+def crawler_env(info: dict[str, Any]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
+    env.update(info["env"])
+    if not env.get("http_proxy", "").startswith("http://127."):
+        raise RuntimeError(f"in-vitro web gave no loopback http_proxy: {info['env']}")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BENCH), env.get("PYTHONPATH")]))
+    return env
+
+
+def sampler_settings(sample_file: Path, extensions: dict[str, int]) -> list[str]:
+    ext = {**extensions, SAMPLER: 600}
+    return ["-s", f"EXTENSIONS={json.dumps(ext)}", "-s", f"BENCH_SAMPLER_FILE={sample_file}",
+            "-s", f"BENCH_SAMPLER_INTERVAL={SAMPLE_SECONDS}"]
+
+
+def run_variant(variant: str, make_cmd: Callable[[dict[str, Any], Path], list[str]],
+                wall_limit: float) -> Run:
+    RESULTS.mkdir(exist_ok=True)
+    sample_file = RESULTS / f"crawl-{variant}.jsonl"
+    log = RESULTS / f"crawl-{variant}.log"
+    sample_file.unlink(missing_ok=True)
+    with InVitroProcess(profile=PROFILE, seed=SEED, cpu=SERVER_CPU) as server, \
+            open(log, "w", encoding="utf-8") as log_file:
+        assert server.pid is not None
+        server_proc = psutil.Process(server.pid)
+        cmd = make_cmd(server.info, sample_file)
+        server_cpu0 = sum(server_proc.cpu_times()[:2])
+        started = time.monotonic()
+        proc = subprocess.Popen(cmd, cwd=REPO, env=crawler_env(server.info), stdout=log_file,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                preexec_fn=lambda: os.sched_setaffinity(0, {CRAWLER_CPU}))
+        try:
+            proc.wait(wall_limit)
+        except subprocess.TimeoutExpired:
+            print(f"{variant}: wall limit {wall_limit} s reached; sending SIGINT",
+                  file=sys.stderr)
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        wall = time.monotonic() - started
+        server_cpu = sum(server_proc.cpu_times()[:2]) - server_cpu0
+    samples = []
+    if sample_file.exists():
+        samples = [json.loads(line) for line in sample_file.read_text().splitlines() if line]
+    if not samples:
+        raise RuntimeError(f"{variant}: the sampler wrote nothing; see {log}")
+    return Run(variant, samples, server_cpu / wall, proc.returncode, log)
+
+
+def interpolate(samples: list[dict[str, Any]], key: str, target: float) -> dict[str, float]:
+    """Every numeric field of the samples, linearly interpolated where ``key`` == target;
+    the last sample if the run never got there."""
+    prev = samples[0]
+    for s in samples[1:]:
+        if s[key] >= target:
+            span = s[key] - prev[key]
+            f = (target - prev[key]) / span if span else 1.0
+            return {k: prev[k] + f * (s[k] - prev[k]) for k in s
+                    if isinstance(s[k], int | float) and not isinstance(s[k], bool)}
+        prev = s
+    return {k: v for k, v in samples[-1].items() if isinstance(v, int | float)}
+
+
+def series(samples: list[dict[str, Any]]) -> list[list[float]]:
+    """At most SERIES_POINTS samples, evenly spaced, as [t, pages, unique, rss]."""
+    step = max(1, len(samples) // SERIES_POINTS)
+    picked = samples[::step]
+    if picked[-1] is not samples[-1]:
+        picked.append(samples[-1])
+    return [[round(s["t"], 1), s["pages"], s["unique"], s["rss"]] for s in picked]
+
+
+def throughput_figures(run: Run, budget: int) -> dict[str, float]:
+    s = run.samples
+    first = s[0]
+    at = interpolate(s, "pages", budget)
+    reached = s[-1]["pages"] >= budget
+    pages = budget if reached else s[-1]["pages"]
+    t = max(at["t"], 1e-9)
+    cpu = at["cpu"] - first["cpu"]
+    figures = {
+        "pages_per_s": pages / t,
+        "html_pages_per_s": at["html"] / t,
+        "links_per_s": at["links"] / t,
+        "cpu_s_per_page": cpu / max(pages, 1),
+        "crawler_cpu_share": cpu / t,
+        "peak_rss_bytes": max(x["rss"] for x in s),
+        "unique_urls": at["unique"],
+        "seconds_to_budget": t,
+        "seconds_incl_close": s[-1]["t"],
+    }
+    reason = next((x.get("reason") for x in s if x["event"] == "close"), None)
+    emit(BENCH_NAME, "run", run.variant, "variant", pages=pages, reached_budget=reached,
+         close_reason=reason, returncode=run.returncode,
+         server_cpu_share=round(run.server_cpu_share, 3), log=str(run.log.relative_to(REPO)))
+    units = {"pages_per_s": "pages/s", "html_pages_per_s": "pages/s", "links_per_s": "links/s",
+             "cpu_s_per_page": "s/page", "crawler_cpu_share": "cores",
+             "peak_rss_bytes": "bytes", "unique_urls": "urls", "seconds_to_budget": "s",
+             "seconds_incl_close": "s"}
+    for name, value in figures.items():
+        emit(BENCH_NAME, name, round(value, 6 if name == "cpu_s_per_page" else 1), units[name],
+             variant=run.variant)
+    emit(BENCH_NAME, "series", series(s), "[t_s, pages, unique_urls, rss_bytes]",
+         variant=run.variant)
+    return figures
+
+
+def memory_figures(run: Run, limit: int) -> dict[str, float]:
+    s = run.samples
+    first, last = s[0], s[-1]
+    top = max(s, key=lambda x: x["unique"])
+    at = interpolate(s, "unique", limit)
+    reason = next((x.get("reason") for x in s if x["event"] == "close"), None)
+    # marginal cost: least-squares slope of RSS on unique URLs over the second half
+    half = [x for x in s if x["unique"] >= top["unique"] / 2 and x["event"] != "close"]
+    slope = float("nan")
+    if len(half) >= 3:
+        n = len(half)
+        mx = sum(x["unique"] for x in half) / n
+        my = sum(x["rss"] for x in half) / n
+        sxx = sum((x["unique"] - mx) ** 2 for x in half)
+        if sxx:
+            slope = sum((x["unique"] - mx) * (x["rss"] - my) for x in half) / sxx
+    emit(BENCH_NAME, "memory_run", run.variant, "variant", close_reason=reason,
+         returncode=run.returncode, unique_urls=top["unique"], pages=top["pages"],
+         seconds=round(last["t"], 1), reached_limit=top["unique"] >= limit,
+         server_cpu_share=round(run.server_cpu_share, 3), log=str(run.log.relative_to(REPO)))
+    rss_limit = at["rss"] if top["unique"] >= limit else top["rss"]
+    unique = min(limit, top["unique"])
+    figures = {
+        "rss_bytes_per_unique_url": (rss_limit - first["rss"]) / max(unique, 1),
+        "marginal_rss_bytes_per_unique_url": slope,
+        "rss_bytes_at_limit": rss_limit,
+        "rss_bytes_at_open": first["rss"],
+        "peak_rss_bytes": max(x["rss"] for x in s),
+        "scheduled_at_limit": at["scheduled"],
+    }
+    for name, value in figures.items():
+        emit(BENCH_NAME, name, round(value, 1), "bytes" if "rss" in name else "requests",
+             variant=run.variant, unique_urls=unique)
+    emit(BENCH_NAME, "memory_series", series(s), "[t_s, pages, unique_urls, rss_bytes]",
+         variant=run.variant)
+    return figures
+
+
+def broad_cmd(extra: list[str]) -> Callable[[dict[str, Any], Path], list[str]]:
+    def make(info: dict[str, Any], sample_file: Path) -> list[str]:
+        cmd = [sys.executable, "-m", "scrapy", "crawl", "broad",
+               "-a", "seeds=" + ",".join(info["seeds"])]
+        for name, value in info["settings"].items():  # what -a seeds=invitro would set
+            cmd += ["-s", f"{name}={value}"]
+        return cmd + sampler_settings(sample_file, project_extensions()) + extra
+    return make
+
+
+def fetch_cmd(url_file: Path, budget: int) -> Callable[[dict[str, Any], Path], list[str]]:
+    def make(info: dict[str, Any], sample_file: Path) -> list[str]:
+        return [sys.executable, str(BENCH / "fetchonly.py"), str(url_file),
+                "-s", f"CLOSESPIDER_PAGECOUNT={budget}", *sampler_settings(sample_file, {})]
+    return make
+
+
+def bfo_settings() -> list[str]:
+    return [arg for name, value in BFO_SETTINGS.items() for arg in ("-s", f"{name}={value}")]
+
+
+def throughput(budget: int) -> None:
+    emit(BENCH_NAME, "setup", budget, "pages", profile=PROFILE, seed=SEED,
+         server_cpu=SERVER_CPU, crawler_cpu=CRAWLER_CPU, sample_seconds=SAMPLE_SECONDS)
+    RESULTS.mkdir(exist_ok=True)
+    url_file = RESULTS / "fetch-urls.txt"
+    url_file.write_text("\n".join(page_urls(PROFILE, SEED, int(budget * FETCH_LIST_MARGIN)))
+                        + "\n")
+    page_budget = ["-s", f"CLOSESPIDER_PAGECOUNT={budget}"]
+    runs = {
+        "fetch": run_variant("fetch", fetch_cmd(url_file, budget), CRAWL_WALL_S),
+        "dfo": run_variant("dfo", broad_cmd(page_budget), CRAWL_WALL_S),
+        "bfo": run_variant("bfo", broad_cmd(page_budget + bfo_settings()), CRAWL_WALL_S),
+    }
+    figures = {name: throughput_figures(run, budget) for name, run in runs.items()}
+    floor = figures["fetch"]
+    for name in ("dfo", "bfo"):
+        f = figures[name]
+        emit(BENCH_NAME, "pages_per_s_to_floor_ratio",
+             round(f["pages_per_s"] / floor["pages_per_s"], 3), "ratio", variant=name)
+        # the floor's responses are all HTML pages; the crawl's also robots.txt, redirects, errors
+        emit(BENCH_NAME, "html_pages_per_s_to_floor_ratio",
+             round(f["html_pages_per_s"] / floor["pages_per_s"], 3), "ratio", variant=name)
+        emit(BENCH_NAME, "cpu_per_page_to_floor_ratio",
+             round(f["cpu_s_per_page"] / floor["cpu_s_per_page"], 3), "ratio", variant=name)
+    emit(BENCH_NAME, "bfo_to_dfo_pages_per_s_ratio",
+         round(figures["bfo"]["pages_per_s"] / figures["dfo"]["pages_per_s"], 3), "ratio")
+
+
+def memory(limit: int) -> None:
+    emit(BENCH_NAME, "memory_setup", limit, "unique urls", rss_limit_bytes=MEMORY_RSS,
+         wall_limit_s=MEMORY_WALL_S, profile=PROFILE, seed=SEED)
+    stop = ["-s", f"BENCH_SAMPLER_STOP_UNIQUE={limit}",
+            "-s", f"BENCH_SAMPLER_STOP_RSS={MEMORY_RSS}"]
+    figures = {
+        "dfo": memory_figures(run_variant("mem-dfo", broad_cmd(stop), MEMORY_WALL_S), limit),
+        "bfo": memory_figures(run_variant("mem-bfo", broad_cmd(stop + bfo_settings()),
+                                          MEMORY_WALL_S), limit),
+    }
+    emit(BENCH_NAME, "dfo_to_bfo_rss_per_unique_url_ratio",
+         round(figures["dfo"]["rss_bytes_per_unique_url"]
+               / figures["bfo"]["rss_bytes_per_unique_url"], 3), "ratio")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=PAGES, help=f"page budget ({PAGES})")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"smoke run: {QUICK_PAGES} pages, or {QUICK_MEMORY_UNIQUE} URLs")
+    parser.add_argument("--memory", action="store_true",
+                        help=f"memory curve up to {MEMORY_UNIQUE} unique URLs instead")
+    args = parser.parse_args()
+    if args.memory:
+        memory(QUICK_MEMORY_UNIQUE if args.quick else MEMORY_UNIQUE)
+    else:
+        throughput(QUICK_PAGES if args.quick else args.pages)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The broad spider and the Links degrade path, through Scrapy's own test crawler."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from scrapy import Request, Spider
+from scrapy.http import HtmlResponse, Response, TextResponse
+from scrapy.crawler import Crawler
+from scrapy.settings import Settings
+from scrapy.utils.test import get_crawler
+
+from irlscrapy import Links
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.middlewares.links import LinksMiddleware
+from irlscrapy.spiders.broad import BroadSpider, parse_seeds
+
+PAGE = (b'<html><head><title>t</title></head><body><a href="/a">a</a>'
+        b'<a href="http://other.com/b">b</a><a href="/doc.pdf">pdf</a>'
+        b'<a href="mailto:x@y.z">m</a></body></html>')
+
+
+def make_spider(**settings: object) -> BroadSpider:
+    crawler = get_crawler(BroadSpider, settings_dict=settings or None)
+    crawler._apply_settings()
+    spider = BroadSpider.from_crawler(crawler, seeds="http://h.com/")
+    crawler.spider = spider
+    return spider
+
+
+def html(url: str, body: bytes, **headers: str) -> HtmlResponse:
+    return HtmlResponse(url, body=body, headers={"Content-Type": "text/html", **headers},
+                        request=Request(url, meta={"depth": 2}))
+
+
+class TestParse:
+    def test_one_links_object_per_page_with_followable_urls(self) -> None:
+        spider = make_spider()
+        out = list(spider.parse(html("http://h.com/x/y", PAGE)))
+        assert out == [Links("http://h.com/x/y", ["http://h.com/a", "http://other.com/b"], 2)]
+        assert spider.crawler.stats.get_value("irl/spider/links") == 2
+
+    @pytest.mark.parametrize("response", [
+        html("http://h.com/", PAGE.replace(b"<title>", b'<meta name="robots" content="nofollow"><title>')),
+        html("http://h.com/", PAGE, **{"X-Robots-Tag": "noindex, nofollow"}),
+    ])
+    def test_nofollow_pages_yield_nothing(self, response: Response) -> None:
+        spider = make_spider()
+        assert list(spider.parse(response)) == []
+        assert spider.crawler.stats.get_value("irl/spider/nofollow") == 1
+
+    @pytest.mark.parametrize("response", [
+        Response("http://h.com/f", body=b"%PDF-1.4 <a href='/x'>", headers={"Content-Type": "application/pdf"}),
+        TextResponse("http://h.com/t", body=PAGE, headers={"Content-Type": "text/plain"}),
+    ])
+    def test_non_html_yields_nothing(self, response: Response) -> None:
+        spider = make_spider()
+        assert list(spider.parse(response)) == []
+        assert spider.crawler.stats.get_value("irl/spider/not_html") == 1
+
+    def test_page_size_limit_and_middleware_are_set_by_the_spider(self) -> None:
+        spider = make_spider()
+        settings = spider.crawler.settings
+        assert settings.getint("DOWNLOAD_MAXSIZE") == 2 * 1024 * 1024
+        assert settings.getdict("SPIDER_MIDDLEWARES")[
+            "irlscrapy.middlewares.links.LinksMiddleware"] == 950
+
+    @pytest.mark.parametrize(("priority", "expected"), [
+        ("project", 2 * 1024 * 1024),  # the spider's limit wins over project settings
+        ("cmdline", 1234),  # -s DOWNLOAD_MAXSIZE=... wins over the spider
+    ])
+    def test_command_line_size_limit_wins(self, priority: str, expected: int) -> None:
+        settings = Settings()
+        settings.set("DOWNLOAD_MAXSIZE", 1234, priority=priority)
+        assert Crawler(BroadSpider, settings).settings.getint("DOWNLOAD_MAXSIZE") == expected
+
+
+class TestSeeds:
+    def test_comma_separated(self) -> None:
+        assert parse_seeds("http://a.com/, https://b.com/x") == ["http://a.com/", "https://b.com/x"]
+
+    def test_file_with_comments_and_blank_lines(self, tmp_path: Path) -> None:
+        f = tmp_path / "seeds.txt"
+        f.write_text("# seeds\nhttp://a.com/\n\n  https://b.com/  \n")
+        assert parse_seeds(str(f)) == ["http://a.com/", "https://b.com/"]
+
+    @pytest.mark.parametrize(("arg", "message"), [
+        ("a.com,b.com", "no file named 'a.com,b.com'"),
+        ("ftp://a.com/", "got 'ftp://a.com/'"),
+        (",", "got nothing"),
+    ])
+    def test_bad_seeds_are_explained(self, arg: str, message: str) -> None:
+        with pytest.raises(ConfigurationError, match=message):
+            parse_seeds(arg)
+
+    def test_missing_seeds_argument_says_what_to_pass(self) -> None:
+        with pytest.raises(ConfigurationError, match="-a seeds=URL"):
+            BroadSpider()
+
+    def test_invitro_seed_must_be_an_integer(self) -> None:
+        with pytest.raises(ConfigurationError, match="integer"):
+            BroadSpider(seeds="invitro", seed="x")
+
+
+class CallbackSpider(Spider):
+    name = "cb"
+
+    def other(self, response: Response) -> None:
+        pass
+
+
+class TestLinksMiddleware:
+    def middleware(self) -> tuple[LinksMiddleware, Spider]:
+        crawler = get_crawler(CallbackSpider)
+        crawler._apply_settings()
+        crawler.spider = CallbackSpider.from_crawler(crawler)
+        return LinksMiddleware.from_crawler(crawler), crawler.spider
+
+    def test_links_become_requests_and_other_output_passes_through(self) -> None:
+        mw, spider = self.middleware()
+        item = {"k": 1}
+        out = list(mw.process_spider_output(None, [Links("http://s/", ["http://a/", "http://b/"], 1, "other"), item]))
+        assert [r.url for r in out[:2]] == ["http://a/", "http://b/"]
+        assert all(isinstance(r, Request) and r.callback == spider.other for r in out[:2])
+        assert out[2] is item
+        assert spider.crawler.stats.get_value("irl/links/degraded") == 2
+
+    def test_default_callback_is_the_spiders_parse(self) -> None:
+        mw, _ = self.middleware()
+        (request,) = mw.process_spider_output(None, [Links("http://s/", ["http://a/"])])
+        assert request.callback is None  # Scrapy then calls spider.parse
+
+    def test_async_output(self) -> None:
+        mw, _ = self.middleware()
+
+        async def source():  # type: ignore[no-untyped-def]
+            yield Links("http://s/", ["http://a/"])
+            yield "item"
+
+        async def collect() -> list[object]:
+            return [o async for o in mw.process_spider_output_async(None, source())]
+
+        out = asyncio.run(collect())
+        assert isinstance(out[0], Request) and out[1] == "item"

@@ -1,0 +1,45 @@
+"""A real in-vitro web on ephemeral loopback ports, started once per session."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from irlscrapy.invitro.process import InVitroProcess
+
+SEED = 0
+
+
+@pytest.fixture(scope="session")
+def invitro(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    log = tmp_path_factory.mktemp("invitro") / "requests.jsonl"
+    with InVitroProcess("tiny", SEED, log=log) as server:
+        yield {**server.info, "log_path": log, "process": server}
+
+
+def proxy_address(info: dict[str, Any]) -> tuple[str, int]:
+    host, port = info["proxy"].removeprefix("http://").split(":")
+    return host, int(port)
+
+
+def fetch(info: dict[str, Any], url: str, headers: dict[str, str] | None = None,
+          timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+    """GET an absolute URL through the in-vitro proxy; chunked bodies are decoded."""
+    conn = http.client.HTTPConnection(*proxy_address(info), timeout=timeout)
+    try:
+        conn.request("GET", url, headers=headers or {})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+def read_log(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line]

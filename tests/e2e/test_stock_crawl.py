@@ -1,0 +1,115 @@
+"""Stock Scrapy + the broad spider crawl the tiny web, exactly as the README's demo does.
+
+The set of URLs the server saw requested must equal the ground truth. Scrapy's own
+robots.txt behaviour differs from RFC 9309 in three modelled ways, and the test names
+each difference it finds:
+
+- robots.txt answers 5xx: RFC 9309 disallows the host; Scrapy parses the error page's
+  body and allows all;
+- robots.txt unreachable (connection reset): RFC 9309 disallows; Scrapy allows all;
+- robots.txt over 500 KiB with "Disallow: /" past the limit: RFC 9309 ignores the rule;
+  Protego parses the whole file and disallows everything.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable, split_url
+from irlscrapy.invitro.profiles import TINY
+from irlscrapy.invitro.web import InVitroWeb
+
+from .conftest import SEED, read_log
+
+ROOT = Path(__file__).resolve().parents[2]
+ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    log = tmp_path_factory.mktemp("crawl") / "requests.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "broad", "-a", "seeds=invitro",
+         "-a", "profile=tiny", "-a", f"seed={SEED}", "-a", f"invitro_log={log}",
+         "-s", "DOWNLOAD_TIMEOUT=6", "-s", "IRL_PROGRESS_INTERVAL=1", "-s", "TELNETCONSOLE_ENABLED=0"],
+        cwd=ROOT, capture_output=True, text=True, timeout=240)
+    return result, log
+
+
+def test_crawl_finishes_with_progress_and_summary(crawl: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    result, _ = crawl
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "progress: " in result.stderr
+    assert "summary (finished): " in result.stderr
+    assert "item_scraped_count" not in result.stderr  # Links never leak out as items
+    pid = int(re.search(r"in-vitro web \(tiny, seed \d+, pid (\d+)\)", result.stderr).group(1))  # type: ignore[union-attr]
+    assert not Path(f"/proc/{pid}").exists()  # the demo's server stopped with the crawl
+
+
+def test_downloaded_set_equals_ground_truth(crawl: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    _, log = crawl
+    web = InVitroWeb(TINY, SEED)
+    records = read_log(log)
+    downloaded = {f"http://{r['host']}{r['path']}" for r in records
+                  if r["kind"] != "dns-error" and r["path"] not in ROBOTS_PATHS}
+    unresolvable = {r["host"] for r in records if r["kind"] == "dns-error"}
+    assert all(web.host(h) is None or web.host(h).dns in ("nxdomain", "servfail", "timeout")  # type: ignore[union-attr]
+               for h in unresolvable)
+
+    scrapy_truth = reachable(web, CrawlPolicy(robots="scrapy"))
+    def describe(urls: set[str]) -> list[tuple[str, str, str]]:
+        hosts = [web.host(split_url(u)[0]) for u in sorted(urls)[:10]]
+        return [(u, h.robots, h.server) if h else (u, "?", "?") for u, h in zip(sorted(urls), hosts)]
+
+    assert downloaded == scrapy_truth, {"extra": describe(downloaded - scrapy_truth),
+                                        "missing": describe(scrapy_truth - downloaded)}
+
+    rfc_truth = reachable(web, CrawlPolicy(robots="rfc9309"))
+    extra, missing = downloaded - rfc_truth, rfc_truth - downloaded
+    explained = {"robots 5xx -> Scrapy allows all": 0, "robots unreachable -> Scrapy allows all": 0,
+                 "reached only through such hosts": 0, "robots > 500 KiB -> Protego disallows all": 0}
+    lenient_hosts = {split_url(u)[0] for u in extra
+                     if web.host(split_url(u)[0]).robots in ("error", "unreachable")}  # type: ignore[union-attr]
+    for url in extra:
+        variant = web.host(split_url(url)[0]).robots  # type: ignore[union-attr]
+        if variant == "error":
+            explained["robots 5xx -> Scrapy allows all"] += 1
+        elif variant == "unreachable":
+            explained["robots unreachable -> Scrapy allows all"] += 1
+        else:
+            explained["reached only through such hosts"] += 1
+    for url in missing:
+        assert web.host(split_url(url)[0]).robots == "oversized", url  # type: ignore[union-attr]
+        explained["robots > 500 KiB -> Protego disallows all"] += 1
+    print(f"stock Scrapy vs RFC 9309 on tiny/{SEED}: {len(downloaded)} downloaded, "
+          f"{len(rfc_truth)} RFC-reachable; differences: {explained}")
+    assert lenient_hosts and explained["robots 5xx -> Scrapy allows all"] > 0
+
+
+def test_no_url_is_downloaded_twice_except_retries(crawl: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    """Every URL gets at most one final answer; repeats are retries of failures only.
+
+    Scrapy tries a request 3 times (RETRY_TIMES=2), and Twisted's connection pool re-sends
+    a GET once more when a reused keep-alive connection is reset, so a URL that always
+    resets is seen up to 6 times.
+    """
+    _, log = crawl
+    attempts: dict[str, list[int]] = {}
+    for r in read_log(log):
+        if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error":
+            attempts.setdefault(f"http://{r['host']}{r['path']}", []).append(r["status"])
+    retryable = {0, 500, 502, 503, 504, 522, 524, 408, 429}
+    repeated = 0
+    for url, statuses in attempts.items():
+        final = [s for s in statuses if s not in retryable]
+        assert len(final) <= 1, (url, statuses)
+        assert len(statuses) <= 6, (url, statuses)
+        if len(statuses) > 1:
+            repeated += 1
+            assert set(statuses[:-1]) <= retryable, (url, statuses)
+    assert repeated > 0  # the tiny web has resetting and erroring servers

@@ -1,0 +1,39 @@
+"""Every IRL_* setting is declared once, documented in the README, and read with its default."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from irlscrapy import defaults
+from irlscrapy.exceptions import ConfigurationError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_readme_settings_table_matches_the_defaults_module() -> None:
+    readme = (ROOT / "README.md").read_text()
+    documented = set(re.findall(r"^\| `(IRL_[A-Z0-9_]+)` \|", readme, re.M))
+    assert documented == set(defaults.BY_NAME)
+
+
+def test_every_irl_setting_used_in_the_code_is_declared() -> None:
+    used = set()
+    for path in [*(ROOT / "irlscrapy").rglob("*.py"), *(ROOT / "settings").rglob("*.py")]:
+        used |= set(re.findall(r"\b(IRL_[A-Z][A-Z0-9_]+)\b", path.read_text()))
+    assert used <= set(defaults.BY_NAME)
+
+
+def test_zero_overrides_a_nonzero_default() -> None:
+    assert defaults.get(Settings({"IRL_PROGRESS_INTERVAL": 0}), "IRL_PROGRESS_INTERVAL") == 0
+    assert defaults.get(Settings(), "IRL_PROGRESS_INTERVAL") == 5.0
+
+
+def test_bad_values_and_unknown_names_are_explained() -> None:
+    with pytest.raises(ConfigurationError, match="IRL_PROGRESS_INTERVAL='soon'"):
+        defaults.get(Settings({"IRL_PROGRESS_INTERVAL": "soon"}), "IRL_PROGRESS_INTERVAL")
+    with pytest.raises(ConfigurationError, match="not an irlscrapy setting"):
+        defaults.get(Settings(), "IRL_NOPE")

@@ -1,0 +1,284 @@
+"""The in-vitro web model: determinism, structure, ground truth."""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import statistics
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.invitro.groundtruth import CrawlPolicy, crawl_order, reachable, split_url
+from irlscrapy.invitro.profiles import BROAD, TINY, Profile, get_profile
+from irlscrapy.invitro.web import ROBOTS_PARSE_LIMIT, InVitroWeb, ip_address
+from irlscrapy.spiders.extract import absolute_url, crawlable
+
+
+def sample_urls(web: InVitroWeb, count: int) -> list[str]:
+    urls = []
+    for url, reply in crawl_order(web, CrawlPolicy(robots="scrapy")):
+        urls.append(url)
+        if len(urls) >= count:
+            break
+    return urls
+
+
+class TestDeterminism:
+    def test_same_seed_gives_byte_identical_replies(self) -> None:
+        a, b = InVitroWeb(TINY, 7), InVitroWeb(TINY, 7)
+        urls = sample_urls(a, 300)
+        for url in urls:
+            host, path = split_url(url)
+            assert a.respond(host, path, accept_gzip=True) == b.respond(host, path, accept_gzip=True)
+        for host in {split_url(u)[0] for u in urls}:
+            assert a.respond(host, "/robots.txt") == b.respond(host, "/robots.txt")
+            assert a.host(host) == b.host(host)  # address, DNS behaviour and all
+
+    def test_different_seeds_give_different_webs(self) -> None:
+        a, b = InVitroWeb(TINY, 1), InVitroWeb(TINY, 2)
+        assert a.respond("www.w0.com", "/") != b.respond("www.w0.com", "/") or (
+            a.seeds() != b.seeds())
+        hosts_a = {a.host_name(p, 0) for p in range(TINY.legit_plds)}
+        hosts_b = {b.host_name(p, 0) for p in range(TINY.legit_plds)}
+        assert hosts_a != hosts_b  # suffixes are drawn from the seed
+        assert [a.out_plds(p) for p in range(20)] != [b.out_plds(p) for p in range(20)]
+
+    def test_gzip_bodies_are_deterministic_and_decode_to_the_plain_body(self) -> None:
+        web = InVitroWeb(TINY, 0)
+        host = next(h for h in (web.host(web.host_name(p, 0)) for p in range(TINY.legit_plds))
+                    if h and h.gzip and h.dns == "ok" and h.server == "normal")
+        plain = web.respond(host.name, "/")
+        packed = web.respond(host.name, "/", accept_gzip=True)
+        assert ("Content-Encoding", "gzip") in packed.headers
+        assert gzip.decompress(packed.body) == plain.body
+        assert web.respond(host.name, "/", accept_gzip=True).body == packed.body
+
+
+class TestNames:
+    def test_every_host_name_parses_back_to_its_pld_and_index(self) -> None:
+        web = InVitroWeb(TINY, 0)
+        for pid in range(web.total_plds):
+            for index in range(min(web.hosts_in_pld(pid) or 3, 3)):
+                host = web.host(web.host_name(pid, index))
+                assert host is not None
+                assert (host.pld_id, host.index) == (pid, index)
+                assert host.pld == web.pld_name(pid)
+
+    @pytest.mark.parametrize("name", [
+        "w0.com", "www.w0.zz", "www.w99999.com", "h0.w1.com", "h01.w1.com", "a.b.w1.com",
+        "www.s99x0.com", "www.w1", "", "www.w01.com", "localhost",
+    ])
+    def test_names_outside_the_web_do_not_exist(self, name: str) -> None:
+        assert InVitroWeb(TINY, 0).host(name) is None
+
+    def test_multi_label_suffixes_are_used_and_parsed(self) -> None:
+        web = InVitroWeb(BROAD, 0)
+        suffixes = Counter(web.suffix_of(p) for p in range(5000))
+        assert suffixes["co.uk"] > 100 and suffixes["com.au"] > 100
+        pid = next(p for p in range(5000) if web.suffix_of(p) == "co.uk")
+        host = web.host(f"h1.{web.pld_name(pid)}") or web.host(f"www.{web.pld_name(pid)}")
+        assert host is not None and host.pld.endswith(".co.uk") and host.pld.count(".") == 2
+
+    def test_addresses_are_loopback(self) -> None:
+        assert ip_address(0) == "127.0.1.0"
+        assert ip_address((1 << 24) - 257) == "127.255.255.255"
+        with pytest.raises(ValueError):
+            ip_address(1 << 24)
+
+
+@functools.cache
+def broad_indegree() -> np.ndarray:
+    return InVitroWeb(BROAD, 0).true_indegree()
+
+
+class TestStructure:
+    """The broad profile has IRLbot's shape, fixed by parameters."""
+
+    web = InVitroWeb(BROAD, 0)
+
+    def test_hosts_per_pld_and_per_ip(self) -> None:
+        counts = [self.web.hosts_in_pld(p) for p in range(BROAD.huge_sites, 20_000)]
+        assert 3.2 <= statistics.mean(counts) <= 3.8  # IRLbot: about 3.5
+        hosts = [self.web.host(self.web.host_name(p, k))
+                 for p in range(BROAD.huge_sites, 20_000)
+                 for k in range(self.web.hosts_in_pld(p) or 0)]
+        per_ip = Counter(h.ip for h in hosts if h)
+        expected = len(hosts) / self.web.shared_ips  # a sample of all PLDs shares the IPs
+        assert statistics.mean(per_ip.values()) == pytest.approx(expected, rel=0.1)
+        assert self.web.shared_ips * BROAD.hosts_per_ip == pytest.approx(
+            (BROAD.legit_plds - BROAD.huge_sites) * BROAD.hosts_per_pld, rel=0.01)
+
+    def test_huge_sites_have_many_hosts_on_few_addresses(self) -> None:
+        ips = {self.web.host(self.web.host_name(0, k)).ip for k in range(2000)}  # type: ignore[union-attr]
+        assert self.web.hosts_in_pld(0) == BROAD.huge_site_hosts
+        assert len(ips) <= BROAD.huge_site_ips
+
+    def test_pages_have_about_60_links_and_25_kb(self) -> None:
+        replies = [self.web.respond(u.split("/")[2], "/" + u.split("/", 3)[3])
+                   for u in sample_urls(self.web, 400)]
+        pages = [r for r in replies if r.kind == "page"]
+        assert 50 <= statistics.mean(len(r.links) for r in pages) <= 80
+        assert 20_000 <= statistics.mean(len(r.body) for r in pages) <= 32_000
+
+    def test_external_link_share_is_as_configured(self) -> None:
+        ext = total = 0
+        for url in sample_urls(self.web, 400):
+            host, path = split_url(url)
+            reply = self.web.respond(host, path)
+            src = self.web.host(host)
+            for href in reply.links:
+                target = absolute_url(url, href)
+                if path == "/" or not target or not crawlable(target):
+                    continue
+                dst = self.web.host(split_url(target)[0])
+                if dst is None:
+                    continue
+                total += 1
+                ext += dst.pld != src.pld  # type: ignore[union-attr]
+        assert ext / total == pytest.approx(BROAD.external_link_share, abs=0.06)
+
+    def test_indegree_follows_a_power_law(self) -> None:
+        indegree = broad_indegree()[:BROAD.legit_plds]
+        assert indegree[0] > 50_000 > indegree[100] > 1_000 > indegree[10_000]
+        assert (indegree[:100] > indegree[100:200].max()).mean() > 0.9
+
+    def test_spam_farms_own_a_fixed_number_of_plds_and_unbounded_hosts(self) -> None:
+        web = self.web
+        first = BROAD.legit_plds
+        assert web.total_plds - first == BROAD.spam_farms * BROAD.spam_plds_per_farm
+        assert web.spam_plds == 20 * 200
+        far = web.host(f"h123456.{web.pld_name(first + 5)}")
+        assert far is not None and far.spam and far.pages is None
+        deep = web.respond(far.name, "/p98765")
+        assert deep.status == 200 and deep.kind == "page"
+        # heavily interlinked, linking out to the farm's target (member 0)
+        target = f"http://{web.host_name(first, 0)}/"
+        assert target in deep.links or any("s0x" in link for link in deep.links)
+
+    def test_spam_pld_indegree_is_bounded_by_the_farm(self) -> None:
+        indegree = broad_indegree()
+        spam = indegree[BROAD.legit_plds:]
+        assert spam.max() <= BROAD.spam_plds_per_farm - 1 + 50
+        assert indegree[:100].min() > spam.max()
+
+
+class TestPldGraph:
+    def test_every_external_link_lands_in_the_out_set_and_home_pages_cover_it(self) -> None:
+        """Brute force over every page of the finite web: edges == out_plds."""
+        web = InVitroWeb(TINY, 3)
+        seen: dict[int, set[int]] = {p: set() for p in range(web.total_plds)}
+        for pid in range(web.total_plds):
+            for k in range(web.hosts_in_pld(pid) or 0):
+                host = web.host(web.host_name(pid, k))
+                assert host is not None
+                for n in range(host.pages or 0):
+                    page = web._page(host, n)
+                    for href in page.links:
+                        url = absolute_url(f"http://{host.name}/", href)
+                        dst = web.host(split_url(url)[0]) if url and crawlable(url) else None
+                        if dst is not None and dst.pld_id != pid:
+                            seen[pid].add(dst.pld_id)
+        for pid, targets in seen.items():
+            assert targets == set(web.out_plds(pid)), pid
+        indegree = Counter(t for ts in seen.values() for t in ts)
+        assert [indegree[p] for p in range(web.total_plds)] == list(web.true_indegree())
+
+
+class TestTrapsAndBehaviours:
+    @pytest.mark.parametrize("kind", ["calendar", "session", "repeat"])
+    def test_tiny_traps_are_finite_and_broad_traps_are_not(self, kind: str) -> None:
+        for profile, finite in ((TINY, True), (BROAD, False)):
+            web = InVitroWeb(profile, 0)
+            host = next(h for h in (web.host(web.host_name(p, k)) for p in range(2000)
+                                    for k in range(3)) if h and h.trap == kind)
+            entry = {"calendar": "/calendar?y=2020&m=1", "session": "/cart/0?sid=0",
+                     "repeat": "/lib/"}[kind]
+            seen, frontier = {entry}, [entry]
+            while frontier and len(seen) < 500:
+                path = frontier.pop()
+                reply = web.respond(host.name, path)
+                assert reply.status == 200 and web.is_trap(host, path)
+                for href in reply.links:
+                    url = absolute_url(f"http://{host.name}{path}", href)
+                    nxt = split_url(url)[1] if url else "/"
+                    if web.is_trap(host, nxt) and nxt not in seen:
+                        seen.add(nxt)
+                        frontier.append(nxt)
+            assert (len(seen) < 500) == finite, (profile.name, kind, len(seen))
+
+    def test_oversized_robots_hides_disallow_all_past_the_parse_limit(self) -> None:
+        web = InVitroWeb(TINY, 0)
+        host = next(h for h in (web.host(web.host_name(p, 0)) for p in range(TINY.legit_plds))
+                    if h and h.robots == "oversized")
+        text = web.robots_txt(host)
+        assert len(text.encode()) > ROBOTS_PARSE_LIMIT
+        assert "Disallow: /\n" not in text[:ROBOTS_PARSE_LIMIT]
+        assert text.endswith("Disallow: /\n")
+
+    def test_every_modelled_behaviour_occurs_in_tiny(self) -> None:
+        web = InVitroWeb(TINY, 0)
+        replies = [reply for _, reply in crawl_order(web, CrawlPolicy(robots="scrapy"))]
+        kinds = Counter(r.kind for r in replies)
+        assert {"page", "redirect", "error", "nonhtml", "reset", "timeout"} <= set(kinds)
+        assert any(r.nofollow for r in replies)
+        assert any(r.chunked for r in replies)
+        assert any(r.delay > 0 and r.action == "send" for r in replies)  # slow servers
+        assert any(len(r.body) > 2_000_000 for r in replies)  # huge pages
+        hosts = [web.host(web.host_name(p, k)) for p in range(web.total_plds) for k in range(3)]
+        assert {h.robots for h in hosts if h} >= {"allow", "disallow", "crawl-delay", "missing",
+                                                   "error", "unreachable", "slow", "oversized",
+                                                   "malformed", "redirect"}
+        assert {h.dns for h in hosts if h} == {"ok", "nxdomain", "servfail", "timeout", "slow"}
+
+
+class TestGroundTruth:
+    def test_tiny_is_finite_with_a_few_thousand_pages_on_a_few_hundred_hosts(self) -> None:
+        web = InVitroWeb(TINY, 0)
+        urls = reachable(web)
+        hosts = {split_url(u)[0] for u in urls}
+        assert 2_000 <= len(urls) <= 10_000
+        assert 100 <= len(hosts) <= 1_000
+
+    def test_robots_policies_differ_only_where_robots_semantics_differ(self) -> None:
+        web = InVitroWeb(TINY, 0)
+        rfc = reachable(web, CrawlPolicy(robots="rfc9309"))
+        scrapy = reachable(web, CrawlPolicy(robots="scrapy"))
+        assert rfc != scrapy
+        for url in rfc - scrapy:  # only an oversized robots.txt makes Scrapy stricter
+            assert web.host(split_url(url)[0]).robots == "oversized"  # type: ignore[union-attr]
+        on_lenient_hosts = [u for u in scrapy - rfc
+                            if web.host(split_url(u)[0]).robots in ("error", "unreachable")]  # type: ignore[union-attr]
+        assert on_lenient_hosts
+
+    def test_nothing_disallowed_under_rfc9309_is_reachable(self) -> None:
+        web = InVitroWeb(TINY, 0)
+        for url in reachable(web):
+            host, path = split_url(url)
+            h = web.host(host)
+            assert h is not None and h.dns not in ("nxdomain", "servfail", "timeout")
+            assert h.robots not in ("error", "unreachable")
+            if h.robots not in ("allow", "missing"):
+                assert not path.startswith("/private/")
+
+    def test_unbounded_profiles_refuse_full_enumeration(self) -> None:
+        with pytest.raises(ConfigurationError, match="unbounded"):
+            reachable(InVitroWeb(BROAD, 0))
+        assert not BROAD.finite and TINY.finite
+
+
+class TestProfiles:
+    def test_unknown_profile_names_the_choices(self) -> None:
+        with pytest.raises(ConfigurationError, match="broad, tiny"):
+            get_profile("huge")
+
+    def test_invalid_parameters_are_refused_with_reasons(self) -> None:
+        import dataclasses
+
+        with pytest.raises(ConfigurationError, match="gzip_host_share=1.5"):
+            dataclasses.replace(TINY, gzip_host_share=1.5)
+        with pytest.raises(ConfigurationError, match="robots weights"):
+            dataclasses.replace(TINY, robots=(("allow", 0.5),))
+        assert isinstance(TINY, Profile)
