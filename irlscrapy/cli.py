@@ -1,9 +1,9 @@
 """The ``irlscrapy`` command.
 
-    irlscrapy invitro serve --profile P --seed S [--log FILE]
-        serve an in-vitro web; prints one JSON line (see irlscrapy.invitro.serve)
-    irlscrapy invitro urls --profile P --seed S --count N [--policy rfc9309|scrapy]
-        print the first N HTML page URLs a breadth-first crawl of that web downloads
+irlscrapy invitro serve --profile P --seed S [--log FILE]
+    serve an in-vitro web; prints one JSON line (see irlscrapy.invitro.serve)
+irlscrapy invitro urls --profile P --seed S --count N [--policy rfc9309|scrapy]
+    print the first N HTML page URLs a breadth-first crawl of that web downloads
 """
 
 from __future__ import annotations
@@ -17,13 +17,16 @@ from irlscrapy.invitro.profiles import PROFILES
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="irlscrapy", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="irlscrapy", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     invitro = commands.add_parser("invitro", help="the simulated web")
     sub = invitro.add_subparsers(dest="action", required=True)
-    for name, helptext in (("serve", "serve a web on loopback until SIGINT/SIGTERM"),
-                           ("urls", "list HTML page URLs in breadth-first order")):
+    for name, helptext in (
+        ("serve", "serve a web on loopback until SIGINT/SIGTERM"),
+        ("urls", "list HTML page URLs in breadth-first order"),
+    ):
         p = sub.add_parser(name, help=helptext)
         p.add_argument("--profile", choices=sorted(PROFILES), default="tiny")
         p.add_argument("--seed", type=int, default=0)

@@ -23,11 +23,21 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("IRL_PROGRESS_INTERVAL", 5.0, "float", "seconds",
-            "how often the progress line is logged; 0 turns the progress extension off"),
-    Setting("IRL_DNS_SERVERS", "", "str", "host:port[,host:port...]",
-            "nameservers the IRL resolver asks instead of the system resolver; the in-vitro "
-            "web sets it to its own DNS server"),
+    Setting(
+        "IRL_PROGRESS_INTERVAL",
+        5.0,
+        "float",
+        "seconds",
+        "how often the progress line is logged; 0 turns the progress extension off",
+    ),
+    Setting(
+        "IRL_DNS_SERVERS",
+        "",
+        "str",
+        "host:port[,host:port...]",
+        "nameservers the IRL resolver asks instead of the system resolver; the in-vitro "
+        "web sets it to its own DNS server",
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -39,8 +49,13 @@ def get(settings: Any, name: str) -> Any:
         spec = BY_NAME[name]
     except KeyError:
         raise ConfigurationError(f"{name} is not an irlscrapy setting") from None
-    getter = {"int": settings.getint, "float": settings.getfloat, "bool": settings.getbool,
-              "list": settings.getlist, "str": settings.get}[spec.type]
+    getter = {
+        "int": settings.getint,
+        "float": settings.getfloat,
+        "bool": settings.getbool,
+        "list": settings.getlist,
+        "str": settings.get,
+    }[spec.type]
     try:
         return getter(name, spec.default)
     except ValueError as exc:

@@ -3,8 +3,11 @@
 from hypothesis import strategies as st
 
 _label = st.from_regex(r"[a-z0-9]([a-z0-9-]{0,8}[a-z0-9])?", fullmatch=True)
-hosts = st.builds(lambda labels, tld: ".".join([*labels, tld]),
-                  st.lists(_label, min_size=1, max_size=3), st.sampled_from(["com", "co.uk", "org"]))
+hosts = st.builds(
+    lambda labels, tld: ".".join([*labels, tld]),
+    st.lists(_label, min_size=1, max_size=3),
+    st.sampled_from(["com", "co.uk", "org"]),
+)
 ports = st.one_of(st.just(""), st.integers(1, 65535).map(lambda p: f":{p}"))
 _segment = st.one_of(
     st.from_regex(r"[A-Za-z0-9_~-]{0,8}", fullmatch=True),
@@ -15,8 +18,15 @@ queries = st.one_of(st.just(""), st.from_regex(r"\?[a-z0-9=&;%]{0,12}", fullmatc
 fragments = st.one_of(st.just(""), st.from_regex(r"#[a-z0-9]{0,6}", fullmatch=True))
 schemes = st.sampled_from(["http", "https"])
 
-absolute_urls = st.builds(lambda s, h, p, path, q, f: f"{s}://{h}{p}/{path}{q}{f}",
-                          schemes, hosts, ports, paths, queries, fragments)
+absolute_urls = st.builds(
+    lambda s, h, p, path, q, f: f"{s}://{h}{p}/{path}{q}{f}",
+    schemes,
+    hosts,
+    ports,
+    paths,
+    queries,
+    fragments,
+)
 
 #: hrefs as they appear in pages: absolute, protocol-relative, root-relative, relative,
 #: other schemes, fragments, with odd whitespace and dot segments.
@@ -25,6 +35,19 @@ hrefs = st.one_of(
     st.builds(lambda h, path, q: f"//{h}/{path}{q}", hosts, paths, queries),
     st.builds(lambda path, q, f: f"/{path}{q}{f}", paths, queries, fragments),
     st.builds(lambda path, q, f: f"{path}{q}{f}", paths, queries, fragments),
-    st.sampled_from(["mailto:a@b.com", "javascript:void(0)", "tel:+1555", "ftp://h/x",
-                     "#top", "", "?q=1", "./", "../", "HTTP://UP.com/A", " /pad "]),
+    st.sampled_from(
+        [
+            "mailto:a@b.com",
+            "javascript:void(0)",
+            "tel:+1555",
+            "ftp://h/x",
+            "#top",
+            "",
+            "?q=1",
+            "./",
+            "../",
+            "HTTP://UP.com/A",
+            " /pad ",
+        ]
+    ),
 )

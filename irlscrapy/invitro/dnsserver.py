@@ -44,10 +44,15 @@ class InVitroResolver(common.ResolverBase):
         if host.dns == "timeout":
             return defer.Deferred()  # never fires; dropped with the query
         ttl = self.web.profile.dns_ttl
-        answers = []
+        answers: list[dns.RRHeader] = []
         if type in (dns.A, dns.ALL_RECORDS) and cls == dns.IN:
-            answers.append(dns.RRHeader(name, dns.A, dns.IN, ttl, dns.Record_A(host.ip, ttl)))
-        result = (answers, [], [])
+            record: Any = dns.Record_A(host.ip, ttl)  # an IEncodableRecord (zope interface)
+            answers.append(dns.RRHeader(name, dns.A, dns.IN, ttl, record))
+        result: tuple[list[dns.RRHeader], list[dns.RRHeader], list[dns.RRHeader]] = (
+            answers,
+            [],
+            [],
+        )
         if host.dns == "slow":
             return task.deferLater(self.clock, self.web.profile.dns_slow_delay, lambda: result)
         return defer.succeed(result)

@@ -39,7 +39,8 @@ class CrawlPolicy:
     def __post_init__(self) -> None:
         if self.robots not in ROBOTS_POLICIES:
             raise ConfigurationError(
-                f"unknown robots policy {self.robots!r}; choose one of {ROBOTS_POLICIES}")
+                f"unknown robots policy {self.robots!r}; choose one of {ROBOTS_POLICIES}"
+            )
 
 
 def disallowed_prefixes(host: Host, policy: CrawlPolicy) -> tuple[str, ...]:
@@ -54,8 +55,9 @@ def disallowed_prefixes(host: Host, policy: CrawlPolicy) -> tuple[str, ...]:
     return ("/private/",)  # disallow, crawl-delay, slow, malformed, redirect
 
 
-def crawl_order(web: InVitroWeb, policy: CrawlPolicy = CrawlPolicy(),
-                seeds: list[str] | None = None) -> Iterator[tuple[str, Reply]]:
+def crawl_order(
+    web: InVitroWeb, policy: CrawlPolicy = CrawlPolicy(), seeds: list[str] | None = None
+) -> Iterator[tuple[str, Reply]]:
     """Yield ``(url, reply)`` for every URL the policy requests, breadth-first."""
     queue = deque(seeds if seeds is not None else web.seeds())
     seen = set(queue)
@@ -80,8 +82,12 @@ def _followed(url: str, reply: Reply, policy: CrawlPolicy) -> list[str]:
         target = absolute_url(url, reply.location)
         return [target] if target and crawlable(target) else []
     content_type = dict(reply.headers).get("Content-Type", "")
-    if (reply.status != 200 or "html" not in content_type or reply.nofollow
-            or len(reply.body) > policy.max_bytes):
+    if (
+        reply.status != 200
+        or "html" not in content_type
+        or reply.nofollow
+        or len(reply.body) > policy.max_bytes
+    ):
         return []
     out = []
     for href in reply.links:
@@ -91,12 +97,14 @@ def _followed(url: str, reply: Reply, policy: CrawlPolicy) -> list[str]:
     return out
 
 
-def reachable(web: InVitroWeb, policy: CrawlPolicy = CrawlPolicy(),
-              seeds: list[str] | None = None) -> set[str]:
+def reachable(
+    web: InVitroWeb, policy: CrawlPolicy = CrawlPolicy(), seeds: list[str] | None = None
+) -> set[str]:
     """Every URL the policy requests. Only for finite profiles."""
     if not web.profile.finite:
         raise ConfigurationError(
-            f"profile {web.profile.name!r} is unbounded; use crawl_order() with a limit")
+            f"profile {web.profile.name!r} is unbounded; use crawl_order() with a limit"
+        )
     return {url for url, _ in crawl_order(web, policy, seeds)}
 
 

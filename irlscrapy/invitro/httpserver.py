@@ -45,7 +45,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from twisted.internet import interfaces
-from twisted.internet.interfaces import IDelayedCall, IReactorTime
+from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from zope.interface import implementer
 
@@ -71,13 +71,15 @@ class RequestLog:
     def flush(self) -> None:
         self._stream.flush()
 
-    def close(self) -> None:
-        self._stream.close()
-
 
 class ProxyFactory(Factory):
-    def __init__(self, web: InVitroWeb, log: RequestLog | None, clock: IReactorTime,
-                 now: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        web: InVitroWeb,
+        log: RequestLog | None,
+        clock: IReactorTime,
+        now: Callable[[], float] = time.time,
+    ) -> None:
         self.web = web
         self.log = log
         self.clock = clock
@@ -104,7 +106,7 @@ class _BodyStreamer:
             self._done()
             return
         end = self._offset + CHUNK_BYTES
-        self._transport.write(self._data[self._offset:end].tobytes())
+        self._transport.write(self._data[self._offset : end].tobytes())
         self._offset = end
 
     def stopProducing(self) -> None:
@@ -118,7 +120,12 @@ class ProxyProtocol(Protocol):
         self._busy = False  # a reply is being prepared or sent
         self._closed = False
         self._pending: dict[str, Any] | None = None  # log record of the request in progress
-        self._timer: IDelayedCall | None = None
+        self._timer: Any = None  # the IDelayedCall of a delayed reply or a hang
+
+    @property
+    def _conn(self) -> Any:
+        """The transport. Untyped: mypy cannot read Twisted's zope interfaces without a plugin."""
+        return self.transport
 
     # -- input ---------------------------------------------------------------------------
     def dataReceived(self, data: bytes) -> None:
@@ -153,10 +160,11 @@ class ProxyProtocol(Protocol):
             self._handle(method, target, version, headers)
 
     # -- one request -----------------------------------------------------------------------
-    def _handle(self, method: bytes, target: bytes, version: bytes,
-                headers: dict[bytes, bytes]) -> None:
+    def _handle(
+        self, method: bytes, target: bytes, version: bytes, headers: dict[bytes, bytes]
+    ) -> None:
         factory = self.factory
-        keep_alive = (version == b"HTTP/1.1" and headers.get(b"connection", b"").lower() != b"close")
+        keep_alive = version == b"HTTP/1.1" and headers.get(b"connection", b"").lower() != b"close"
         if method == b"CONNECT":
             self._refuse(501, "this proxy serves plain http only")
             return
@@ -184,11 +192,17 @@ class ProxyProtocol(Protocol):
         host = web.host(host_name)
         self._busy = True
         self._pending = {
-            "t_start": factory.now(), "t_end": None,
-            "host": host_name, "ip": host.ip if host else "", "path": path,
-            "status": 0, "bytes": 0, "kind": reply.kind,
+            "t_start": factory.now(),
+            "t_end": None,
+            "host": host_name,
+            "ip": host.ip if host else "",
+            "path": path,
+            "status": 0,
+            "bytes": 0,
+            "kind": reply.kind,
             "user_agent": headers.get(b"user-agent", b"").decode("latin-1"),
-            "pld": host.pld if host else "", "spam": bool(host and host.spam),
+            "pld": host.pld if host else "",
+            "spam": bool(host and host.spam),
             "trap": bool(host and web.is_trap(host, path)),
         }
         factory.served += 1
@@ -198,7 +212,8 @@ class ProxyProtocol(Protocol):
             self._timer = factory.clock.callLater(reply.delay, self._hang_up)
         elif reply.delay > 0:
             self._timer = factory.clock.callLater(
-                reply.delay, self._send, reply, method == b"HEAD", keep_alive)
+                reply.delay, self._send, reply, method == b"HEAD", keep_alive
+            )
         else:
             self._send(reply, method == b"HEAD", keep_alive)
 
@@ -220,17 +235,18 @@ class ProxyProtocol(Protocol):
         self._pending["status"] = reply.status
         self._pending["bytes"] = len(body)
         if len(wire) > STREAM_THRESHOLD:
-            self.transport.registerProducer(
-                _BodyStreamer(self.transport, wire, lambda: self._sent(keep_alive)), False)
+            self._conn.registerProducer(
+                _BodyStreamer(self.transport, wire, lambda: self._sent(keep_alive)), False
+            )
         else:
-            self.transport.write(wire)
+            self._conn.write(wire)
             self._sent(keep_alive)
 
     def _sent(self, keep_alive: bool) -> None:
         self._finish()
         if not keep_alive:
             self._closed = True
-            self.transport.loseConnection()
+            self._conn.loseConnection()
         else:
             self._serve_buffered()
 
@@ -251,31 +267,44 @@ class ProxyProtocol(Protocol):
         """Abort with a TCP RST: nothing is sent."""
         self._finish(status=0)
         self._closed = True
-        handle = self.transport.getHandle()
+        handle = self._conn.getHandle()
         handle.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        self.transport.abortConnection()
+        self._conn.abortConnection()
 
     def _hang_up(self) -> None:
         self._timer = None
         self._finish(status=0)
         self._closed = True
-        self.transport.loseConnection()
+        self._conn.loseConnection()
 
     def _refuse(self, status: int, message: str) -> None:
         """Reply to bad input with an error and close; logged as kind bad-request."""
         self._closed = True
         body = (message + "\n").encode()
-        self.transport.write(
+        self._conn.write(
             f"HTTP/1.1 {status} {reason(status)}\r\nContent-Type: text/plain\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+            + body
+        )
         if self.factory.log is not None:
             now = self.factory.now()
-            self.factory.log.write({
-                "t_start": now, "t_end": now, "host": "", "ip": "", "path": "",
-                "status": status, "bytes": len(body), "kind": "bad-request", "user_agent": "",
-                "pld": "", "spam": False, "trap": False,
-            })
-        self.transport.loseConnection()
+            self.factory.log.write(
+                {
+                    "t_start": now,
+                    "t_end": now,
+                    "host": "",
+                    "ip": "",
+                    "path": "",
+                    "status": status,
+                    "bytes": len(body),
+                    "kind": "bad-request",
+                    "user_agent": "",
+                    "pld": "",
+                    "spam": False,
+                    "trap": False,
+                }
+            )
+        self._conn.loseConnection()
 
     def connectionLost(self, reason: Any = None) -> None:
         self._closed = True
@@ -285,8 +314,7 @@ class ProxyProtocol(Protocol):
         if self._pending is not None:
             # the client left first: a hang it timed out on, or a reply not yet begun
             started = self._pending["status"] != 0
-            self._finish(kind=None if started or self._pending["kind"] == "timeout"
-                         else "aborted")
+            self._finish(kind=None if started or self._pending["kind"] == "timeout" else "aborted")
 
 
 def _parse_head(lines: list[bytes]) -> tuple[bytes, bytes, bytes, dict[bytes, bytes]] | str:
@@ -305,7 +333,7 @@ def _parse_head(lines: list[bytes]) -> tuple[bytes, bytes, bytes, dict[bytes, by
 def _chunked(body: bytes) -> bytes:
     out = bytearray()
     for i in range(0, len(body), 8192):
-        piece = body[i:i + 8192]
+        piece = body[i : i + 8192]
         out += b"%x\r\n" % len(piece) + piece + b"\r\n"
     out += b"0\r\n\r\n"
     return bytes(out)

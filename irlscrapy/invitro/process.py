@@ -22,8 +22,14 @@ class InVitroProcess:
     ``cpu`` pins the child to one core (benchmarks keep server and crawler apart).
     """
 
-    def __init__(self, profile: str = "tiny", seed: int = 0, log: str | Path | None = None,
-                 cpu: int | None = None, startup_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        profile: str = "tiny",
+        seed: int = 0,
+        log: str | Path | None = None,
+        cpu: int | None = None,
+        startup_timeout: float = 30.0,
+    ) -> None:
         self.profile = profile
         self.seed = seed
         self.log = Path(log) if log is not None else None
@@ -39,12 +45,22 @@ class InVitroProcess:
     def start(self) -> dict[str, Any]:
         if self._proc is not None:
             raise InVitroError("this in-vitro web is already running")
-        cmd = [sys.executable, "-m", "irlscrapy", "invitro", "serve",
-               "--profile", self.profile, "--seed", str(self.seed)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "irlscrapy",
+            "invitro",
+            "serve",
+            "--profile",
+            self.profile,
+            "--seed",
+            str(self.seed),
+        ]
         if self.log is not None:
             cmd += ["--log", str(self.log)]
-        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                      text=True)
+        self._proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+        )
         if self.cpu is not None:
             os.sched_setaffinity(self._proc.pid, {self.cpu})
         assert self._proc.stdout is not None
@@ -56,7 +72,8 @@ class InVitroProcess:
             self.stop()
             raise InVitroError(
                 f"the in-vitro web ({' '.join(cmd)}) printed nothing within "
-                f"{self.startup_timeout} s; run that command by hand to see why")
+                f"{self.startup_timeout} s; run that command by hand to see why"
+            )
         self.info = json.loads(line)
         return self.info
 
@@ -79,7 +96,10 @@ class InVitroProcess:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         self.stop()
-

@@ -77,8 +77,19 @@ class Profile:
     # -- special links: probability that a page carries one of each ------------------
     special_links: tuple[tuple[str, float], ...] = field(
         default=_weights(
-            private=0.30, go=0.05, away=0.03, loop=0.02, doc=0.03, file=0.10, big=0.01,
-            missing=0.03, err=0.02, mailto=0.20, javascript=0.10, tel=0.05, ftp=0.05,
+            private=0.30,
+            go=0.05,
+            away=0.03,
+            loop=0.02,
+            doc=0.03,
+            file=0.10,
+            big=0.01,
+            missing=0.03,
+            err=0.02,
+            mailto=0.20,
+            javascript=0.10,
+            tel=0.05,
+            ftp=0.05,
             fragment=0.30,
         )
     )
@@ -108,7 +119,9 @@ class Profile:
         if self.seeds < 1:
             problems.append("seeds must be at least 1")
         if problems:
-            raise ConfigurationError(f"invalid in-vitro profile {self.name!r}: " + "; ".join(problems))
+            raise ConfigurationError(
+                f"invalid in-vitro profile {self.name!r}: " + "; ".join(problems)
+            )
 
     @property
     def finite(self) -> bool:
@@ -168,8 +181,16 @@ TINY = Profile(
     trap_host_share=0.08,
     trap_extent=6,
     robots=_weights(
-        allow=0.45, disallow=0.15, **{"crawl-delay": 0.05}, missing=0.1, error=0.05,
-        unreachable=0.04, slow=0.04, oversized=0.04, malformed=0.04, redirect=0.04,
+        allow=0.45,
+        disallow=0.15,
+        **{"crawl-delay": 0.05},
+        missing=0.1,
+        error=0.05,
+        unreachable=0.04,
+        slow=0.04,
+        oversized=0.04,
+        malformed=0.04,
+        redirect=0.04,
     ),
     servers=_weights(normal=0.80, slow=0.05, flaky=0.06, resetting=0.05, hanging=0.04),
     dns=_weights(ok=0.93, nxdomain=0.03, servfail=0.02, timeout=0.01, slow=0.01),
@@ -208,8 +229,16 @@ BROAD = Profile(
     trap_host_share=0.02,
     trap_extent=None,
     robots=_weights(
-        allow=0.60, disallow=0.15, **{"crawl-delay": 0.05}, missing=0.1, error=0.02,
-        unreachable=0.02, slow=0.02, oversized=0.01, malformed=0.02, redirect=0.01,
+        allow=0.60,
+        disallow=0.15,
+        **{"crawl-delay": 0.05},
+        missing=0.1,
+        error=0.02,
+        unreachable=0.02,
+        slow=0.02,
+        oversized=0.01,
+        malformed=0.02,
+        redirect=0.01,
     ),
     servers=_weights(normal=0.92, slow=0.03, flaky=0.02, resetting=0.015, hanging=0.015),
     dns=_weights(ok=0.97, nxdomain=0.015, servfail=0.007, timeout=0.004, slow=0.004),

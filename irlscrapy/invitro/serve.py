@@ -12,6 +12,7 @@ variables (``http_proxy``) that point a crawl at this web.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -42,21 +43,23 @@ def describe(web: InVitroWeb, proxy_port: int, dns_port: int, log: Path | None) 
 
 
 def serve(profile: str, seed: int, log: Path | None = None, out: IO[str] = sys.stdout) -> None:
-    from twisted.internet import reactor, task
+    from twisted.internet import reactor as default_reactor
+    from twisted.internet import task
 
     from irlscrapy.invitro.dnsserver import dns_protocol
     from irlscrapy.invitro.httpserver import ProxyFactory, RequestLog
 
+    reactor: Any = default_reactor  # untyped: mypy cannot read Twisted's zope interfaces
     web = InVitroWeb(get_profile(profile), seed)
-    request_log = RequestLog(open(log, "a", buffering=1 << 20)) if log else None
-    http_port = reactor.listenTCP(0, ProxyFactory(web, request_log, reactor),
-                                  backlog=1024, interface=LOOPBACK)
-    dns_port = reactor.listenUDP(0, dns_protocol(web, reactor), interface=LOOPBACK)
-    if request_log is not None:
-        task.LoopingCall(request_log.flush).start(LOG_FLUSH_SECONDS, now=False)
-    out.write(json.dumps(describe(web, http_port.getHost().port, dns_port.getHost().port, log))
-              + "\n")
-    out.flush()
-    reactor.run()  # Twisted stops it on SIGINT and SIGTERM
-    if request_log is not None:
-        request_log.close()
+    with contextlib.ExitStack() as stack:
+        request_log = None
+        if log is not None:
+            request_log = RequestLog(stack.enter_context(open(log, "a", buffering=1 << 20)))
+            task.LoopingCall(request_log.flush).start(LOG_FLUSH_SECONDS, now=False)
+        factory = ProxyFactory(web, request_log, reactor)
+        http_port = reactor.listenTCP(0, factory, backlog=1024, interface=LOOPBACK)
+        dns_port = reactor.listenUDP(0, dns_protocol(web, reactor), interface=LOOPBACK)
+        info = describe(web, http_port.getHost().port, dns_port.getHost().port, log)
+        out.write(json.dumps(info) + "\n")
+        out.flush()
+        reactor.run()  # Twisted stops it on SIGINT and SIGTERM; the log is closed after

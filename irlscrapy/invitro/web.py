@@ -62,8 +62,15 @@ from irlscrapy.invitro.profiles import Profile
 #: Public suffixes the web uses, with the share of PLDs under each. DO NOT CHANGE the
 #: order: it is part of what a seed means.
 SUFFIXES: tuple[tuple[str, float], ...] = (
-    ("com", 0.50), ("net", 0.08), ("org", 0.08), ("de", 0.06), ("io", 0.04),
-    ("co.uk", 0.09), ("org.uk", 0.03), ("com.au", 0.07), ("co.jp", 0.05),
+    ("com", 0.50),
+    ("net", 0.08),
+    ("org", 0.08),
+    ("de", 0.06),
+    ("io", 0.04),
+    ("co.uk", 0.09),
+    ("org.uk", 0.03),
+    ("com.au", 0.07),
+    ("co.jp", 0.05),
 )
 _SUFFIX_SET = frozenset(s for s, _ in SUFFIXES)
 SECTIONS = ("news", "blog", "wiki", "info", "article", "forum", "media", "story")
@@ -89,12 +96,33 @@ _SPAM_PAGE = re.compile(rf"/p{_NUM}\Z")
 def _make_corpus() -> str:
     """Filler text: pseudo-words from a fixed generator, independent of any web seed."""
     rng = random.Random(20070609)  # the day IRLbot's crawl began; DO NOT CHANGE
-    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "de", "po", "lan", "ter",
-                 "bri", "cos", "mun", "dal", "fer", "gil", "hop", "jun"]
+    syllables = [
+        "ka",
+        "lo",
+        "mi",
+        "ne",
+        "ru",
+        "sa",
+        "to",
+        "vi",
+        "de",
+        "po",
+        "lan",
+        "ter",
+        "bri",
+        "cos",
+        "mun",
+        "dal",
+        "fer",
+        "gil",
+        "hop",
+        "jun",
+    ]
     words = []
     for _ in range(40_000):
-        w = "".join(syllables[int(rng.random() * len(syllables))]
-                    for _ in range(1 + int(rng.random() * 3)))
+        w = "".join(
+            syllables[int(rng.random() * len(syllables))] for _ in range(1 + int(rng.random() * 3))
+        )
         words.append(w + ("." if rng.random() < 0.08 else ""))
     return " ".join(words) + " "
 
@@ -111,7 +139,7 @@ class Host(NamedTuple):
     name: str
     pld: str
     pld_id: int  # legitimate PLDs by rank first, then spam farm members
-    index: int  # host number inside its PLD; 0 is www
+    number: int  # host number inside its PLD; 0 is www
     farm: int  # spam farm number, -1 for a legitimate host
     ip: str
     robots: str  # one of profiles.ROBOTS_VARIANTS
@@ -149,10 +177,19 @@ class Reply(NamedTuple):
         return None
 
 
-_REASONS = {200: "OK", 301: "Moved Permanently", 302: "Found", 400: "Bad Request",
-            404: "Not Found", 405: "Method Not Allowed", 431: "Request Header Fields Too Large",
-            500: "Internal Server Error", 501: "Not Implemented", 502: "Bad Gateway",
-            503: "Service Unavailable"}
+_REASONS = {
+    200: "OK",
+    301: "Moved Permanently",
+    302: "Found",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+}
 
 
 def reason(status: int) -> str:
@@ -187,7 +224,7 @@ class InVitroWeb:
         self.total_plds = p.legit_plds + self.spam_plds
         regular_hosts = (p.legit_plds - p.huge_sites) * p.hosts_per_pld
         self.shared_ips = max(1, round(regular_hosts / p.hosts_per_ip))
-        weights = (r ** -p.popularity_exponent for r in range(1, p.legit_plds + 1))
+        weights = (r**-p.popularity_exponent for r in range(1, p.legit_plds + 1))
         self._popularity_cdf = list(itertools.accumulate(weights))
         self.host = lru_cache(maxsize=1 << 16)(self._host)
         self.out_plds = lru_cache(maxsize=1 << 14)(self._out_plds)
@@ -268,8 +305,11 @@ class InVitroWeb:
         p = self.profile
         rng = self._rng("out", pld_id)
         if pld_id < p.legit_plds:
-            wanted = min(p.legit_plds - 1, 1 + self._geometric(rng.random(), p.pld_out_degree - 1),
-                         int(4 * p.pld_out_degree))
+            wanted = min(
+                p.legit_plds - 1,
+                1 + self._geometric(rng.random(), p.pld_out_degree - 1),
+                int(4 * p.pld_out_degree),
+            )
             targets: dict[int, None] = {}
             for _ in range(8 * wanted):
                 if len(targets) >= wanted:
@@ -330,7 +370,7 @@ class InVitroWeb:
     def _facets(self, name: str) -> list[int]:
         """Eight independent 64-bit draws for a host, from one hash of its name."""
         digest = blake2b(name.encode(), digest_size=64, key=self._key, person=b"host").digest()
-        return [int.from_bytes(digest[i:i + 8], "little") for i in range(0, 64, 8)]
+        return [int.from_bytes(digest[i : i + 8], "little") for i in range(0, 64, 8)]
 
     def _describe(self, name: str, pld: str, pid: int, index: int) -> Host:
         p = self.profile
@@ -357,11 +397,19 @@ class InVitroWeb:
             xm = p.pages_per_host / 3.0  # Pareto(1.5) has mean 3 * xm
             pages = max(1, min(p.max_pages_per_host, int(xm / (1.0 - f[4] * _U64) ** (1 / 1.5))))
         return Host(
-            name=name, pld=pld, pld_id=pid, index=index, farm=farm, ip=ip_address(ip_index),
-            robots=robots, server=server, dns=dns,
+            name=name,
+            pld=pld,
+            pld_id=pid,
+            number=index,
+            farm=farm,
+            ip=ip_address(ip_index),
+            robots=robots,
+            server=server,
+            dns=dns,
             gzip=(f[5] & 0xFFFFFFFF) * u32 < p.gzip_host_share,
             chunked=(f[5] >> 32) * u32 < p.chunked_host_share,
-            trap=trap, style=0 if spam else f[7] % len(_PAGE_STYLES),
+            trap=trap,
+            style=0 if spam else f[7] % len(_PAGE_STYLES),
             pages=pages,
         )
 
@@ -388,7 +436,11 @@ class InVitroWeb:
             n = int(m.group(1)) if m else None
         else:
             m = _PAGE_STYLES[host.style].match(path)
-            n = int(m.group(2)) if m and m.group(1) == SECTIONS[int(m.group(2)) % len(SECTIONS)] else None
+            n = (
+                int(m.group(2))
+                if m and m.group(1) == SECTIONS[int(m.group(2)) % len(SECTIONS)]
+                else None
+            )
         if n is None or n == 0 or (host.pages is not None and n >= host.pages):
             return None
         return n
@@ -436,8 +488,10 @@ class InVitroWeb:
             body += pad * (ROBOTS_PARSE_LIMIT // len(pad) + 100)
             return body + "Disallow: /\n"
         if host.robots == "malformed":
-            return ("<html><body>not robots</body></html>\nthis line is no rule\n"
-                    "User-agent: *\nDisallow: /private/\n:::\nCrawl-delay: soon\n\x00junk\n")
+            return (
+                "<html><body>not robots</body></html>\nthis line is no rule\n"
+                "User-agent: *\nDisallow: /private/\n:::\nCrawl-delay: soon\n\x00junk\n"
+            )
         return "User-agent: BadBot\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n"
 
     def crawl_delay(self, host: Host) -> float | None:
@@ -454,8 +508,9 @@ class InVitroWeb:
         if v == "missing":
             return _plain(404, "robots", "not found\n")
         if v == "error":
-            return _plain(503 if self._h64("robots5xx", host.name) % 2 else 500, "robots",
-                          "server error\n")
+            return _plain(
+                503 if self._h64("robots5xx", host.name) % 2 else 500, "robots", "server error\n"
+            )
         if v == "unreachable":
             return Reply(0, (), b"", "reset", action="reset")
         if v == "redirect":
@@ -488,9 +543,15 @@ class InVitroWeb:
         if what == "loop" and tail in ("a", "b"):
             return f"/loop/{num}/{tail}"
         return {
-            "private": f"/private/{num}.html", "go": f"/go/{num}", "away": f"/away/{num}",
-            "doc": f"/doc/{num}", "files": f"/files/{num}.pdf", "img": f"/img/{num}.jpg",
-            "dl": f"/dl/{num}.zip", "big": f"/big/{num}.html", "missing": f"/missing/{num}",
+            "private": f"/private/{num}.html",
+            "go": f"/go/{num}",
+            "away": f"/away/{num}",
+            "doc": f"/doc/{num}",
+            "files": f"/files/{num}.pdf",
+            "img": f"/img/{num}.jpg",
+            "dl": f"/dl/{num}.zip",
+            "big": f"/big/{num}.html",
+            "missing": f"/missing/{num}",
             "err": f"/err/{num}",
         }.get(what)
 
@@ -515,8 +576,10 @@ class InVitroWeb:
             return _binary(b"PK\x03\x04", b"PK\x05\x06", num, "application/zip")
         if what == "big":
             text = _CORPUS * (self.profile.huge_page_bytes // _CORPUS_LEN + 1)
-            body = (f'<!DOCTYPE html>\n<html><head><title>big {num}</title></head><body>'
-                    f'<a href="/">home</a><p>{text[:self.profile.huge_page_bytes]}</p></body></html>\n')
+            body = (
+                f"<!DOCTYPE html>\n<html><head><title>big {num}</title></head><body>"
+                f'<a href="/">home</a><p>{text[: self.profile.huge_page_bytes]}</p></body></html>\n'
+            )
             return _plain(200, "page", body, "text/html; charset=utf-8")._replace(links=("/",))
         if what == "missing":
             return _plain(404, "error", "not found\n")
@@ -525,20 +588,24 @@ class InVitroWeb:
     # -- pages -------------------------------------------------------------------------
     def _page(self, host: Host, n: int) -> Reply:
         links = self._spam_links(host, n) if host.spam else self._legit_links(host, n)
-        return self._html_reply(host, self.page_path(host, n), f"{host.name} page {n}", links,
-                                1.0)
+        return self._html_reply(host, self.page_path(host, n), f"{host.name} page {n}", links, 1.0)
 
-    def _html_reply(self, host: Host, path: str, title: str, links: Sequence[str],
-                    size_factor: float) -> Reply:
+    def _html_reply(
+        self, host: Host, path: str, title: str, links: Sequence[str], size_factor: float
+    ) -> Reply:
         p = self.profile
         u = self._unit("nofollow", host.name, path)
         meta_nofollow = u < p.nofollow_meta_share
-        header_nofollow = p.nofollow_meta_share <= u < p.nofollow_meta_share + p.nofollow_header_share
+        header_nofollow = (
+            p.nofollow_meta_share <= u < p.nofollow_meta_share + p.nofollow_header_share
+        )
         rng = self._rng("text", host.name, path)
         size = int(p.page_bytes * size_factor * (0.5 + rng.random()))
         meta = '<meta name="robots" content="noindex, nofollow">' if meta_nofollow else ""
-        head = (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-                f"<title>{title}</title>{meta}</head>\n<body><h1>{title}</h1>\n")
+        head = (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{title}</title>{meta}</head>\n<body><h1>{title}</h1>\n"
+        )
         filler = max(0, (size - len(head)) // (len(links) + 1) - 40)
         filler = min(filler, _CORPUS_LEN)
         parts = [head]
@@ -547,15 +614,25 @@ class InVitroWeb:
             a = int(rng.random() * (_CORPUS_LEN - 40))
             if "&" in href or '"' in href or "<" in href:
                 href = html.escape(href)
-            parts.append(f"<p>{_CORPUS_WRAPPED[o:o + filler]} <a href=\"{href}\">"
-                         f"{_CORPUS[a:a + 12 + (a % 17)].strip()}</a></p>\n")
-        parts.append(f"<p>{_CORPUS_WRAPPED[size % _CORPUS_LEN:size % _CORPUS_LEN + filler]}</p>"
-                     "</body></html>\n")
+            parts.append(
+                f'<p>{_CORPUS_WRAPPED[o : o + filler]} <a href="{href}">'
+                f"{_CORPUS[a : a + 12 + (a % 17)].strip()}</a></p>\n"
+            )
+        parts.append(
+            f"<p>{_CORPUS_WRAPPED[size % _CORPUS_LEN : size % _CORPUS_LEN + filler]}</p>"
+            "</body></html>\n"
+        )
         headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/html; charset=utf-8"),)
         if header_nofollow:
             headers += (("X-Robots-Tag", "nofollow"),)
-        return Reply(200, headers, "".join(parts).encode(), "page", tuple(links),
-                     nofollow=meta_nofollow or header_nofollow)
+        return Reply(
+            200,
+            headers,
+            "".join(parts).encode(),
+            "page",
+            tuple(links),
+            nofollow=meta_nofollow or header_nofollow,
+        )
 
     def _legit_links(self, host: Host, n: int) -> list[str]:
         p = self.profile
@@ -566,8 +643,8 @@ class InVitroWeb:
         links: list[str] = []
         if n == 0:
             for step in range(1, min(hosts, 11)):  # host k links home to k+1..k+10
-                links.append(f"http://{self.host_name(host.pld_id, (host.index + step) % hosts)}/")
-            if host.index == 0:
+                links.append(f"http://{self.host_name(host.pld_id, (host.number + step) % hosts)}/")
+            if host.number == 0:
                 links.extend(f"http://{self.host_name(t, 0)}/" for t in outs)
         if n + 1 < pages:
             links.append(self.page_path(host, n + 1))
@@ -582,19 +659,27 @@ class InVitroWeb:
                 url = f"//{other.name}{self.page_path(other, m)}"
                 links.append(url if rng.random() < 0.2 else "http:" + url)
             else:
-                m = n + 1 + int(rng.random() * 5) if rng.random() < 0.5 else int(rng.random() * pages)
+                m = (
+                    n + 1 + int(rng.random() * 5)
+                    if rng.random() < 0.5
+                    else int(rng.random() * pages)
+                )
                 path = self.page_path(host, m % pages)
                 links.append(path if rng.random() < 0.7 else f"http://{host.name}{path}")
         for what, prob in p.special_links:
             if rng.random() < prob:
                 links.append(self._special_link(host, what, rng, outs))
         if host.trap and (n == 0 or rng.random() < 0.1):
-            links.append({"calendar": f"/calendar?y={CALENDAR_EPOCH_YEAR}&m=1",
-                          "session": "/cart/0?sid=0", "repeat": "/lib/"}[host.trap])
+            links.append(
+                {
+                    "calendar": f"/calendar?y={CALENDAR_EPOCH_YEAR}&m=1",
+                    "session": "/cart/0?sid=0",
+                    "repeat": "/lib/",
+                }[host.trap]
+            )
         return links
 
-    def _special_link(self, host: Host, what: str, rng: random.Random,
-                      outs: Sequence[int]) -> str:
+    def _special_link(self, host: Host, what: str, rng: random.Random, outs: Sequence[int]) -> str:
         num = int(rng.random() * 1000)
         if what == "away":
             legit = [t for t in outs if t < self.profile.legit_plds] or [0]
@@ -634,14 +719,14 @@ class InVitroWeb:
         first = p.legit_plds + host.farm * p.spam_plds_per_farm
         outs = self.out_plds(host.pld_id)
         links: list[str] = []
-        if n == 0 and host.index == 0:
+        if n == 0 and host.number == 0:
             links.extend(f"http://{self.host_name(t, 0)}/" for t in outs)
         host_limit, page_limit = p.spam_hosts_per_pld, p.spam_pages_per_host
         for _ in range(int(p.links_per_page * (0.5 + rng.random()))):
             r = rng.random()
             if r < 0.6:  # branch without end across the farm's hosts and PLDs
                 member = first + int(rng.random() * p.spam_plds_per_farm)
-                k = int(rng.random() * (2 * host.index + 5))
+                k = int(rng.random() * (2 * host.number + 5))
                 m = int(rng.random() * (2 * n + 5))
                 if host_limit is not None:
                     k %= host_limit
@@ -685,8 +770,11 @@ class InVitroWeb:
             rng = self._rng("session", host.name, path)
             for _ in range(4):
                 nxt_item = int(rng.random() * (extent or 1000))
-                token = (f"{int(rng.random() * extent):x}" if extent is not None
-                         else f"{self._h64('sid', host.name, path, nxt_item):016x}")
+                token = (
+                    f"{int(rng.random() * extent):x}"
+                    if extent is not None
+                    else f"{self._h64('sid', host.name, path, nxt_item):016x}"
+                )
                 links.append(f"/cart/{nxt_item}?sid={token}")
         else:
             m = re.fullmatch(r"/lib/((?:more/)*)", path)
@@ -718,5 +806,5 @@ def _redirect(status: int, location: str) -> Reply:
 
 def _binary(magic: bytes, trailer: bytes, num: int, content_type: str) -> Reply:
     o = (num * 7919) % (_CORPUS_LEN - 8192)
-    body = magic + _CORPUS[o:o + 4096 + num % 4096].encode() + trailer
+    body = magic + _CORPUS[o : o + 4096 + num % 4096].encode() + trailer
     return Reply(200, (("Content-Type", content_type),), body, "nonhtml")

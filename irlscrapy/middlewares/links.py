@@ -29,16 +29,18 @@ class LinksMiddleware:
     def from_crawler(cls, crawler: Crawler) -> LinksMiddleware:
         return cls(crawler)
 
-    def process_spider_output(self, response: Response | None,
-                              result: Iterable[Any]) -> Iterator[Any]:
+    def process_spider_output(
+        self, response: Response | None, result: Iterable[Any]
+    ) -> Iterator[Any]:
         for obj in result:
             if isinstance(obj, Links):
                 yield from self.requests(obj)
             else:
                 yield obj
 
-    async def process_spider_output_async(self, response: Response | None,
-                                          result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async def process_spider_output_async(
+        self, response: Response | None, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
         async for obj in result:
             if isinstance(obj, Links):
                 for request in self.requests(obj):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+
 import psutil
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
@@ -40,8 +41,10 @@ class CrawlProgress:
     def _figures(self) -> tuple[int, int]:
         stats = self.crawler.stats
         assert stats is not None
-        return (stats.get_value("response_received_count", 0),
-                stats.get_value("irl/spider/links", 0))
+        return (
+            stats.get_value("response_received_count", 0),
+            stats.get_value("irl/spider/links", 0),
+        )
 
     def spider_opened(self, spider: Spider) -> None:
         self.started = time.monotonic()
@@ -60,9 +63,15 @@ class CrawlProgress:
         scheduled = len(scheduler) if scheduler is not None and hasattr(scheduler, "__len__") else 0
         logger.info(
             "progress: %d pages (%.1f/s), %d links (%.0f/s), %d scheduled, %d in flight, "
-            "RSS %.0f MB", pages, (pages - pages0) / dt, links, (links - links0) / dt,
-            scheduled, len(engine.downloader.active) if engine else 0,
-            self._process.memory_info().rss / 2**20)
+            "RSS %.0f MB",
+            pages,
+            (pages - pages0) / dt,
+            links,
+            (links - links0) / dt,
+            scheduled,
+            len(engine.downloader.active) if engine else 0,
+            self._process.memory_info().rss / 2**20,
+        )
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._loop is not None and self._loop.running:
@@ -71,19 +80,28 @@ class CrawlProgress:
         stats = self.crawler.stats
         assert stats is not None
         pages, links = self._figures()
-        statuses = {k.rsplit("/", 1)[1]: v for k, v in stats.get_stats().items()
-                    if k.startswith("downloader/response_status_count/")}
+        statuses = {
+            k.rsplit("/", 1)[1]: v
+            for k, v in stats.get_stats().items()
+            if k.startswith("downloader/response_status_count/")
+        }
         logger.info(
             "summary (%s): %d pages in %.1f s (%.1f pages/s); %d links extracted; "
             "%d duplicate requests filtered; %d robots.txt-forbidden; status counts %s; "
-            "peak RSS %.0f MB", reason, pages, elapsed, pages / elapsed, links,
+            "peak RSS %.0f MB",
+            reason,
+            pages,
+            elapsed,
+            pages / elapsed,
+            links,
             stats.get_value("dupefilter/filtered", 0),
             stats.get_value("robotstxt/forbidden", 0),
-            dict(sorted(statuses.items())), _peak_rss_mb())
+            dict(sorted(statuses.items())),
+            _peak_rss_mb(),
+        )
 
 
 def _peak_rss_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-

@@ -43,13 +43,20 @@ HTML_TYPES = (b"text/html", b"application/xhtml+xml")
 class BroadSpider(Spider):
     name = "broad"
 
-    def __init__(self, seeds: str = "", profile: str = "broad", seed: str = "0",
-                 invitro_log: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        seeds: str = "",
+        profile: str = "broad",
+        seed: str = "0",
+        invitro_log: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         if not seeds:
             raise ConfigurationError(
                 "the broad spider needs seeds: -a seeds=URL,URL,... or -a seeds=FILE "
-                "or -a seeds=invitro")
+                "or -a seeds=invitro"
+            )
         self.seeds_arg = seeds
         self.invitro: InVitroProcess | None = None
         if seeds == "invitro":
@@ -66,8 +73,12 @@ class BroadSpider(Spider):
         # At spider priority: CrawlerProcess re-applies project settings over what is set
         # here at the dict's own priority, which would drop the middleware.
         middlewares = settings.getdict("SPIDER_MIDDLEWARES")
-        middlewares.setdefault("irlscrapy.middlewares.links.LinksMiddleware", LINKS_MIDDLEWARE_ORDER)
-        priority = max(settings.getpriority("SPIDER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["spider"])
+        middlewares.setdefault(
+            "irlscrapy.middlewares.links.LinksMiddleware", LINKS_MIDDLEWARE_ORDER
+        )
+        priority = max(
+            settings.getpriority("SPIDER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["spider"]
+        )
         settings.set("SPIDER_MIDDLEWARES", middlewares, priority=priority)
         settings.set("DOWNLOAD_MAXSIZE", MAX_PAGE_BYTES, priority="spider")
 
@@ -84,9 +95,15 @@ class BroadSpider(Spider):
             for name, value in info["settings"].items():
                 crawler.settings.set(name, value, priority="spider")
             os.environ.update(info["env"])
-            spider.logger.info("in-vitro web (%s, seed %s, pid %s) at %s, DNS %s; seeds %s",
-                               info["profile"], info["seed"], info["pid"], info["proxy"],
-                               info["dns"], ", ".join(spider.seed_urls))
+            spider.logger.info(
+                "in-vitro web (%s, seed %s, pid %s) at %s, DNS %s; seeds %s",
+                info["profile"],
+                info["seed"],
+                info["pid"],
+                info["proxy"],
+                info["dns"],
+                ", ".join(spider.seed_urls),
+            )
         return spider
 
     async def start(self) -> AsyncIterator[Any]:
@@ -98,7 +115,8 @@ class BroadSpider(Spider):
         assert stats is not None
         content_type = response.headers.get(b"Content-Type", b"") or b""
         if not isinstance(response, TextResponse) or not any(
-                t in content_type.lower() for t in HTML_TYPES):
+            t in content_type.lower() for t in HTML_TYPES
+        ):
             stats.inc_value("irl/spider/not_html")
             return
         body = response.body
@@ -126,5 +144,6 @@ def parse_seeds(arg: str) -> list[str]:
         shown = ", ".join(repr(u) for u in bad[:3]) or "nothing"
         raise ConfigurationError(
             f"{where}: seeds must be http(s) URLs, got {shown}"
-            + ("" if "://" in arg or path.exists() else f" (and no file named {arg!r} exists)"))
+            + ("" if "://" in arg or path.exists() else f" (and no file named {arg!r} exists)")
+        )
     return urls

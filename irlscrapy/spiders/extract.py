@@ -19,8 +19,7 @@ from urllib.parse import urljoin
 
 _HREF = re.compile(rb"""<a(?:rea)?\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""", re.I)
 _BASE = re.compile(rb"""<base\s[^>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""", re.I)
-_META_ROBOTS = re.compile(
-    rb"""<meta\s[^>]*?name\s*=\s*["']?robots["']?[^>]*>""", re.I)
+_META_ROBOTS = re.compile(rb"""<meta\s[^>]*?name\s*=\s*["']?robots["']?[^>]*>""", re.I)
 # shapes urljoin rewrites: dot segments, odd characters, an empty query or params, and
 # schemes without "//"
 _SLOW_PATH = re.compile(r"/\.|\\|\s|%2[eE]|;|\?(?:#|$)|^[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
@@ -28,10 +27,73 @@ _HEAD_BYTES = 16 * 1024  # meta robots and <base> are looked for this far into t
 
 #: Path extensions of resources that are not HTML; links to them are not followed.
 NON_HTML_EXTENSIONS = frozenset(
-    "7z ai apk avi bin bmp bz2 css csv deb dmg doc docx eot exe flv gif gz ico iso jar jpeg "
-    "jpg js json m4a m4v mkv mov mp3 mp4 mpeg mpg msi odp ods odt ogg pdf png ppt pptx ps rar "
-    "rpm rss svg swf tar tgz tif tiff ttf txt wav webm webp wma wmv woff woff2 xls xlsx xz "
-    "zip".split()
+    [
+        "7z",
+        "ai",
+        "apk",
+        "avi",
+        "bin",
+        "bmp",
+        "bz2",
+        "css",
+        "csv",
+        "deb",
+        "dmg",
+        "doc",
+        "docx",
+        "eot",
+        "exe",
+        "flv",
+        "gif",
+        "gz",
+        "ico",
+        "iso",
+        "jar",
+        "jpeg",
+        "jpg",
+        "js",
+        "json",
+        "m4a",
+        "m4v",
+        "mkv",
+        "mov",
+        "mp3",
+        "mp4",
+        "mpeg",
+        "mpg",
+        "msi",
+        "odp",
+        "ods",
+        "odt",
+        "ogg",
+        "pdf",
+        "png",
+        "ppt",
+        "pptx",
+        "ps",
+        "rar",
+        "rpm",
+        "rss",
+        "svg",
+        "swf",
+        "tar",
+        "tgz",
+        "tif",
+        "tiff",
+        "ttf",
+        "txt",
+        "wav",
+        "webm",
+        "webp",
+        "wma",
+        "wmv",
+        "woff",
+        "woff2",
+        "xls",
+        "xlsx",
+        "xz",
+        "zip",
+    ]
 )
 CRAWLABLE_SCHEMES = ("http://", "https://")
 
@@ -123,7 +185,7 @@ def crawlable(url: str) -> bool:
     if slash < 0:
         return True
     dot = url.rfind(".", slash, end)
-    return dot < 0 or url[dot + 1:end].lower() not in NON_HTML_EXTENSIONS
+    return dot < 0 or url[dot + 1 : end].lower() not in NON_HTML_EXTENSIONS
 
 
 def links_to_follow(page_url: str, body: bytes) -> list[str]:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from scrapy import Request, Spider
-from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.crawler import Crawler
+from scrapy.http import HtmlResponse, Response, TextResponse
 from scrapy.settings import Settings
 from scrapy.utils.test import get_crawler
 
@@ -17,9 +17,11 @@ from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.middlewares.links import LinksMiddleware
 from irlscrapy.spiders.broad import BroadSpider, parse_seeds
 
-PAGE = (b'<html><head><title>t</title></head><body><a href="/a">a</a>'
-        b'<a href="http://other.com/b">b</a><a href="/doc.pdf">pdf</a>'
-        b'<a href="mailto:x@y.z">m</a></body></html>')
+PAGE = (
+    b'<html><head><title>t</title></head><body><a href="/a">a</a>'
+    b'<a href="http://other.com/b">b</a><a href="/doc.pdf">pdf</a>'
+    b'<a href="mailto:x@y.z">m</a></body></html>'
+)
 
 
 def make_spider(**settings: object) -> BroadSpider:
@@ -31,8 +33,12 @@ def make_spider(**settings: object) -> BroadSpider:
 
 
 def html(url: str, body: bytes, **headers: str) -> HtmlResponse:
-    return HtmlResponse(url, body=body, headers={"Content-Type": "text/html", **headers},
-                        request=Request(url, meta={"depth": 2}))
+    return HtmlResponse(
+        url,
+        body=body,
+        headers={"Content-Type": "text/html", **headers},
+        request=Request(url, meta={"depth": 2}),
+    )
 
 
 class TestParse:
@@ -42,19 +48,32 @@ class TestParse:
         assert out == [Links("http://h.com/x/y", ["http://h.com/a", "http://other.com/b"], 2)]
         assert spider.crawler.stats.get_value("irl/spider/links") == 2
 
-    @pytest.mark.parametrize("response", [
-        html("http://h.com/", PAGE.replace(b"<title>", b'<meta name="robots" content="nofollow"><title>')),
-        html("http://h.com/", PAGE, **{"X-Robots-Tag": "noindex, nofollow"}),
-    ])
+    @pytest.mark.parametrize(
+        "response",
+        [
+            html(
+                "http://h.com/",
+                PAGE.replace(b"<title>", b'<meta name="robots" content="nofollow"><title>'),
+            ),
+            html("http://h.com/", PAGE, **{"X-Robots-Tag": "noindex, nofollow"}),
+        ],
+    )
     def test_nofollow_pages_yield_nothing(self, response: Response) -> None:
         spider = make_spider()
         assert list(spider.parse(response)) == []
         assert spider.crawler.stats.get_value("irl/spider/nofollow") == 1
 
-    @pytest.mark.parametrize("response", [
-        Response("http://h.com/f", body=b"%PDF-1.4 <a href='/x'>", headers={"Content-Type": "application/pdf"}),
-        TextResponse("http://h.com/t", body=PAGE, headers={"Content-Type": "text/plain"}),
-    ])
+    @pytest.mark.parametrize(
+        "response",
+        [
+            Response(
+                "http://h.com/f",
+                body=b"%PDF-1.4 <a href='/x'>",
+                headers={"Content-Type": "application/pdf"},
+            ),
+            TextResponse("http://h.com/t", body=PAGE, headers={"Content-Type": "text/plain"}),
+        ],
+    )
     def test_non_html_yields_nothing(self, response: Response) -> None:
         spider = make_spider()
         assert list(spider.parse(response)) == []
@@ -64,13 +83,18 @@ class TestParse:
         spider = make_spider()
         settings = spider.crawler.settings
         assert settings.getint("DOWNLOAD_MAXSIZE") == 2 * 1024 * 1024
-        assert settings.getdict("SPIDER_MIDDLEWARES")[
-            "irlscrapy.middlewares.links.LinksMiddleware"] == 950
+        assert (
+            settings.getdict("SPIDER_MIDDLEWARES")["irlscrapy.middlewares.links.LinksMiddleware"]
+            == 950
+        )
 
-    @pytest.mark.parametrize(("priority", "expected"), [
-        ("project", 2 * 1024 * 1024),  # the spider's limit wins over project settings
-        ("cmdline", 1234),  # -s DOWNLOAD_MAXSIZE=... wins over the spider
-    ])
+    @pytest.mark.parametrize(
+        ("priority", "expected"),
+        [
+            ("project", 2 * 1024 * 1024),  # the spider's limit wins over project settings
+            ("cmdline", 1234),  # -s DOWNLOAD_MAXSIZE=... wins over the spider
+        ],
+    )
     def test_command_line_size_limit_wins(self, priority: str, expected: int) -> None:
         settings = Settings()
         settings.set("DOWNLOAD_MAXSIZE", 1234, priority=priority)
@@ -86,11 +110,14 @@ class TestSeeds:
         f.write_text("# seeds\nhttp://a.com/\n\n  https://b.com/  \n")
         assert parse_seeds(str(f)) == ["http://a.com/", "https://b.com/"]
 
-    @pytest.mark.parametrize(("arg", "message"), [
-        ("a.com,b.com", "no file named 'a.com,b.com'"),
-        ("ftp://a.com/", "got 'ftp://a.com/'"),
-        (",", "got nothing"),
-    ])
+    @pytest.mark.parametrize(
+        ("arg", "message"),
+        [
+            ("a.com,b.com", "no file named 'a.com,b.com'"),
+            ("ftp://a.com/", "got 'ftp://a.com/'"),
+            (",", "got nothing"),
+        ],
+    )
     def test_bad_seeds_are_explained(self, arg: str, message: str) -> None:
         with pytest.raises(ConfigurationError, match=message):
             parse_seeds(arg)
@@ -121,7 +148,11 @@ class TestLinksMiddleware:
     def test_links_become_requests_and_other_output_passes_through(self) -> None:
         mw, spider = self.middleware()
         item = {"k": 1}
-        out = list(mw.process_spider_output(None, [Links("http://s/", ["http://a/", "http://b/"], 1, "other"), item]))
+        out = list(
+            mw.process_spider_output(
+                None, [Links("http://s/", ["http://a/", "http://b/"], 1, "other"), item]
+            )
+        )
         assert [r.url for r in out[:2]] == ["http://a/", "http://b/"]
         assert all(isinstance(r, Request) and r.callback == spider.other for r in out[:2])
         assert out[2] is item

@@ -27,8 +27,9 @@ def proxy_address(info: dict[str, Any]) -> tuple[str, int]:
     return host, int(port)
 
 
-def fetch(info: dict[str, Any], url: str, headers: dict[str, str] | None = None,
-          timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+def fetch(
+    info: dict[str, Any], url: str, headers: dict[str, str] | None = None, timeout: float = 10.0
+) -> tuple[int, dict[str, str], bytes]:
     """GET an absolute URL through the in-vitro proxy; chunked bodies are decoded."""
     conn = http.client.HTTPConnection(*proxy_address(info), timeout=timeout)
     try:

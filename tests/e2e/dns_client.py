@@ -1,6 +1,6 @@
 """Query a DNS server with twisted.names' own client; print one JSON object of results.
 
-    python tests/e2e/dns_client.py HOST:PORT NAME [AAAA:NAME ...]
+python tests/e2e/dns_client.py HOST:PORT NAME [AAAA:NAME ...]
 """
 
 from __future__ import annotations

@@ -19,8 +19,11 @@ def irlscrapy(*args: str) -> list[str]:
 
 def test_serve_prints_one_json_line_serves_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     log = tmp_path / "requests.jsonl"
-    with subprocess.Popen(irlscrapy("invitro", "serve", "--profile", "tiny", "--seed", "4",
-                                    "--log", str(log)), stdout=subprocess.PIPE, text=True) as proc:
+    with subprocess.Popen(
+        irlscrapy("invitro", "serve", "--profile", "tiny", "--seed", "4", "--log", str(log)),
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as proc:
         assert proc.stdout is not None
         try:
             info = json.loads(proc.stdout.readline())
@@ -41,13 +44,18 @@ def test_serve_prints_one_json_line_serves_and_stops_cleanly_on_sigterm(tmp_path
 
 
 def test_urls_lists_html_pages_breadth_first() -> None:
-    out = subprocess.run(irlscrapy("invitro", "urls", "--profile", "tiny", "--count", "25"),
-                         capture_output=True, text=True, check=True).stdout.split()
+    out = subprocess.run(
+        irlscrapy("invitro", "urls", "--profile", "tiny", "--count", "25"),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert len(out) == 25 and len(set(out)) == 25
     assert out[:3] == InVitroWeb(TINY, 0).seeds()
 
 
 def test_bad_arguments_exit_2_with_a_message() -> None:
-    result = subprocess.run(irlscrapy("invitro", "serve", "--profile", "nope"),
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        irlscrapy("invitro", "serve", "--profile", "nope"), capture_output=True, text=True
+    )
     assert result.returncode == 2 and "invalid choice: 'nope'" in result.stderr

@@ -17,8 +17,13 @@ CLIENT = Path(__file__).with_name("dns_client.py")
 
 
 def query(info: dict[str, Any], *names: str) -> dict[str, dict[str, Any]]:
-    out = subprocess.run([sys.executable, str(CLIENT), info["dns"], *names],
-                         capture_output=True, text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, str(CLIENT), info["dns"], *names],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     return json.loads(out.stdout)
 
 

@@ -40,8 +40,11 @@ def raw_exchange(info: dict[str, Any], data: bytes, timeout: float = 5.0) -> byt
 
 class TestServesTheModel:
     def test_bodies_over_the_wire_equal_the_model(self, invitro: dict[str, Any]) -> None:
-        urls = [u for u, r in crawl_order(WEB, CrawlPolicy(robots="scrapy"))
-                if r.action == "send" and r.delay == 0][:150]
+        urls = [
+            u
+            for u, r in crawl_order(WEB, CrawlPolicy(robots="scrapy"))
+            if r.action == "send" and r.delay == 0
+        ][:150]
         for url in urls:
             host, path = split_url(url)
             expected = WEB.respond(host, path)
@@ -51,9 +54,13 @@ class TestServesTheModel:
             assert headers.get("content-type") == dict(expected.headers).get("Content-Type")
 
     def test_a_second_server_with_the_same_seed_serves_identical_bytes(
-            self, invitro: dict[str, Any]) -> None:
-        urls = [u for u, r in crawl_order(WEB, CrawlPolicy(robots="scrapy"))
-                if r.action == "send" and r.delay == 0][:40]
+        self, invitro: dict[str, Any]
+    ) -> None:
+        urls = [
+            u
+            for u, r in crawl_order(WEB, CrawlPolicy(robots="scrapy"))
+            if r.action == "send" and r.delay == 0
+        ][:40]
         with InVitroProcess("tiny", SEED) as other:
             for url in urls:
                 assert fetch(invitro, url)[2] == fetch(other.info, url)[2]
@@ -70,9 +77,16 @@ class TestServesTheModel:
         assert "content-encoding" not in fetch(invitro, f"http://{host}/")[1]
 
     def test_robots_variants_are_served(self, invitro: dict[str, Any]) -> None:
-        assert fetch(invitro, f"http://{first_host(robots='missing', dns='ok')}/robots.txt")[0] == 404
-        assert fetch(invitro, f"http://{first_host(robots='error', dns='ok')}/robots.txt")[0] in (500, 503)
-        status, headers, _ = fetch(invitro, f"http://{first_host(robots='redirect', dns='ok')}/robots.txt")
+        assert (
+            fetch(invitro, f"http://{first_host(robots='missing', dns='ok')}/robots.txt")[0] == 404
+        )
+        assert fetch(invitro, f"http://{first_host(robots='error', dns='ok')}/robots.txt")[0] in (
+            500,
+            503,
+        )
+        status, headers, _ = fetch(
+            invitro, f"http://{first_host(robots='redirect', dns='ok')}/robots.txt"
+        )
         assert status == 301 and headers["location"].endswith("/robots-real.txt")
         with pytest.raises(ConnectionError):
             fetch(invitro, f"http://{first_host(robots='unreachable', dns='ok')}/robots.txt")
@@ -91,20 +105,24 @@ class TestServesTheModel:
 
 
 class TestBadInput:
-    @pytest.mark.parametrize(("request_bytes", "status"), [
-        (b"GARBAGE\r\n\r\n", b"400"),
-        (b"GET /\r\n\r\n", b"400"),
-        (b"GET http://www.w0.com/ HTTP/1.1\r\nno colon here\r\n\r\n", b"400"),
-        (b"GET http://www.w0.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"400"),
-        (b"POST http://www.w0.com/ HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", b"405"),
-        (b"CONNECT www.w0.com:443 HTTP/1.1\r\n\r\n", b"501"),
-        (b"GET https://www.w0.com/ HTTP/1.1\r\n\r\n", b"501"),
-        (b"GET http://www.w0.com/\xff HTTP/1.1\r\n\r\n", b"400"),
-        (b"GET http://www.w0.com/ HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", b"431"),
-        (b"GET http://www.w0.com/ HTTP/1.1\r\nX-Endless: " + b"a" * 70_000, b"431"),
-    ])
+    @pytest.mark.parametrize(
+        ("request_bytes", "status"),
+        [
+            (b"GARBAGE\r\n\r\n", b"400"),
+            (b"GET /\r\n\r\n", b"400"),
+            (b"GET http://www.w0.com/ HTTP/1.1\r\nno colon here\r\n\r\n", b"400"),
+            (b"GET http://www.w0.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"400"),
+            (b"POST http://www.w0.com/ HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", b"405"),
+            (b"CONNECT www.w0.com:443 HTTP/1.1\r\n\r\n", b"501"),
+            (b"GET https://www.w0.com/ HTTP/1.1\r\n\r\n", b"501"),
+            (b"GET http://www.w0.com/\xff HTTP/1.1\r\n\r\n", b"400"),
+            (b"GET http://www.w0.com/ HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", b"431"),
+            (b"GET http://www.w0.com/ HTTP/1.1\r\nX-Endless: " + b"a" * 70_000, b"431"),
+        ],
+    )
     def test_bad_requests_get_an_http_error_and_the_server_lives_on(
-            self, invitro: dict[str, Any], request_bytes: bytes, status: bytes) -> None:
+        self, invitro: dict[str, Any], request_bytes: bytes, status: bytes
+    ) -> None:
         reply = raw_exchange(invitro, request_bytes)
         assert reply.split(b" ", 2)[1] == status
         assert fetch(invitro, invitro["seeds"][0])[0] == 200
@@ -112,14 +130,17 @@ class TestBadInput:
     def test_pipelined_requests_are_answered_in_order(self, invitro: dict[str, Any]) -> None:
         seeds = invitro["seeds"]
         pipelined = b"".join(f"GET {u} HTTP/1.1\r\nHost: x\r\n\r\n".encode() for u in seeds)
-        reply = raw_exchange(invitro, pipelined + f"GET {seeds[0]} HTTP/1.1\r\n"
-                             "Connection: close\r\n\r\n".encode())
+        reply = raw_exchange(
+            invitro, pipelined + f"GET {seeds[0]} HTTP/1.1\r\nConnection: close\r\n\r\n".encode()
+        )
         titles = [t.split(b"<")[0].split()[0] for t in reply.split(b"<title>")[1:]]
         assert titles == [u.split("/")[2].encode() for u in [*seeds, seeds[0]]]
 
     def test_origin_form_requests_use_the_host_header(self, invitro: dict[str, Any]) -> None:
         host = invitro["seeds"][0].split("/")[2]
-        reply = raw_exchange(invitro, f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode())
+        reply = raw_exchange(
+            invitro, f"GET / HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+        )
         assert reply.startswith(b"HTTP/1.1 200") and reply.endswith(WEB.respond(host, "/").body)
 
 
@@ -133,8 +154,20 @@ class TestRequestLog:
         records = [r for r in read_log(invitro["log_path"]) if r["user_agent"] == "log-test/1"]
         by_host = {r["host"]: r for r in records}
         spam, slow = by_host[spam_host], by_host[slow_host]
-        assert set(spam) == {"t_start", "t_end", "host", "ip", "path", "status", "bytes", "kind",
-                             "user_agent", "pld", "spam", "trap"}
+        assert set(spam) == {
+            "t_start",
+            "t_end",
+            "host",
+            "ip",
+            "path",
+            "status",
+            "bytes",
+            "kind",
+            "user_agent",
+            "pld",
+            "spam",
+            "trap",
+        }
         assert spam["spam"] is True and spam["pld"] == WEB.host(spam_host).pld  # type: ignore[union-attr]
         assert spam["ip"] == WEB.host(spam_host).ip and spam["status"] == 200  # type: ignore[union-attr]
         assert spam["bytes"] == len(WEB.respond(spam_host, "/").body) and spam["kind"] == "page"
@@ -145,15 +178,21 @@ class TestRequestLog:
         host = first_host(robots="unreachable", dns="ok")
         with pytest.raises(ConnectionError):
             fetch(invitro, f"http://{host}/robots.txt", {"User-Agent": "reset-test"})
-        hanging = next(u for u, r in crawl_order(WEB, CrawlPolicy(robots="scrapy"))
-                       if r.action == "hang")
+        hanging = next(
+            u for u, r in crawl_order(WEB, CrawlPolicy(robots="scrapy")) if r.action == "hang"
+        )
         with pytest.raises(TimeoutError):
             fetch(invitro, hanging, {"User-Agent": "reset-test"}, timeout=0.5)
         time.sleep(1.0)
         records = [r for r in read_log(invitro["log_path"]) if r["user_agent"] == "reset-test"]
         assert sorted((r["kind"], r["status"]) for r in records) == [("reset", 0), ("timeout", 0)]
-        trap = next(u for u, _ in crawl_order(WEB, CrawlPolicy(robots="scrapy"))
-                    if WEB.is_trap(WEB.host(split_url(u)[0]), split_url(u)[1]))  # type: ignore[arg-type]
+        trap = next(
+            u
+            for u, _ in crawl_order(WEB, CrawlPolicy(robots="scrapy"))
+            if WEB.is_trap(WEB.host(split_url(u)[0]), split_url(u)[1])
+        )  # type: ignore[arg-type]
         fetch(invitro, trap, {"User-Agent": "trap-test"})
         time.sleep(1.0)
-        assert [r["trap"] for r in read_log(invitro["log_path"]) if r["user_agent"] == "trap-test"] == [True]
+        assert [
+            r["trap"] for r in read_log(invitro["log_path"]) if r["user_agent"] == "trap-test"
+        ] == [True]

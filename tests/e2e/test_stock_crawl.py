@@ -31,17 +31,43 @@ ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
 
 
 @pytest.fixture(scope="module")
-def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess[str], Path]:
+def crawl(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     log = tmp_path_factory.mktemp("crawl") / "requests.jsonl"
     result = subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "broad", "-a", "seeds=invitro",
-         "-a", "profile=tiny", "-a", f"seed={SEED}", "-a", f"invitro_log={log}",
-         "-s", "DOWNLOAD_TIMEOUT=6", "-s", "IRL_PROGRESS_INTERVAL=1", "-s", "TELNETCONSOLE_ENABLED=0"],
-        cwd=ROOT, capture_output=True, text=True, timeout=240)
+        [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "broad",
+            "-a",
+            "seeds=invitro",
+            "-a",
+            "profile=tiny",
+            "-a",
+            f"seed={SEED}",
+            "-a",
+            f"invitro_log={log}",
+            "-s",
+            "DOWNLOAD_TIMEOUT=6",
+            "-s",
+            "IRL_PROGRESS_INTERVAL=1",
+            "-s",
+            "TELNETCONSOLE_ENABLED=0",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
     return result, log
 
 
-def test_crawl_finishes_with_progress_and_summary(crawl: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+def test_crawl_finishes_with_progress_and_summary(
+    crawl: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
     result, _ = crawl
     assert result.returncode == 0, result.stderr[-3000:]
     assert "progress: " in result.stderr
@@ -51,30 +77,48 @@ def test_crawl_finishes_with_progress_and_summary(crawl: tuple[subprocess.Comple
     assert not Path(f"/proc/{pid}").exists()  # the demo's server stopped with the crawl
 
 
-def test_downloaded_set_equals_ground_truth(crawl: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+def test_downloaded_set_equals_ground_truth(
+    crawl: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
     _, log = crawl
     web = InVitroWeb(TINY, SEED)
     records = read_log(log)
-    downloaded = {f"http://{r['host']}{r['path']}" for r in records
-                  if r["kind"] != "dns-error" and r["path"] not in ROBOTS_PATHS}
+    downloaded = {
+        f"http://{r['host']}{r['path']}"
+        for r in records
+        if r["kind"] != "dns-error" and r["path"] not in ROBOTS_PATHS
+    }
     unresolvable = {r["host"] for r in records if r["kind"] == "dns-error"}
-    assert all(web.host(h) is None or web.host(h).dns in ("nxdomain", "servfail", "timeout")  # type: ignore[union-attr]
-               for h in unresolvable)
+    assert all(
+        web.host(h) is None or web.host(h).dns in ("nxdomain", "servfail", "timeout")  # type: ignore[union-attr]
+        for h in unresolvable
+    )
 
     scrapy_truth = reachable(web, CrawlPolicy(robots="scrapy"))
+
     def describe(urls: set[str]) -> list[tuple[str, str, str]]:
         hosts = [web.host(split_url(u)[0]) for u in sorted(urls)[:10]]
-        return [(u, h.robots, h.server) if h else (u, "?", "?") for u, h in zip(sorted(urls), hosts)]
+        pairs = zip(sorted(urls), hosts, strict=False)
+        return [(u, h.robots, h.server) if h else (u, "?", "?") for u, h in pairs]
 
-    assert downloaded == scrapy_truth, {"extra": describe(downloaded - scrapy_truth),
-                                        "missing": describe(scrapy_truth - downloaded)}
+    assert downloaded == scrapy_truth, {
+        "extra": describe(downloaded - scrapy_truth),
+        "missing": describe(scrapy_truth - downloaded),
+    }
 
     rfc_truth = reachable(web, CrawlPolicy(robots="rfc9309"))
     extra, missing = downloaded - rfc_truth, rfc_truth - downloaded
-    explained = {"robots 5xx -> Scrapy allows all": 0, "robots unreachable -> Scrapy allows all": 0,
-                 "reached only through such hosts": 0, "robots > 500 KiB -> Protego disallows all": 0}
-    lenient_hosts = {split_url(u)[0] for u in extra
-                     if web.host(split_url(u)[0]).robots in ("error", "unreachable")}  # type: ignore[union-attr]
+    explained = {
+        "robots 5xx -> Scrapy allows all": 0,
+        "robots unreachable -> Scrapy allows all": 0,
+        "reached only through such hosts": 0,
+        "robots > 500 KiB -> Protego disallows all": 0,
+    }
+    lenient_hosts = {
+        split_url(u)[0]
+        for u in extra
+        if web.host(split_url(u)[0]).robots in ("error", "unreachable")
+    }  # type: ignore[union-attr]
     for url in extra:
         variant = web.host(split_url(url)[0]).robots  # type: ignore[union-attr]
         if variant == "error":
@@ -86,12 +130,16 @@ def test_downloaded_set_equals_ground_truth(crawl: tuple[subprocess.CompletedPro
     for url in missing:
         assert web.host(split_url(url)[0]).robots == "oversized", url  # type: ignore[union-attr]
         explained["robots > 500 KiB -> Protego disallows all"] += 1
-    print(f"stock Scrapy vs RFC 9309 on tiny/{SEED}: {len(downloaded)} downloaded, "
-          f"{len(rfc_truth)} RFC-reachable; differences: {explained}")
+    print(
+        f"stock Scrapy vs RFC 9309 on tiny/{SEED}: {len(downloaded)} downloaded, "
+        f"{len(rfc_truth)} RFC-reachable; differences: {explained}"
+    )
     assert lenient_hosts and explained["robots 5xx -> Scrapy allows all"] > 0
 
 
-def test_no_url_is_downloaded_twice_except_retries(crawl: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+def test_no_url_is_downloaded_twice_except_retries(
+    crawl: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
     """Every URL gets at most one final answer; repeats are retries of failures only.
 
     Scrapy tries a request 3 times (RETRY_TIMES=2), and Twisted's connection pool re-sends

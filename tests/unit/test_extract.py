@@ -31,9 +31,11 @@ def test_absolute_url_equals_urljoin_without_fragment(base: str, href: str) -> N
 
 class TestExtractHrefs:
     def test_quoting_styles_and_entities(self) -> None:
-        body = (b'<a href="/a?x=1&amp;y=2">1</a> <A HREF=\'/b\'>2</A> <a class=x href=/c>3</a>'
-                b'<area href="/d"> <link href="/style.css"> <a name="n">no href</a>'
-                b'<a  data-x="1"\n href = " /e ">5</a>')
+        body = (
+            b"<a href=\"/a?x=1&amp;y=2\">1</a> <A HREF='/b'>2</A> <a class=x href=/c>3</a>"
+            b'<area href="/d"> <link href="/style.css"> <a name="n">no href</a>'
+            b'<a  data-x="1"\n href = " /e ">5</a>'
+        )
         assert extract_hrefs(body) == ["/a?x=1&y=2", "/b", "/c", "/d", "/e"]
 
     def test_undecodable_bytes_do_not_raise(self) -> None:
@@ -46,17 +48,33 @@ class TestExtractHrefs:
 
 
 class TestFilters:
-    @pytest.mark.parametrize("url", [
-        "http://h.com/", "https://h.com/a.html", "http://h.com/a.php?f=x.pdf",
-        "http://h.com/dir.v2/page", "http://h.com", "http://h.com/a.PDFX",
-    ])
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "http://h.com/",
+            "https://h.com/a.html",
+            "http://h.com/a.php?f=x.pdf",
+            "http://h.com/dir.v2/page",
+            "http://h.com",
+            "http://h.com/a.PDFX",
+        ],
+    )
     def test_crawlable(self, url: str) -> None:
         assert crawlable(url)
 
-    @pytest.mark.parametrize("url", [
-        "ftp://h.com/", "mailto:a@b.com", "javascript:void(0)", "tel:+1", "http://h.com/a.pdf",
-        "http://h.com/A.JPG", "https://h.com/x/y.zip?dl=1", "http://h.com/f.tar.gz",
-    ])
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "ftp://h.com/",
+            "mailto:a@b.com",
+            "javascript:void(0)",
+            "tel:+1",
+            "http://h.com/a.pdf",
+            "http://h.com/A.JPG",
+            "https://h.com/x/y.zip?dl=1",
+            "http://h.com/f.tar.gz",
+        ],
+    )
     def test_not_crawlable(self, url: str) -> None:
         assert not crawlable(url)
 
@@ -66,19 +84,29 @@ class TestFilters:
 
 
 class TestNofollow:
-    @pytest.mark.parametrize(("tag", "expected"), [
-        (b'<meta name="robots" content="noindex, nofollow">', True),
-        (b"<META NAME=ROBOTS CONTENT=NONE>", True),
-        (b'<meta name="robots" content="noindex">', False),
-        (b'<meta name="googlebot" content="nofollow">', False),
-        (b'<meta content="nofollow" name="robots">', True),
-    ])
+    @pytest.mark.parametrize(
+        ("tag", "expected"),
+        [
+            (b'<meta name="robots" content="noindex, nofollow">', True),
+            (b"<META NAME=ROBOTS CONTENT=NONE>", True),
+            (b'<meta name="robots" content="noindex">', False),
+            (b'<meta name="googlebot" content="nofollow">', False),
+            (b'<meta content="nofollow" name="robots">', True),
+        ],
+    )
     def test_meta_robots(self, tag: bytes, expected: bool) -> None:
         assert meta_nofollow(b"<html><head>" + tag + b"</head><body>x</body></html>") is expected
 
-    @pytest.mark.parametrize(("values", "expected"), [
-        ([b"nofollow"], True), ([b"noindex, nofollow"], True), ([b"none"], True),
-        ([b"noarchive"], False), ([b"otherbot: nofollow"], False), ([], False),
-    ])
+    @pytest.mark.parametrize(
+        ("values", "expected"),
+        [
+            ([b"nofollow"], True),
+            ([b"noindex, nofollow"], True),
+            ([b"none"], True),
+            ([b"noarchive"], False),
+            ([b"otherbot: nofollow"], False),
+            ([], False),
+        ],
+    )
     def test_x_robots_tag(self, values: list[bytes], expected: bool) -> None:
         assert header_nofollow(values) is expected

@@ -19,7 +19,7 @@ from irlscrapy.spiders.extract import absolute_url, crawlable
 
 def sample_urls(web: InVitroWeb, count: int) -> list[str]:
     urls = []
-    for url, reply in crawl_order(web, CrawlPolicy(robots="scrapy")):
+    for url, _ in crawl_order(web, CrawlPolicy(robots="scrapy")):
         urls.append(url)
         if len(urls) >= count:
             break
@@ -32,7 +32,9 @@ class TestDeterminism:
         urls = sample_urls(a, 300)
         for url in urls:
             host, path = split_url(url)
-            assert a.respond(host, path, accept_gzip=True) == b.respond(host, path, accept_gzip=True)
+            assert a.respond(host, path, accept_gzip=True) == b.respond(
+                host, path, accept_gzip=True
+            )
         for host in {split_url(u)[0] for u in urls}:
             assert a.respond(host, "/robots.txt") == b.respond(host, "/robots.txt")
             assert a.host(host) == b.host(host)  # address, DNS behaviour and all
@@ -40,7 +42,8 @@ class TestDeterminism:
     def test_different_seeds_give_different_webs(self) -> None:
         a, b = InVitroWeb(TINY, 1), InVitroWeb(TINY, 2)
         assert a.respond("www.w0.com", "/") != b.respond("www.w0.com", "/") or (
-            a.seeds() != b.seeds())
+            a.seeds() != b.seeds()
+        )
         hosts_a = {a.host_name(p, 0) for p in range(TINY.legit_plds)}
         hosts_b = {b.host_name(p, 0) for p in range(TINY.legit_plds)}
         assert hosts_a != hosts_b  # suffixes are drawn from the seed
@@ -48,8 +51,11 @@ class TestDeterminism:
 
     def test_gzip_bodies_are_deterministic_and_decode_to_the_plain_body(self) -> None:
         web = InVitroWeb(TINY, 0)
-        host = next(h for h in (web.host(web.host_name(p, 0)) for p in range(TINY.legit_plds))
-                    if h and h.gzip and h.dns == "ok" and h.server == "normal")
+        host = next(
+            h
+            for h in (web.host(web.host_name(p, 0)) for p in range(TINY.legit_plds))
+            if h and h.gzip and h.dns == "ok" and h.server == "normal"
+        )
         plain = web.respond(host.name, "/")
         packed = web.respond(host.name, "/", accept_gzip=True)
         assert ("Content-Encoding", "gzip") in packed.headers
@@ -64,13 +70,25 @@ class TestNames:
             for index in range(min(web.hosts_in_pld(pid) or 3, 3)):
                 host = web.host(web.host_name(pid, index))
                 assert host is not None
-                assert (host.pld_id, host.index) == (pid, index)
+                assert (host.pld_id, host.number) == (pid, index)
                 assert host.pld == web.pld_name(pid)
 
-    @pytest.mark.parametrize("name", [
-        "w0.com", "www.w0.zz", "www.w99999.com", "h0.w1.com", "h01.w1.com", "a.b.w1.com",
-        "www.s99x0.com", "www.w1", "", "www.w01.com", "localhost",
-    ])
+    @pytest.mark.parametrize(
+        "name",
+        [
+            "w0.com",
+            "www.w0.zz",
+            "www.w99999.com",
+            "h0.w1.com",
+            "h01.w1.com",
+            "a.b.w1.com",
+            "www.s99x0.com",
+            "www.w1",
+            "",
+            "www.w01.com",
+            "localhost",
+        ],
+    )
     def test_names_outside_the_web_do_not_exist(self, name: str) -> None:
         assert InVitroWeb(TINY, 0).host(name) is None
 
@@ -102,14 +120,17 @@ class TestStructure:
     def test_hosts_per_pld_and_per_ip(self) -> None:
         counts = [self.web.hosts_in_pld(p) for p in range(BROAD.huge_sites, 20_000)]
         assert 3.2 <= statistics.mean(counts) <= 3.8  # IRLbot: about 3.5
-        hosts = [self.web.host(self.web.host_name(p, k))
-                 for p in range(BROAD.huge_sites, 20_000)
-                 for k in range(self.web.hosts_in_pld(p) or 0)]
+        hosts = [
+            self.web.host(self.web.host_name(p, k))
+            for p in range(BROAD.huge_sites, 20_000)
+            for k in range(self.web.hosts_in_pld(p) or 0)
+        ]
         per_ip = Counter(h.ip for h in hosts if h)
         expected = len(hosts) / self.web.shared_ips  # a sample of all PLDs shares the IPs
         assert statistics.mean(per_ip.values()) == pytest.approx(expected, rel=0.1)
         assert self.web.shared_ips * BROAD.hosts_per_ip == pytest.approx(
-            (BROAD.legit_plds - BROAD.huge_sites) * BROAD.hosts_per_pld, rel=0.01)
+            (BROAD.legit_plds - BROAD.huge_sites) * BROAD.hosts_per_pld, rel=0.01
+        )
 
     def test_huge_sites_have_many_hosts_on_few_addresses(self) -> None:
         ips = {self.web.host(self.web.host_name(0, k)).ip for k in range(2000)}  # type: ignore[union-attr]
@@ -117,8 +138,10 @@ class TestStructure:
         assert len(ips) <= BROAD.huge_site_ips
 
     def test_pages_have_about_60_links_and_25_kb(self) -> None:
-        replies = [self.web.respond(u.split("/")[2], "/" + u.split("/", 3)[3])
-                   for u in sample_urls(self.web, 400)]
+        replies = [
+            self.web.respond(u.split("/")[2], "/" + u.split("/", 3)[3])
+            for u in sample_urls(self.web, 400)
+        ]
         pages = [r for r in replies if r.kind == "page"]
         assert 50 <= statistics.mean(len(r.links) for r in pages) <= 80
         assert 20_000 <= statistics.mean(len(r.body) for r in pages) <= 32_000
@@ -141,7 +164,7 @@ class TestStructure:
         assert ext / total == pytest.approx(BROAD.external_link_share, abs=0.06)
 
     def test_indegree_follows_a_power_law(self) -> None:
-        indegree = broad_indegree()[:BROAD.legit_plds]
+        indegree = broad_indegree()[: BROAD.legit_plds]
         assert indegree[0] > 50_000 > indegree[100] > 1_000 > indegree[10_000]
         assert (indegree[:100] > indegree[100:200].max()).mean() > 0.9
 
@@ -160,7 +183,7 @@ class TestStructure:
 
     def test_spam_pld_indegree_is_bounded_by_the_farm(self) -> None:
         indegree = broad_indegree()
-        spam = indegree[BROAD.legit_plds:]
+        spam = indegree[BROAD.legit_plds :]
         assert spam.max() <= BROAD.spam_plds_per_farm - 1 + 50
         assert indegree[:100].min() > spam.max()
 
@@ -192,10 +215,16 @@ class TestTrapsAndBehaviours:
     def test_tiny_traps_are_finite_and_broad_traps_are_not(self, kind: str) -> None:
         for profile, finite in ((TINY, True), (BROAD, False)):
             web = InVitroWeb(profile, 0)
-            host = next(h for h in (web.host(web.host_name(p, k)) for p in range(2000)
-                                    for k in range(3)) if h and h.trap == kind)
-            entry = {"calendar": "/calendar?y=2020&m=1", "session": "/cart/0?sid=0",
-                     "repeat": "/lib/"}[kind]
+            host = next(
+                h
+                for h in (web.host(web.host_name(p, k)) for p in range(2000) for k in range(3))
+                if h and h.trap == kind
+            )
+            entry = {
+                "calendar": "/calendar?y=2020&m=1",
+                "session": "/cart/0?sid=0",
+                "repeat": "/lib/",
+            }[kind]
             seen, frontier = {entry}, [entry]
             while frontier and len(seen) < 500:
                 path = frontier.pop()
@@ -211,8 +240,11 @@ class TestTrapsAndBehaviours:
 
     def test_oversized_robots_hides_disallow_all_past_the_parse_limit(self) -> None:
         web = InVitroWeb(TINY, 0)
-        host = next(h for h in (web.host(web.host_name(p, 0)) for p in range(TINY.legit_plds))
-                    if h and h.robots == "oversized")
+        host = next(
+            h
+            for h in (web.host(web.host_name(p, 0)) for p in range(TINY.legit_plds))
+            if h and h.robots == "oversized"
+        )
         text = web.robots_txt(host)
         assert len(text.encode()) > ROBOTS_PARSE_LIMIT
         assert "Disallow: /\n" not in text[:ROBOTS_PARSE_LIMIT]
@@ -228,9 +260,18 @@ class TestTrapsAndBehaviours:
         assert any(r.delay > 0 and r.action == "send" for r in replies)  # slow servers
         assert any(len(r.body) > 2_000_000 for r in replies)  # huge pages
         hosts = [web.host(web.host_name(p, k)) for p in range(web.total_plds) for k in range(3)]
-        assert {h.robots for h in hosts if h} >= {"allow", "disallow", "crawl-delay", "missing",
-                                                   "error", "unreachable", "slow", "oversized",
-                                                   "malformed", "redirect"}
+        assert {h.robots for h in hosts if h} >= {
+            "allow",
+            "disallow",
+            "crawl-delay",
+            "missing",
+            "error",
+            "unreachable",
+            "slow",
+            "oversized",
+            "malformed",
+            "redirect",
+        }
         assert {h.dns for h in hosts if h} == {"ok", "nxdomain", "servfail", "timeout", "slow"}
 
 
@@ -249,8 +290,9 @@ class TestGroundTruth:
         assert rfc != scrapy
         for url in rfc - scrapy:  # only an oversized robots.txt makes Scrapy stricter
             assert web.host(split_url(url)[0]).robots == "oversized"  # type: ignore[union-attr]
-        on_lenient_hosts = [u for u in scrapy - rfc
-                            if web.host(split_url(u)[0]).robots in ("error", "unreachable")]  # type: ignore[union-attr]
+        on_lenient_hosts = [
+            u for u in scrapy - rfc if web.host(split_url(u)[0]).robots in ("error", "unreachable")
+        ]  # type: ignore[union-attr]
         assert on_lenient_hosts
 
     def test_nothing_disallowed_under_rfc9309_is_reachable(self) -> None:
@@ -277,7 +319,7 @@ class TestProfiles:
     def test_invalid_parameters_are_refused_with_reasons(self) -> None:
         import dataclasses
 
-        with pytest.raises(ConfigurationError, match="gzip_host_share=1.5"):
+        with pytest.raises(ConfigurationError, match=r"gzip_host_share=1\.5"):
             dataclasses.replace(TINY, gzip_host_share=1.5)
         with pytest.raises(ConfigurationError, match="robots weights"):
             dataclasses.replace(TINY, robots=(("allow", 0.5),))
