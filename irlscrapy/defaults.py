@@ -31,6 +31,14 @@ SETTINGS: tuple[Setting, ...] = (
         "how often the progress line is logged; 0 turns the progress extension off",
     ),
     Setting(
+        "IRL_LOG_FETCH_ERRORS",
+        5,
+        "int",
+        "log lines per kind",
+        "fetch-failure lines (retries given up, robots.txt errors, download errors) logged "
+        "per kind before the rest are only counted; negative logs them all",
+    ),
+    Setting(
         "IRL_DNS_SERVERS",
         "",
         "str",

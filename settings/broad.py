@@ -14,7 +14,10 @@ USER_AGENT = "irlscrapy/0.1 (broad crawl; Scrapy)"
 
 # Per-request DEBUG lines drown a broad crawl; progress comes from CrawlProgress instead.
 LOG_LEVEL = "INFO"
-EXTENSIONS = {"irlscrapy.report.progress.CrawlProgress": 500}
+EXTENSIONS = {
+    "irlscrapy.report.progress.CrawlProgress": 500,
+    "irlscrapy.report.logflood.FetchErrorLogLimit": 0,
+}
 IRL_PROGRESS_INTERVAL = 5.0
 
 # A broad crawl spreads over many hosts: more in flight than the default 16.
