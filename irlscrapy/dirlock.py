@@ -1,0 +1,50 @@
+"""One process per state directory: an exclusive ``flock`` on ``<dir>/LOCK``.
+
+The lock file holds the owner's pid, so a second process can say who holds it. The
+kernel drops the lock when the owner dies (kill -9 included): no stale locks.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import IO
+
+from irlscrapy.exceptions import IrlscrapyError
+
+
+class DirectoryLocked(IrlscrapyError):
+    """Another process has the state directory open."""
+
+
+class DirectoryLock:
+    def __init__(self, directory: Path, what: str) -> None:
+        self.path = directory / "LOCK"
+        self.what = what
+        self._file: IO[str] | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        f = open(self.path, "a+")  # noqa: SIM115 -- held (and locked) until release()
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            owner = f.read().strip() or "unknown"
+            f.close()
+            raise DirectoryLocked(
+                f"{self.what} directory {self.path.parent} is locked by process {owner}; "
+                "stop that process or use another directory"
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"{os.getpid()}\n")
+        f.flush()
+        self._file = f
+
+    def release(self) -> None:
+        if self._file is not None:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None

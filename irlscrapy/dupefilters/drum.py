@@ -1,0 +1,552 @@
+"""DRUM: Disk Repository with Update Management (IRLbot, seeds/003 section IV.C-D).
+
+Theory of operation
+-------------------
+A store of 64-bit keys, optionally with a fixed-width numeric value each. Tuples
+``<key, op, value, aux>`` arrive in batches (:meth:`DRUM.submit`); ``op`` is check,
+update or check+update (:mod:`irlscrapy.dupefilters.drummerge` defines their meaning).
+Nothing is looked up at submit time: a batch is appended to the *journal* of the
+current *generation* and the call returns its sequence number. When the fullest of the
+``k`` buckets (keys spread by their top bits) holds ``bucket_bytes`` of tuples, or when
+the consumer asks (:meth:`DRUM.merge`, also the early flush when a crawl would
+starve), the generation is closed and merged:
+
+1. its journal is read once and its tuples are partitioned into ``k`` bucket files;
+2. bucket by bucket, the tuples are sorted by (key, arrival) and merged in one pass
+   against that bucket's part of the disk cache, a sequence of sorted runs ("chunks")
+   of at most ``2 * chunk_keys`` keys held as LevelDB values; changed chunks are
+   written back, and each tuple's result lands in a result file at its arrival
+   position;
+3. :meth:`DRUM.results` hands out the results batch by batch in arrival order, each
+   with its aux data (read back from the journal) and its sequence number.
+
+RAM holds one bucket's tuples and one chunk at a time, whatever the size of the cache.
+
+Files under the DRUM directory
+------------------------------
+::
+
+    LOCK                 exclusive flock; holds the owner's pid (irlscrapy.dirlock)
+    cache/               LevelDB: the disk cache and the metadata below
+    journal-<G>.rec      generation G's batches (irlscrapy.recordfile), one per record
+    buckets-<G>/<i>.bin  generation G's tuples of bucket i (raw records; derived data)
+    results-<G>.bin      generation G's results, one slot per tuple in arrival order
+
+Journal payload (little-endian)::
+
+    batch   := seq: u64, n: u32, has_values: u8, has_aux: u8,
+               keys: n * u64, ops: n * u8, [values: n * value],
+               [aux_lengths: n * u32, aux_bytes]
+
+LevelDB keys (big-endian integers; DO NOT CHANGE: format version 1)::
+
+    b"Mformat"            -> b"1"
+    b"Mconfig"            -> JSON of buckets, value dtype, combine (checked on open)
+    b"Mmerged"            -> u64: generations below it are merged and delivered
+    b"Macked"             -> u64: highest acknowledged batch sequence number
+    b"Mkeys"              -> u64: number of keys in the cache
+    b"P" G                -> generation G's bucket files are complete
+    b"A" G i              -> bucket i of generation G is merged (its chunks and results)
+    b"C" i first_key      -> chunk: n: u32le, keys: n * u64le, [values: n * value]
+
+Crash semantics (kill -9 at any instant; the OS survives)
+---------------------------------------------------------
+- :meth:`submit` returns once the batch is in the journal (handed to the OS): a batch
+  whose submit returned is never lost.
+- A merge is idempotent. Bucket files are rebuilt unless ``P G`` says they are whole.
+  Each bucket's chunk writes, its key count and its ``A G i`` marker are one LevelDB
+  transaction, written after its results are in the result file (a MAP_SHARED mapping:
+  the page cache keeps them across a kill). A bucket with its marker is never merged
+  twice; one without is merged from scratch against chunks it never touched.
+- Results are kept until acknowledged. The consumer calls :meth:`ack` once its own
+  write of the results is durable; after a restart :meth:`results` yields again every
+  merged batch above the acknowledged sequence number, and the consumer skips those it
+  already holds. So nothing marked seen is lost to its consumer, and nothing is applied
+  twice.
+- Power loss is not covered: nothing is fsynced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import shutil
+import struct
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import plyvel
+
+from irlscrapy.dirlock import DirectoryLock
+from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
+from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
+from irlscrapy.recordfile import RecordWriter, scan
+
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = b"1"
+_BATCH_HEAD = struct.Struct("<QIBB")
+_U64 = struct.Struct(">Q")
+_U32 = struct.Struct(">I")
+
+__all__ = ["CHECK", "CHECK_UPDATE", "DRUM", "UPDATE", "DrumFormatError", "ResultBatch"]
+
+
+class DrumFormatError(IrlscrapyError):
+    """The directory holds a DRUM of another format or configuration."""
+
+
+@dataclass(frozen=True)
+class ResultBatch:
+    """The results of one submitted batch, in the order its tuples were submitted."""
+
+    seq: int
+    keys: np.ndarray  # uint64
+    unique: np.ndarray  # bool: the key was absent when the tuple arrived
+    values: np.ndarray | None
+    aux: list[bytes] | None
+
+
+@dataclass
+class _Generation:
+    tuples: int = 0
+    last_seq: int = 0
+
+
+class DRUM:
+    """A DRUM store in one directory. See the module docstring.
+
+    Invariants:
+    *Every submitted tuple is merged exactly once, in arrival order.*
+    *A result batch is delivered after its generation is merged, and again after each
+    restart until it is acknowledged.*
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        buckets: int = 64,
+        bucket_bytes: int = 4 << 20,
+        chunk_keys: int = 1 << 16,
+        value_dtype: str | None = None,
+        combine: str = "overwrite",
+        spill_bytes: int = 16 << 20,
+    ) -> None:
+        if buckets < 1 or buckets & (buckets - 1):
+            raise ConfigurationError(f"DRUM buckets={buckets}: must be a power of two >= 1")
+        if combine not in COMBINES:
+            raise ConfigurationError(f"DRUM combine={combine!r}: choose one of {COMBINES}")
+        if bucket_bytes < 1 or chunk_keys < 1 or spill_bytes < 1:
+            raise ConfigurationError("DRUM sizes must be positive")
+        self.path = Path(path)
+        self.buckets = buckets
+        self.bucket_bytes = bucket_bytes
+        self.chunk_keys = chunk_keys
+        self.spill_bytes = spill_bytes
+        self.value_dtype = np.dtype(value_dtype) if value_dtype else None
+        self.combine = combine
+        self._shift = 64 - (buckets.bit_length() - 1)
+        fields = [("key", "<u8"), ("tag", "<u8")]
+        if self.value_dtype is not None:
+            fields.append(("value", self.value_dtype.str))
+        self._record = np.dtype(fields)
+        self._lock = DirectoryLock(self.path, "DRUM")
+        self._db: Any = None
+        self._intake_lock = threading.Lock()
+        self._journal: RecordWriter | None = None
+        self._gen = 0  # the generation now taking submissions
+        self._gen_tuples = 0
+        self._fill = np.zeros(buckets, dtype=np.int64)  # tuples per bucket, this generation
+        self._next_seq = 1
+        self._merged = 0
+        self._acked = 0
+        self._delivered = 0  # highest sequence number handed out by results()
+        self._keys = 0
+        self._generations: dict[int, _Generation] = {}  # journals on disk
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def open(self) -> None:
+        self._lock.acquire()
+        try:
+            self._db = plyvel.DB(
+                str(self.path / "cache"),
+                create_if_missing=True,
+                compression=None,
+                write_buffer_size=16 << 20,
+            )
+            self._check_format()
+            self._merged = self._meta_int(b"Mmerged")
+            self._acked = self._meta_int(b"Macked")
+            self._keys = self._meta_int(b"Mkeys")
+            self._delivered = self._acked
+            for gen in self._journal_generations():
+                summary = _Generation()
+                for payload in self._payloads(gen):
+                    seq, n, _, _ = _BATCH_HEAD.unpack_from(payload)
+                    summary.tuples += n
+                    summary.last_seq = seq
+                self._generations[gen] = summary
+            self._next_seq = (
+                max([self._acked, *(g.last_seq for g in self._generations.values())]) + 1
+            )
+            self._gen = max([self._merged, *(g + 1 for g in self._generations)])
+            self._start_generation(self._gen)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        self._lock.release()
+
+    def __enter__(self) -> DRUM:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_format(self) -> None:
+        config = json.dumps(
+            {
+                "buckets": self.buckets,
+                "combine": self.combine,
+                "value_dtype": self.value_dtype.str if self.value_dtype else None,
+            },
+            sort_keys=True,
+        ).encode()
+        found = self._db.get(b"Mformat")
+        if found is None:
+            with self._db.write_batch(transaction=True) as wb:
+                wb.put(b"Mformat", FORMAT_VERSION)
+                wb.put(b"Mconfig", config)
+            return
+        if found != FORMAT_VERSION:
+            raise DrumFormatError(
+                f"{self.path} holds DRUM format {found!r}; this version "
+                f"reads {FORMAT_VERSION!r}. Use a new directory."
+            )
+        stored = self._db.get(b"Mconfig")
+        if stored != config:
+            raise DrumFormatError(
+                f"{self.path} was created with {stored.decode()}, not "
+                f"{config.decode()}; open it with the same settings"
+            )
+
+    def _meta_int(self, name: bytes) -> int:
+        raw = self._db.get(name)
+        return _U64.unpack(raw)[0] if raw else 0
+
+    # -- intake --------------------------------------------------------------------------
+    def submit(
+        self,
+        keys: np.ndarray | Sequence[int],
+        ops: int | np.ndarray = CHECK_UPDATE,
+        values: np.ndarray | Sequence[int] | None = None,
+        aux: Sequence[bytes] | None = None,
+    ) -> int:
+        """Queue a batch of tuples; return its sequence number. Durable on return."""
+        keys = np.ascontiguousarray(keys, dtype=np.uint64)
+        n = len(keys)
+        op_array = np.broadcast_to(np.asarray(ops, dtype=np.uint8), (n,))
+        if n and (op_array.min() < CHECK or op_array.max() > CHECK_UPDATE):
+            raise ValueError("ops must be CHECK, UPDATE or CHECK_UPDATE")
+        if (values is None) != (self.value_dtype is None):
+            raise ValueError("values are required exactly when the DRUM has a value dtype")
+        parts = [
+            _BATCH_HEAD.pack(0, n, values is not None, aux is not None),
+            keys.tobytes(),
+            np.ascontiguousarray(op_array).tobytes(),
+        ]
+        if values is not None:
+            assert self.value_dtype is not None
+            parts.append(np.ascontiguousarray(values, dtype=self.value_dtype).tobytes())
+        if aux is not None:
+            if len(aux) != n:
+                raise ValueError(f"{len(aux)} aux items for {n} keys")
+            parts.append(np.fromiter(map(len, aux), dtype="<u4", count=n).tobytes())
+            parts.append(b"".join(aux))
+        fill = np.bincount(keys >> np.uint64(self._shift), minlength=self.buckets)
+        with self._intake_lock:
+            seq = self._next_seq
+            self._next_seq += 1
+            parts[0] = _BATCH_HEAD.pack(seq, n, values is not None, aux is not None)
+            assert self._journal is not None, "open() first"
+            self._journal.append(b"".join(parts))
+            self._gen_tuples += n
+            self._fill += fill
+            summary = self._generations[self._gen]
+            summary.tuples += n
+            summary.last_seq = seq
+        return seq
+
+    def should_merge(self) -> bool:
+        """True when the fullest bucket has reached bucket_bytes, or a generation closed
+        before a restart still waits to be merged."""
+        if any(self._merged <= g < self._gen for g in self._generations):
+            return True
+        return int(self._fill.max()) * self._record.itemsize >= self.bucket_bytes
+
+    @property
+    def pending(self) -> int:
+        """Tuples submitted and not merged yet."""
+        return sum(s.tuples for g, s in self._generations.items() if g >= self._merged)
+
+    @property
+    def stored_keys(self) -> int:
+        return self._keys
+
+    def _start_generation(self, gen: int) -> None:
+        self._journal = RecordWriter(self._journal_path(gen))
+        self._journal.open()
+        self._generations.setdefault(gen, _Generation())
+        self._gen = gen
+        self._gen_tuples = 0
+        self._fill[:] = 0
+
+    # -- merge ---------------------------------------------------------------------------
+    def merge(self) -> int:
+        """Close the open generation and merge every closed one; return tuples merged.
+
+        Safe to call from a worker thread while another thread submits: submissions go
+        to the next generation. Results are then read with :meth:`results`.
+        """
+        with self._intake_lock:
+            if self._generations[self._gen].last_seq:  # the open generation has batches
+                assert self._journal is not None
+                self._journal.close()
+                self._start_generation(self._gen + 1)
+        merged = 0
+        for gen in sorted(self._generations):
+            if self._merged <= gen < self._gen:
+                self._merge_generation(gen)
+                merged += self._generations[gen].tuples
+        return merged
+
+    def results(self) -> Iterator[ResultBatch]:
+        """Yield, in sequence order, every merged batch not yet handed out.
+
+        After a restart this starts again above the acknowledged sequence number, so it
+        redelivers what the consumer had not acknowledged. One batch is in RAM at a time.
+        """
+        for gen in sorted(self._generations):
+            summary = self._generations[gen]
+            if gen >= self._merged or summary.last_seq <= self._delivered:
+                continue
+            for batch in self._deliver(gen):
+                if batch.seq > self._delivered:
+                    self._delivered = batch.seq
+                    yield batch
+
+    def ack(self, seq: int) -> None:
+        """Every batch up to ``seq`` has been durably consumed; its results may go."""
+        if seq <= self._acked:
+            return
+        if seq > self._delivered:
+            raise ValueError(f"cannot acknowledge batch {seq}: only {self._delivered} delivered")
+        self._acked = seq
+        self._db.put(b"Macked", _U64.pack(seq))
+        for gen in sorted(self._generations):
+            if gen < self._merged and self._generations[gen].last_seq <= seq:
+                del self._generations[gen]
+                self._journal_path(gen).unlink()
+                self._results_path(gen).unlink(missing_ok=True)
+
+    def _merge_generation(self, gen: int) -> None:
+        total = self._generations[gen].tuples
+        if total:
+            self._partition(gen)
+            slots = self._open_slots(gen, total, "r+" if self._results_path(gen).exists() else "w+")
+            for bucket in range(self.buckets):
+                if self._db.get(b"A" + _U64.pack(gen) + _U32.pack(bucket)) is None:
+                    self._merge_bucket(gen, bucket, slots)
+            slots.flush()
+            del slots
+        with self._db.write_batch(transaction=True) as wb:
+            for key in self._db.iterator(prefix=b"A" + _U64.pack(gen), include_value=False):
+                wb.delete(key)
+            wb.delete(b"P" + _U64.pack(gen))
+            wb.put(b"Mmerged", _U64.pack(gen + 1))
+        self._merged = gen + 1
+        shutil.rmtree(self._buckets_dir(gen), ignore_errors=True)
+
+    def _partition(self, gen: int) -> None:
+        """Spread generation ``gen``'s tuples over its bucket files (idempotent)."""
+        if self._db.get(b"P" + _U64.pack(gen)) is not None:
+            return
+        directory = self._buckets_dir(gen)
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir()
+        with contextlib.ExitStack() as stack:
+            files = [
+                stack.enter_context(open(directory / f"{i}.bin", "wb")) for i in range(self.buckets)
+            ]
+            held: list[np.ndarray] = []
+            held_bytes = 0
+            arrival = 0
+            for payload in self._payloads(gen):
+                records = self._records(payload, arrival)
+                arrival += len(records)
+                held.append(records)
+                held_bytes += records.nbytes
+                if held_bytes >= self.spill_bytes:
+                    self._spill(np.concatenate(held), files)
+                    held, held_bytes = [], 0
+            if held:
+                self._spill(np.concatenate(held), files)
+        self._db.put(b"P" + _U64.pack(gen), b"")
+
+    def _records(self, payload: bytes, arrival: int) -> np.ndarray:
+        _, n, has_values, _ = _BATCH_HEAD.unpack_from(payload)
+        at = _BATCH_HEAD.size
+        records = np.empty(n, dtype=self._record)
+        records["key"] = np.frombuffer(payload, "<u8", n, at)
+        ops = np.frombuffer(payload, np.uint8, n, at + 8 * n).astype(np.uint64)
+        records["tag"] = (np.arange(arrival, arrival + n, dtype=np.uint64) << np.uint64(2)) | ops
+        if has_values:
+            assert self.value_dtype is not None
+            records["value"] = np.frombuffer(payload, self.value_dtype, n, at + 9 * n)
+        return records
+
+    def _spill(self, records: np.ndarray, files: list[Any]) -> None:
+        bucket = records["key"] >> np.uint64(self._shift)
+        order = np.argsort(bucket, kind="stable")
+        bounds = np.searchsorted(bucket[order], np.arange(self.buckets + 1))
+        ordered = records[order]
+        for i in range(self.buckets):
+            if bounds[i] < bounds[i + 1]:
+                ordered[bounds[i] : bounds[i + 1]].tofile(files[i])
+
+    def _merge_bucket(self, gen: int, bucket: int, slots: np.memmap[Any, Any]) -> None:
+        records = np.fromfile(self._buckets_dir(gen) / f"{bucket}.bin", dtype=self._record)
+        marker = b"A" + _U64.pack(gen) + _U32.pack(bucket)
+        if not len(records):
+            self._db.put(marker, b"")
+            return
+        records = records[np.lexsort((records["tag"], records["key"]))]
+        tkeys = records["key"]
+        tops = (records["tag"] & np.uint64(3)).astype(np.uint8)
+        arrival = (records["tag"] >> np.uint64(2)).astype(np.intp)
+        tvalues = records["value"] if self.value_dtype is not None else None
+        prefix = b"C" + _U32.pack(bucket)
+        firsts = [
+            _U64.unpack(k[5:])[0] for k in self._db.iterator(prefix=prefix, include_value=False)
+        ]
+        bounds = np.searchsorted(tkeys, np.array(firsts[1:], dtype=np.uint64))
+        edges = [0, *bounds.tolist(), len(records)]
+        added = 0
+        with self._db.write_batch(transaction=True) as wb:
+            for j in range(max(1, len(firsts))):
+                lo, hi = edges[j], edges[j + 1]
+                if lo == hi:
+                    continue
+                old_key = prefix + _U64.pack(firsts[j]) if firsts else None
+                keys, stored = self._load_chunk(old_key)
+                applied = apply_sorted(
+                    keys,
+                    stored,
+                    tkeys[lo:hi],
+                    tops[lo:hi],
+                    None if tvalues is None else tvalues[lo:hi],
+                    self.combine,
+                )
+                slots["unique"][arrival[lo:hi]] = applied.unique
+                if applied.values is not None:
+                    slots["value"][arrival[lo:hi]] = applied.values
+                if applied.changed:
+                    added += len(applied.keys) - len(keys)
+                    if old_key is not None:
+                        wb.delete(old_key)
+                    self._write_chunks(wb, prefix, applied.keys, applied.stored)
+            self._keys += added
+            wb.put(b"Mkeys", _U64.pack(self._keys))
+            wb.put(marker, b"")
+
+    def _load_chunk(self, key: bytes | None) -> tuple[np.ndarray, np.ndarray | None]:
+        empty_values = None if self.value_dtype is None else np.empty(0, self.value_dtype)
+        if key is None:
+            return np.empty(0, np.uint64), empty_values
+        raw = self._db.get(key)
+        (n,) = struct.unpack_from("<I", raw)
+        keys = np.frombuffer(raw, "<u8", n, 4).astype(np.uint64)
+        if self.value_dtype is None:
+            return keys, None
+        return keys, np.frombuffer(raw, self.value_dtype, n, 4 + 8 * n).copy()
+
+    def _write_chunks(
+        self, wb: Any, prefix: bytes, keys: np.ndarray, stored: np.ndarray | None
+    ) -> None:
+        pieces = max(1, -(-len(keys) // (2 * self.chunk_keys)))
+        size = -(-len(keys) // pieces)
+        for start in range(0, len(keys), size):
+            part = keys[start : start + size]
+            body = [struct.pack("<I", len(part)), part.astype("<u8").tobytes()]
+            if stored is not None:
+                body.append(stored[start : start + size].tobytes())
+            wb.put(prefix + _U64.pack(int(part[0])), b"".join(body))
+
+    # -- delivery ------------------------------------------------------------------------
+    def _deliver(self, gen: int) -> Iterator[ResultBatch]:
+        total = self._generations[gen].tuples
+        slots = self._open_slots(gen, total, "r") if total else None
+        arrival = 0
+        for payload in self._payloads(gen):
+            seq, n, has_values, has_aux = _BATCH_HEAD.unpack_from(payload)
+            at = _BATCH_HEAD.size
+            keys = np.frombuffer(payload, "<u8", n, at).astype(np.uint64)
+            aux = None
+            if has_aux:
+                at += 9 * n + (
+                    n * self.value_dtype.itemsize if has_values and self.value_dtype else 0
+                )
+                lengths = np.frombuffer(payload, "<u4", n, at)
+                ends = np.cumsum(lengths, dtype=np.int64) + at + 4 * n
+                starts = ends - lengths
+                aux = [payload[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+            if slots is None or n == 0:
+                yield ResultBatch(seq, keys, np.zeros(0, bool), None, aux)
+                continue
+            part = slots[arrival : arrival + n]
+            values = part["value"].copy() if self.value_dtype is not None else None
+            yield ResultBatch(seq, keys, part["unique"].astype(bool), values, aux)
+            arrival += n
+
+    def _open_slots(
+        self, gen: int, total: int, mode: Literal["r", "r+", "w+"]
+    ) -> np.memmap[Any, Any]:
+        fields: list[tuple[str, Any]] = [("unique", "u1")]
+        if self.value_dtype is not None:
+            fields.append(("value", self.value_dtype.str))
+        return np.memmap(self._results_path(gen), dtype=np.dtype(fields), mode=mode, shape=(total,))
+
+    def _payloads(self, gen: int) -> Iterator[bytes]:
+        for _, payload in scan(self._journal_path(gen)):
+            yield payload
+
+    def _journal_generations(self) -> list[int]:
+        gens = []
+        for p in self.path.glob("journal-*.rec"):
+            stem = p.stem.removeprefix("journal-")
+            if stem.isdigit():
+                gens.append(int(stem))
+        return sorted(gens)
+
+    def _journal_path(self, gen: int) -> Path:
+        return self.path / f"journal-{gen}.rec"
+
+    def _results_path(self, gen: int) -> Path:
+        return self.path / f"results-{gen}.bin"
+
+    def _buckets_dir(self, gen: int) -> Path:
+        return self.path / f"buckets-{gen}"
