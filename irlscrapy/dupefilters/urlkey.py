@@ -1,0 +1,68 @@
+"""URL identity: the one function that gives a URL its 64-bit URLseen key.
+
+Both paths into the frontier use it: URL strings from ``Links`` and ordinary GET
+Requests. Two URLs get the same key exactly when Scrapy's default request
+fingerprinter would treat GET requests for them as the same request, that is when
+``canonicalize_url(safe_url_string(url))`` agrees (``Request()`` applies
+``safe_url_string`` to its URL; the fingerprinter then applies ``canonicalize_url``).
+
+:func:`canonical_url` computes that canonical form. Most URLs a crawler meets are
+already canonical; a regex recognises a subset of those (lower-case http(s) scheme and
+host, no port or userinfo, a path of characters both functions leave alone and no dot
+segments, at most a sorted query of unreserved ``k=v`` pairs) and returns them as they
+are, after dropping the fragment. Everything else goes through w3lib itself. That the
+two agree on every URL is a tested property (tests/unit/test_urlkey.py).
+
+The key is the first 8 bytes of BLAKE2b of the canonical form. 64-bit keys are the
+paper's choice: among n distinct URLs about n^2 / 2^65 pairs collide, so a crawl that
+has seen 40 billion URLs has marked a few dozen never-seen URLs "seen" by mistake
+(1.6e21 / 3.7e19 ~ 43). Below a billion URLs the expected number is under 0.03.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from hashlib import blake2b
+
+import numpy as np
+from w3lib.url import canonicalize_url, safe_url_string
+
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_PAIR = r"[A-Za-z0-9._~-]+=[A-Za-z0-9._~-]*"
+_ALREADY_CANONICAL = re.compile(
+    rf"https?://(?:{_LABEL}\.)*{_LABEL}"  # host: lower-case LDH labels, no port, no userinfo
+    r"/[A-Za-z0-9._~!$&'()*+,=:@/|-]*"  # path: characters both quoting steps keep
+    rf"(?:\?{_PAIR}(?:&{_PAIR})*)?\Z"  # query: unreserved k=v pairs
+)
+
+
+def canonical_url(url: str) -> str:
+    """``canonicalize_url(safe_url_string(url))``, fast for URLs that are canonical."""
+    hash_at = url.find("#")
+    bare = url if hash_at < 0 else url[:hash_at]
+    if _ALREADY_CANONICAL.match(bare) and "/." not in bare and _query_sorted(bare):
+        return bare
+    return canonicalize_url(safe_url_string(url))
+
+
+def _query_sorted(url: str) -> bool:
+    q = url.find("?")
+    if q < 0 or "&" not in url:
+        return True
+    pairs = [tuple(p.split("=", 1)) for p in url[q + 1 :].split("&")]
+    return pairs == sorted(pairs)
+
+
+def key_of_canonical(canonical: str) -> int:
+    """The 64-bit key of a canonical URL (or of any canonical request text)."""
+    return int.from_bytes(blake2b(canonical.encode(), digest_size=8).digest(), "little")
+
+
+def url_key(url: str) -> int:
+    return key_of_canonical(canonical_url(url))
+
+
+def url_keys(urls: Sequence[str]) -> np.ndarray:
+    """Keys of many URLs, as a uint64 array in the same order."""
+    return np.fromiter((url_key(u) for u in urls), dtype=np.uint64, count=len(urls))
