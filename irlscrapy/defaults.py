@@ -24,6 +24,22 @@ class Setting:
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
+        "IRL_STATE_DIR",
+        "",
+        "str",
+        "path",
+        "directory for irlscrapy's disk state; empty uses JOBDIR, and without JOBDIR a "
+        "temporary directory removed when the crawl closes",
+    ),
+    Setting(
+        "IRL_DRUM_MEMORY",
+        64 << 20,
+        "int",
+        "bytes",
+        "RAM budget of the URLseen DRUM; its buckets, bucket size and buffers derive from "
+        "it (the paper's model, section IV.D)",
+    ),
+    Setting(
         "IRL_PROGRESS_INTERVAL",
         5.0,
         "float",

@@ -74,6 +74,7 @@ import logging
 import shutil
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,6 +170,10 @@ class DRUM:
         self._delivered = 0  # highest sequence number handed out by results()
         self._keys = 0
         self._generations: dict[int, _Generation] = {}  # journals on disk
+        # contains(): decoded chunks, each tagged with the merged-generation count at the
+        # time it was read; an entry is used only while no merge has completed since
+        self._chunk_cache: OrderedDict[bytes, tuple[int, np.ndarray]] = OrderedDict()
+        self.chunk_cache_size = 8
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self) -> None:
@@ -362,6 +367,45 @@ class DRUM:
                 del self._generations[gen]
                 self._journal_path(gen).unlink()
                 self._results_path(gen).unlink(missing_ok=True)
+
+    def ack_merged(self) -> None:
+        """Acknowledge every merged batch without reading its results."""
+        last = max(
+            (g.last_seq for n, g in self._generations.items() if n < self._merged), default=0
+        )
+        self._delivered = max(self._delivered, last)
+        self.ack(last)
+
+    def contains(self, key: int) -> bool:
+        """True if ``key`` is in the merged cache (pending tuples are not looked at).
+
+        Reads one chunk (a few decoded chunks are kept until the next merge completes).
+        Safe while another thread merges: it sees a chunk before or after its rewrite,
+        so keys of the generation being merged may be missed until that merge completes.
+        """
+        version = self._merged
+        bucket = key >> self._shift
+        prefix = b"C" + _U32.pack(bucket)
+        found = None
+        for chunk_key in self._db.iterator(
+            start=prefix, stop=prefix + _U64.pack(key) + b"\x00", reverse=True, include_value=False
+        ):
+            found = chunk_key
+            break
+        if found is None:
+            return False
+        cached = self._chunk_cache.get(found)
+        if cached is not None and cached[0] == version:
+            keys = cached[1]
+            self._chunk_cache.move_to_end(found)
+        else:
+            keys = self._load_chunk(found)[0]
+            self._chunk_cache[found] = (version, keys)
+            self._chunk_cache.move_to_end(found)
+            if len(self._chunk_cache) > self.chunk_cache_size:
+                self._chunk_cache.popitem(last=False)
+        at = int(np.searchsorted(keys, np.uint64(key)))
+        return at < len(keys) and int(keys[at]) == key
 
     def _merge_generation(self, gen: int) -> None:
         total = self._generations[gen].tuples

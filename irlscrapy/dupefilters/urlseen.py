@@ -1,0 +1,162 @@
+"""``DRUMDupeFilter``: Scrapy's DUPEFILTER_CLASS on a DRUM, with RAM bounded.
+
+Use it with Scrapy's stock scheduler::
+
+    DUPEFILTER_CLASS = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
+
+``request_seen`` must answer at once, so the filter does not wait for DRUM's batched
+check: it looks the key up in the keys submitted since the last merge (a set in RAM)
+and in the merged cache (one LevelDB chunk, :meth:`DRUM.contains`), then submits unseen
+keys to DRUM as updates. When ``IRL_DRUM_MEMORY / 128`` keys are pending, they are
+merged in a worker thread while new keys go on arriving; the reactor never waits for a
+merge, except once at start-up for a merge a crash left unfinished.
+
+Files: ``<state dir>/urlseen/`` is a DRUM directory (see irlscrapy.dupefilters.drum),
+where the state dir is ``IRL_STATE_DIR``, else ``JOBDIR``, else a temporary directory
+removed when the crawl closes. Rerunning with the same directory resumes: every key
+whose ``request_seen`` returned False is still known, a kill -9 included.
+
+Stats: ``dupefilter/filtered`` (as Scrapy's RFPDupeFilter), ``irl/urlseen/merges``,
+``irl/urlseen/keys`` (keys in the merged cache after each merge).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.dupefilters import BaseDupeFilter
+from scrapy.statscollectors import StatsCollector
+from scrapy.utils.job import job_dir
+from scrapy.utils.request import referer_str
+from twisted.internet import defer, threads
+
+from irlscrapy import defaults
+from irlscrapy.dupefilters.drum import DRUM, UPDATE
+from irlscrapy.dupefilters.identity import RequestIdentity
+from irlscrapy.dupefilters.sizing import DrumSizes
+
+logger = logging.getLogger(__name__)
+
+PENDING_KEY_BYTES = 128  # RAM per pending key held in a Python set, with slack
+
+
+class DRUMDupeFilter(BaseDupeFilter):
+    def __init__(
+        self,
+        path: Path | None,
+        identity: RequestIdentity,
+        *,
+        memory: int = 64 << 20,
+        debug: bool = False,
+        stats: StatsCollector | None = None,
+        in_thread: Callable[..., defer.Deferred[Any]] = threads.deferToThread,
+    ) -> None:
+        self.temporary = path is None
+        self.path = path
+        self.identity = identity
+        self.debug = debug
+        self.stats = stats
+        self.pending_limit = max(1, memory // PENDING_KEY_BYTES)
+        self.sizes = DrumSizes.from_memory(memory)
+        self.drum: DRUM | None = None
+        self.logdupes = True
+        self._pending: set[int] = set()  # submitted, not in a merge yet
+        self._merging: set[int] = set()  # in the merge running now
+        self._merge: defer.Deferred[Any] | None = None
+        self._in_thread = in_thread  # runs a merge off the reactor thread
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DRUMDupeFilter:
+        settings = crawler.settings
+        base = defaults.get(settings, "IRL_STATE_DIR") or job_dir(settings)
+        return cls(
+            Path(base) / "urlseen" if base else None,
+            RequestIdentity.from_crawler(crawler),
+            memory=defaults.get(settings, "IRL_DRUM_MEMORY"),
+            debug=settings.getbool("DUPEFILTER_DEBUG"),
+            stats=crawler.stats,
+        )
+
+    def open(self) -> None:
+        if self.path is None:
+            self.path = Path(tempfile.mkdtemp(prefix="irlscrapy-urlseen-"))
+        self.drum = DRUM(
+            self.path,
+            buckets=self.sizes.buckets,
+            bucket_bytes=self.sizes.bucket_bytes,
+            spill_bytes=self.sizes.spill_bytes,
+        )
+        self.drum.open()
+        if self.drum.should_merge():  # a crash left submitted keys unmerged
+            logger.info(
+                "merging %d keys left by the previous run in %s", self.drum.pending, self.path
+            )
+            self.drum.merge()
+        self.drum.ack_merged()
+
+    def request_seen(self, request: Request) -> bool:
+        assert self.drum is not None, "open() first"
+        key = self.identity.request_key(request)
+        if key in self._pending or key in self._merging or self.drum.contains(key):
+            return True
+        self.drum.submit([key], UPDATE)
+        self._pending.add(key)
+        if len(self._pending) >= self.pending_limit and self._merge is None:
+            self._start_merge()
+        return False
+
+    def _start_merge(self) -> None:
+        assert self.drum is not None
+        self._merging, self._pending = self._pending, set()
+        self._merge = self._in_thread(self.drum.merge)
+        self._merge.addCallback(self._merged)
+
+    def _merged(self, _: int) -> None:
+        assert self.drum is not None
+        self.drum.ack_merged()
+        self._merging = set()
+        self._merge = None
+        if self.stats is not None:
+            self.stats.inc_value("irl/urlseen/merges")
+            self.stats.set_value("irl/urlseen/keys", self.drum.stored_keys)
+
+    def close(self, reason: str) -> defer.Deferred[None] | None:
+        if self._merge is None:
+            self._close_drum()
+            return None
+        done: defer.Deferred[None] = defer.Deferred()
+        self._merge.addBoth(lambda _: self._close_drum())
+        self._merge.addBoth(done.callback)
+        return done
+
+    def _close_drum(self) -> None:
+        if self.drum is not None:
+            self.drum.close()
+            self.drum = None
+        if self.temporary and self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+
+    def log(self, request: Request, spider: Spider) -> None:
+        if self.debug:
+            logger.debug(
+                "Filtered duplicate request: %(request)s (referer: %(referer)s)",
+                {"request": request, "referer": referer_str(request)},
+                extra={"spider": spider},
+            )
+        elif self.logdupes:
+            logger.debug(
+                "Filtered duplicate request: %(request)s - no more duplicates will be "
+                "shown (see DUPEFILTER_DEBUG to show all duplicates)",
+                {"request": request},
+                extra={"spider": spider},
+            )
+            self.logdupes = False
+        if self.stats is not None:
+            self.stats.inc_value("dupefilter/filtered")

@@ -1,0 +1,106 @@
+"""DRUMDupeFilter as Scrapy's DUPEFILTER_CLASS, through get_crawler and the stock scheduler."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.core.scheduler import Scheduler
+from scrapy.utils.request import RequestFingerprinter
+from scrapy.utils.test import get_crawler
+from twisted.internet import defer
+
+from irlscrapy.dupefilters.identity import RequestIdentity
+from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
+
+DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
+
+
+def synchronous(f: Any, *args: Any) -> defer.Deferred[Any]:
+    return defer.maybeDeferred(f, *args)
+
+
+def make_filter(path: Path | None, memory: int = 64 << 20) -> DRUMDupeFilter:
+    df = DRUMDupeFilter(
+        path, RequestIdentity(RequestFingerprinter()), memory=memory, in_thread=synchronous
+    )
+    df.open()
+    return df
+
+
+class TestRequestSeen:
+    def test_first_sight_is_unseen_and_equivalent_requests_are_seen(self, tmp_path: Path) -> None:
+        df = make_filter(tmp_path)
+        try:
+            assert not df.request_seen(Request("http://h.com/a?b=1&a=2"))
+            assert df.request_seen(Request("http://H.com/a?a=2&b=1#frag"))
+            assert not df.request_seen(Request("http://h.com/a", method="POST", body=b"x"))
+            assert df.request_seen(Request("http://h.com/a", method="POST", body=b"x"))
+            assert not df.request_seen(Request("http://h.com/a", method="POST", body=b"y"))
+            assert not df.request_seen(Request("http://h.com/a"))
+        finally:
+            df.close("finished")
+
+    def test_keys_survive_merges_and_stay_seen(self, tmp_path: Path) -> None:
+        df = make_filter(tmp_path, memory=128 * 50)  # a merge every 50 new keys
+        try:
+            urls = [f"http://h{i % 7}.com/p{i}" for i in range(400)]
+            assert not any(df.request_seen(Request(u)) for u in urls)
+            assert df.stats is None and df.drum is not None and df.drum.stored_keys >= 350
+            assert all(df.request_seen(Request(u)) for u in urls)
+        finally:
+            df.close("finished")
+
+    def test_jobdir_resume_remembers_everything(self, tmp_path: Path) -> None:
+        df = make_filter(tmp_path, memory=128 * 30)
+        urls = [f"http://h.com/{i}" for i in range(100)]
+        for u in urls:
+            df.request_seen(Request(u))
+        df.close("shutdown")
+        again = make_filter(tmp_path, memory=128 * 30)
+        try:
+            assert all(again.request_seen(Request(u)) for u in urls)
+            assert not again.request_seen(Request("http://h.com/new"))
+        finally:
+            again.close("finished")
+
+    def test_without_a_state_dir_a_temporary_directory_is_removed_at_close(self) -> None:
+        df = make_filter(None)
+        path = df.path
+        assert path is not None and path.exists()
+        df.close("finished")
+        assert not path.exists()
+
+
+class TestWithStockScheduler:
+    def test_scheduler_filters_duplicates_and_counts_them(self, tmp_path: Path) -> None:
+        crawler = get_crawler(
+            Spider,
+            {
+                "DUPEFILTER_CLASS": DUPEFILTER,
+                "JOBDIR": str(tmp_path),
+                # the default DownloaderAwarePriorityQueue needs a running engine
+                "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
+            },
+        )
+        crawler.spider = Spider("s")
+        crawler.spider.crawler = crawler
+        scheduler = Scheduler.from_crawler(crawler)
+        scheduler.open(crawler.spider)
+        try:
+            assert isinstance(scheduler.df, DRUMDupeFilter)
+            assert scheduler.enqueue_request(Request("http://h.com/a"))
+            assert not scheduler.enqueue_request(Request("http://h.com/a#x"))
+            assert scheduler.enqueue_request(Request("http://h.com/a#x", dont_filter=True))
+            assert crawler.stats.get_value("dupefilter/filtered") == 1
+        finally:
+            scheduler.close("finished")
+        assert (tmp_path / "urlseen" / "cache").is_dir()
+
+    def test_irl_state_dir_takes_precedence_over_jobdir(self, tmp_path: Path) -> None:
+        crawler = get_crawler(
+            Spider, {"JOBDIR": str(tmp_path / "job"), "IRL_STATE_DIR": str(tmp_path / "state")}
+        )
+        df = DRUMDupeFilter.from_crawler(crawler)
+        assert df.path == tmp_path / "state" / "urlseen"
