@@ -309,6 +309,11 @@ class DRUM:
         return sum(s.tuples for g, s in self._generations.items() if g >= self._merged)
 
     @property
+    def next_seq(self) -> int:
+        """The sequence number the next submitted batch will get."""
+        return self._next_seq
+
+    @property
     def stored_keys(self) -> int:
         return self._keys
 
@@ -344,10 +349,11 @@ class DRUM:
 
         After a restart this starts again above the acknowledged sequence number, so it
         redelivers what the consumer had not acknowledged. One batch is in RAM at a time.
+        The consumer may :meth:`ack` while it iterates.
         """
         for gen in sorted(self._generations):
-            summary = self._generations[gen]
-            if gen >= self._merged or summary.last_seq <= self._delivered:
+            summary = self._generations.get(gen)  # ack() inside the loop may drop it
+            if summary is None or gen >= self._merged or summary.last_seq <= self._delivered:
                 continue
             for batch in self._deliver(gen):
                 if batch.seq > self._delivered:
