@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +38,11 @@ from scrapy.utils.request import referer_str
 from twisted.internet import defer, threads
 
 from irlscrapy import defaults
-from irlscrapy.dupefilters.drum import DRUM, UPDATE
+from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM, UPDATE, ResultBatch
 from irlscrapy.dupefilters.identity import RequestIdentity
 from irlscrapy.dupefilters.sizing import DrumSizes
+from irlscrapy.dupefilters.urlkey import url_keys
+from irlscrapy.exceptions import ConfigurationError
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +73,9 @@ class DRUMDupeFilter(BaseDupeFilter):
         self._merging: set[int] = set()  # in the merge running now
         self._merge: defer.Deferred[Any] | None = None
         self._in_thread = in_thread  # runs a merge off the reactor thread
+        #: True when a consumer reads results() and acknowledges them itself (the IRL
+        #: scheduler sets it before open()); False for request_seen(), which needs no results
+        self.batched = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DRUMDupeFilter:
@@ -99,7 +104,8 @@ class DRUMDupeFilter(BaseDupeFilter):
                 "merging %d keys left by the previous run in %s", self.drum.pending, self.path
             )
             self.drum.merge()
-        self.drum.ack_merged()
+        if not self.batched:
+            self.drum.ack_merged()
 
     def request_seen(self, request: Request) -> bool:
         assert self.drum is not None, "open() first"
@@ -126,6 +132,48 @@ class DRUMDupeFilter(BaseDupeFilter):
         if self.stats is not None:
             self.stats.inc_value("irl/urlseen/merges")
             self.stats.set_value("irl/urlseen/keys", self.drum.stored_keys)
+
+    # -- the batched asynchronous API (the IRL scheduler's) ------------------------------
+    # One instance serves one mode: request_seen(), or these methods with ``batched``
+    # set before open() (then results are acknowledged only by the consumer).
+
+    def submit_urls(self, urls: Sequence[str]) -> int:
+        """Check+update URL strings in one batch (the Links fast path); return its
+        sequence number. Its results come from :meth:`results` after a merge."""
+        assert self.drum is not None, "open() first"
+        if not self.identity.url_only:
+            raise ConfigurationError(
+                "a custom REQUEST_FINGERPRINTER_CLASS keys requests by more than their URL: "
+                "URLs must become Requests before they are checked"
+            )
+        return self.drum.submit(url_keys(urls), CHECK_UPDATE, aux=[u.encode() for u in urls])
+
+    def flush(self) -> defer.Deferred[int]:
+        """Merge everything submitted, in a worker thread (also the early flush a
+        starving crawl asks for). Fires with the number of tuples merged."""
+        assert self.drum is not None, "open() first"
+        if self._merge is not None:  # one merge at a time; chain the next after it
+            return self._merge.addCallback(lambda _: self.flush())
+        merge = self._merge = self._in_thread(self.drum.merge)
+        merge.addBoth(self._flushed)
+        return merge
+
+    def _flushed(self, result: Any) -> Any:
+        self._merge = None
+        if self.stats is not None and self.drum is not None:
+            self.stats.inc_value("irl/urlseen/merges")
+            self.stats.set_value("irl/urlseen/keys", self.drum.stored_keys)
+        return result
+
+    def results(self) -> Iterator[ResultBatch]:
+        """Merged batches, in order; after a restart, the unacknowledged ones again."""
+        assert self.drum is not None, "open() first"
+        return self.drum.results()
+
+    def ack(self, seq: int) -> None:
+        """The consumer has durably stored the results of every batch up to ``seq``."""
+        assert self.drum is not None, "open() first"
+        self.drum.ack(seq)
 
     def close(self, reason: str) -> defer.Deferred[None] | None:
         if self._merge is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from scrapy import Request, Spider
 from scrapy.core.scheduler import Scheduler
 from scrapy.utils.request import RequestFingerprinter
@@ -13,6 +14,7 @@ from twisted.internet import defer
 
 from irlscrapy.dupefilters.identity import RequestIdentity
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
+from irlscrapy.exceptions import ConfigurationError
 
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
 
@@ -21,10 +23,11 @@ def synchronous(f: Any, *args: Any) -> defer.Deferred[Any]:
     return defer.maybeDeferred(f, *args)
 
 
-def make_filter(path: Path | None, memory: int = 64 << 20) -> DRUMDupeFilter:
+def make_filter(path: Path | None, memory: int = 64 << 20, batched: bool = False) -> DRUMDupeFilter:
     df = DRUMDupeFilter(
         path, RequestIdentity(RequestFingerprinter()), memory=memory, in_thread=synchronous
     )
+    df.batched = batched
     df.open()
     return df
 
@@ -104,3 +107,48 @@ class TestWithStockScheduler:
         )
         df = DRUMDupeFilter.from_crawler(crawler)
         assert df.path == tmp_path / "state" / "urlseen"
+
+
+class TestBatchedApi:
+    def test_urls_are_checked_in_batches_with_their_text(self, tmp_path: Path) -> None:
+        df = make_filter(tmp_path, batched=True)
+        try:
+            first = df.submit_urls(["http://h.com/a", "http://h.com/b", "http://h.com/a#x"])
+            second = df.submit_urls(["http://h.com/b", "http://h.com/c"])
+            merged: list[int] = []
+            df.flush().addCallback(merged.append)
+            assert merged == [5]
+            batches = list(df.results())
+            assert [b.seq for b in batches] == [first, second]
+            assert batches[0].unique.tolist() == [True, True, False]
+            assert batches[0].aux == [b"http://h.com/a", b"http://h.com/b", b"http://h.com/a#x"]
+            assert batches[1].unique.tolist() == [False, True]
+            df.ack(second)
+        finally:
+            df.close("finished")
+
+    def test_unacknowledged_results_come_back_after_a_restart(self, tmp_path: Path) -> None:
+        df = make_filter(tmp_path, batched=True)
+        seq = df.submit_urls(["http://h.com/a"])
+        df.flush()
+        assert [b.seq for b in df.results()] == [seq]
+        df.close("shutdown")  # killed before the consumer stored them: no ack
+        again = make_filter(tmp_path, batched=True)
+        try:
+            assert [(b.seq, b.unique.tolist()) for b in again.results()] == [(seq, [True])]
+        finally:
+            again.close("finished")
+
+    def test_custom_fingerprinter_refuses_the_url_fast_path(self, tmp_path: Path) -> None:
+        class Custom(RequestFingerprinter):
+            pass
+
+        df = DRUMDupeFilter(tmp_path, RequestIdentity(Custom()), in_thread=synchronous)
+        df.open()
+        try:
+            with pytest.raises(ConfigurationError, match="must become Requests"):
+                df.submit_urls(["http://h.com/a"])
+            assert not df.request_seen(Request("http://h.com/a"))  # the Request path works
+            assert df.request_seen(Request("http://h.com/a"))
+        finally:
+            df.close("finished")
