@@ -32,11 +32,8 @@ Files under the DRUM directory
     buckets-<G>/<i>.bin  generation G's tuples of bucket i (raw records; derived data)
     results-<G>.bin      generation G's results, one slot per tuple in arrival order
 
-Journal payload (little-endian)::
-
-    batch   := seq: u64, n: u32, has_values: u8, has_aux: u8,
-               keys: n * u64, ops: n * u8, [values: n * value],
-               [aux_lengths: n * u32, aux_bytes]
+Journal records hold one batch each; their payload grammar is in
+:mod:`irlscrapy.dupefilters.drumjournal`.
 
 LevelDB keys (big-endian integers; DO NOT CHANGE: format version 1)::
 
@@ -47,7 +44,7 @@ LevelDB keys (big-endian integers; DO NOT CHANGE: format version 1)::
     b"Mkeys"              -> u64: number of keys in the cache
     b"P" G                -> generation G's bucket files are complete
     b"A" G i              -> bucket i of generation G is merged (its chunks and results)
-    b"C" i first_key      -> chunk: n: u32le, keys: n * u64le, [values: n * value]
+    b"C" ...              -> the cache's chunks (irlscrapy.dupefilters.drumcache)
 
 Crash semantics (kill -9 at any instant; the OS survives)
 ---------------------------------------------------------
@@ -74,7 +71,6 @@ import logging
 import shutil
 import struct
 import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +80,8 @@ import numpy as np
 import plyvel
 
 from irlscrapy.dirlock import DirectoryLock
+from irlscrapy.dupefilters import drumjournal
+from irlscrapy.dupefilters.drumcache import ChunkStore
 from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.recordfile import RecordWriter, scan
@@ -91,7 +89,6 @@ from irlscrapy.recordfile import RecordWriter, scan
 logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = b"1"
-_BATCH_HEAD = struct.Struct("<QIBB")
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
 
@@ -170,10 +167,7 @@ class DRUM:
         self._delivered = 0  # highest sequence number handed out by results()
         self._keys = 0
         self._generations: dict[int, _Generation] = {}  # journals on disk
-        # contains(): decoded chunks, each tagged with the merged-generation count at the
-        # time it was read; an entry is used only while no merge has completed since
-        self._chunk_cache: OrderedDict[bytes, tuple[int, np.ndarray]] = OrderedDict()
-        self.chunk_cache_size = 8
+        self._chunks: ChunkStore | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self) -> None:
@@ -186,6 +180,7 @@ class DRUM:
                 write_buffer_size=16 << 20,
             )
             self._check_format()
+            self._chunks = ChunkStore(self._db, self.value_dtype, self.chunk_keys)
             self._merged = self._meta_int(b"Mmerged")
             self._acked = self._meta_int(b"Macked")
             self._keys = self._meta_int(b"Mkeys")
@@ -193,7 +188,7 @@ class DRUM:
             for gen in self._journal_generations():
                 summary = _Generation()
                 for payload in self._payloads(gen):
-                    seq, n, _, _ = _BATCH_HEAD.unpack_from(payload)
+                    seq, n = drumjournal.peek(payload)
                     summary.tuples += n
                     summary.last_seq = seq
                 self._generations[gen] = summary
@@ -213,6 +208,7 @@ class DRUM:
         if self._db is not None:
             self._db.close()
             self._db = None
+            self._chunks = None
         self._lock.release()
 
     def __enter__(self) -> DRUM:
@@ -269,26 +265,19 @@ class DRUM:
             raise ValueError("ops must be CHECK, UPDATE or CHECK_UPDATE")
         if (values is None) != (self.value_dtype is None):
             raise ValueError("values are required exactly when the DRUM has a value dtype")
-        parts = [
-            _BATCH_HEAD.pack(0, n, values is not None, aux is not None),
-            keys.tobytes(),
-            np.ascontiguousarray(op_array).tobytes(),
-        ]
+        if aux is not None and len(aux) != n:
+            raise ValueError(f"{len(aux)} aux items for {n} keys")
+        value_array = None
         if values is not None:
-            assert self.value_dtype is not None
-            parts.append(np.ascontiguousarray(values, dtype=self.value_dtype).tobytes())
-        if aux is not None:
-            if len(aux) != n:
-                raise ValueError(f"{len(aux)} aux items for {n} keys")
-            parts.append(np.fromiter(map(len, aux), dtype="<u4", count=n).tobytes())
-            parts.append(b"".join(aux))
+            value_array = np.ascontiguousarray(values, dtype=self.value_dtype)
+        body = drumjournal.encode_body(keys, op_array, value_array, aux)
         fill = np.bincount(keys >> np.uint64(self._shift), minlength=self.buckets)
         with self._intake_lock:
             seq = self._next_seq
             self._next_seq += 1
-            parts[0] = _BATCH_HEAD.pack(seq, n, values is not None, aux is not None)
+            head = drumjournal.encode_head(seq, n, values is not None, aux is not None)
             assert self._journal is not None, "open() first"
-            self._journal.append(b"".join(parts))
+            self._journal.append(b"".join([head, *body]))
             self._gen_tuples += n
             self._fill += fill
             summary = self._generations[self._gen]
@@ -389,29 +378,8 @@ class DRUM:
         Safe while another thread merges: it sees a chunk before or after its rewrite,
         so keys of the generation being merged may be missed until that merge completes.
         """
-        version = self._merged
-        bucket = key >> self._shift
-        prefix = b"C" + _U32.pack(bucket)
-        found = None
-        for chunk_key in self._db.iterator(
-            start=prefix, stop=prefix + _U64.pack(key) + b"\x00", reverse=True, include_value=False
-        ):
-            found = chunk_key
-            break
-        if found is None:
-            return False
-        cached = self._chunk_cache.get(found)
-        if cached is not None and cached[0] == version:
-            keys = cached[1]
-            self._chunk_cache.move_to_end(found)
-        else:
-            keys = self._load_chunk(found)[0]
-            self._chunk_cache[found] = (version, keys)
-            self._chunk_cache.move_to_end(found)
-            if len(self._chunk_cache) > self.chunk_cache_size:
-                self._chunk_cache.popitem(last=False)
-        at = int(np.searchsorted(keys, np.uint64(key)))
-        return at < len(keys) and int(keys[at]) == key
+        assert self._chunks is not None, "open() first"
+        return self._chunks.contains(key >> self._shift, key, self._merged)
 
     def _merge_generation(self, gen: int) -> None:
         total = self._generations[gen].tuples
@@ -458,15 +426,14 @@ class DRUM:
         self._db.put(b"P" + _U64.pack(gen), b"")
 
     def _records(self, payload: bytes, arrival: int) -> np.ndarray:
-        _, n, has_values, _ = _BATCH_HEAD.unpack_from(payload)
-        at = _BATCH_HEAD.size
+        batch = drumjournal.decode(payload, self.value_dtype, with_aux=False)
+        n = len(batch.keys)
         records = np.empty(n, dtype=self._record)
-        records["key"] = np.frombuffer(payload, "<u8", n, at)
-        ops = np.frombuffer(payload, np.uint8, n, at + 8 * n).astype(np.uint64)
-        records["tag"] = (np.arange(arrival, arrival + n, dtype=np.uint64) << np.uint64(2)) | ops
-        if has_values:
-            assert self.value_dtype is not None
-            records["value"] = np.frombuffer(payload, self.value_dtype, n, at + 9 * n)
+        records["key"] = batch.keys
+        arrivals = np.arange(arrival, arrival + n, dtype=np.uint64)
+        records["tag"] = (arrivals << np.uint64(2)) | batch.ops.astype(np.uint64)
+        if batch.values is not None:
+            records["value"] = batch.values
         return records
 
     def _spill(self, records: np.ndarray, files: list[Any]) -> None:
@@ -489,10 +456,9 @@ class DRUM:
         tops = (records["tag"] & np.uint64(3)).astype(np.uint8)
         arrival = (records["tag"] >> np.uint64(2)).astype(np.intp)
         tvalues = records["value"] if self.value_dtype is not None else None
-        prefix = b"C" + _U32.pack(bucket)
-        firsts = [
-            _U64.unpack(k[5:])[0] for k in self._db.iterator(prefix=prefix, include_value=False)
-        ]
+        chunks = self._chunks
+        assert chunks is not None
+        firsts = chunks.firsts(bucket)
         bounds = np.searchsorted(tkeys, np.array(firsts[1:], dtype=np.uint64))
         edges = [0, *bounds.tolist(), len(records)]
         added = 0
@@ -501,8 +467,8 @@ class DRUM:
                 lo, hi = edges[j], edges[j + 1]
                 if lo == hi:
                     continue
-                old_key = prefix + _U64.pack(firsts[j]) if firsts else None
-                keys, stored = self._load_chunk(old_key)
+                old_key = chunks.chunk_key(bucket, firsts[j]) if firsts else None
+                keys, stored = chunks.load(old_key)
                 applied = apply_sorted(
                     keys,
                     stored,
@@ -518,33 +484,10 @@ class DRUM:
                     added += len(applied.keys) - len(keys)
                     if old_key is not None:
                         wb.delete(old_key)
-                    self._write_chunks(wb, prefix, applied.keys, applied.stored)
+                    chunks.write(wb, bucket, applied.keys, applied.stored)
             self._keys += added
             wb.put(b"Mkeys", _U64.pack(self._keys))
             wb.put(marker, b"")
-
-    def _load_chunk(self, key: bytes | None) -> tuple[np.ndarray, np.ndarray | None]:
-        empty_values = None if self.value_dtype is None else np.empty(0, self.value_dtype)
-        if key is None:
-            return np.empty(0, np.uint64), empty_values
-        raw = self._db.get(key)
-        (n,) = struct.unpack_from("<I", raw)
-        keys = np.frombuffer(raw, "<u8", n, 4).astype(np.uint64)
-        if self.value_dtype is None:
-            return keys, None
-        return keys, np.frombuffer(raw, self.value_dtype, n, 4 + 8 * n).copy()
-
-    def _write_chunks(
-        self, wb: Any, prefix: bytes, keys: np.ndarray, stored: np.ndarray | None
-    ) -> None:
-        pieces = max(1, -(-len(keys) // (2 * self.chunk_keys)))
-        size = -(-len(keys) // pieces)
-        for start in range(0, len(keys), size):
-            part = keys[start : start + size]
-            body = [struct.pack("<I", len(part)), part.astype("<u8").tobytes()]
-            if stored is not None:
-                body.append(stored[start : start + size].tobytes())
-            wb.put(prefix + _U64.pack(int(part[0])), b"".join(body))
 
     # -- delivery ------------------------------------------------------------------------
     def _deliver(self, gen: int) -> Iterator[ResultBatch]:
@@ -552,24 +495,14 @@ class DRUM:
         slots = self._open_slots(gen, total, "r") if total else None
         arrival = 0
         for payload in self._payloads(gen):
-            seq, n, has_values, has_aux = _BATCH_HEAD.unpack_from(payload)
-            at = _BATCH_HEAD.size
-            keys = np.frombuffer(payload, "<u8", n, at).astype(np.uint64)
-            aux = None
-            if has_aux:
-                at += 9 * n + (
-                    n * self.value_dtype.itemsize if has_values and self.value_dtype else 0
-                )
-                lengths = np.frombuffer(payload, "<u4", n, at)
-                ends = np.cumsum(lengths, dtype=np.int64) + at + 4 * n
-                starts = ends - lengths
-                aux = [payload[s:e] for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+            batch = drumjournal.decode(payload, self.value_dtype)
+            n = len(batch.keys)
             if slots is None or n == 0:
-                yield ResultBatch(seq, keys, np.zeros(0, bool), None, aux)
+                yield ResultBatch(batch.seq, batch.keys, np.zeros(0, bool), None, batch.aux)
                 continue
             part = slots[arrival : arrival + n]
             values = part["value"].copy() if self.value_dtype is not None else None
-            yield ResultBatch(seq, keys, part["unique"].astype(bool), values, aux)
+            yield ResultBatch(batch.seq, batch.keys, part["unique"].astype(bool), values, batch.aux)
             arrival += n
 
     def _open_slots(

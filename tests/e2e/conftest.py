@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import http.client
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,43 @@ import pytest
 from irlscrapy.invitro.process import InVitroProcess
 
 SEED = 0
+ROOT = Path(__file__).resolve().parents[2]
+ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
+
+
+def crawl_tiny(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
+    """``scrapy crawl broad`` of the tiny web (its own in-vitro server), as the demo runs."""
+    args = [
+        sys.executable,
+        "-m",
+        "scrapy",
+        "crawl",
+        "broad",
+        "-a",
+        "seeds=invitro",
+        "-a",
+        "profile=tiny",
+        "-a",
+        f"seed={SEED}",
+        "-a",
+        f"invitro_log={log}",
+        "-s",
+        "DOWNLOAD_TIMEOUT=6",
+        "-s",
+        "TELNETCONSOLE_ENABLED=0",
+    ]
+    for setting in settings:
+        args += ["-s", setting]
+    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=240)
+
+
+def downloads(log: Path) -> list[str]:
+    """URLs the server was asked for, robots.txt and unresolvable hosts left out."""
+    return [
+        f"http://{r['host']}{r['path']}"
+        for r in read_log(log)
+        if r["kind"] != "dns-error" and r["path"] not in ROBOTS_PATHS
+    ]
 
 
 @pytest.fixture(scope="session")

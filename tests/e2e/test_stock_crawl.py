@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,10 +23,7 @@ from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable, split_url
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 
-from .conftest import SEED, read_log
-
-ROOT = Path(__file__).resolve().parents[2]
-ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
+from .conftest import ROBOTS_PATHS, SEED, crawl_tiny, downloads, read_log
 
 
 @pytest.fixture(scope="module")
@@ -35,34 +31,7 @@ def crawl(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     log = tmp_path_factory.mktemp("crawl") / "requests.jsonl"
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "crawl",
-            "broad",
-            "-a",
-            "seeds=invitro",
-            "-a",
-            "profile=tiny",
-            "-a",
-            f"seed={SEED}",
-            "-a",
-            f"invitro_log={log}",
-            "-s",
-            "DOWNLOAD_TIMEOUT=6",
-            "-s",
-            "IRL_PROGRESS_INTERVAL=1",
-            "-s",
-            "TELNETCONSOLE_ENABLED=0",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
-    return result, log
+    return crawl_tiny(log, "IRL_PROGRESS_INTERVAL=1"), log
 
 
 def test_crawl_finishes_with_progress_and_summary(
@@ -83,11 +52,7 @@ def test_downloaded_set_equals_ground_truth(
     _, log = crawl
     web = InVitroWeb(TINY, SEED)
     records = read_log(log)
-    downloaded = {
-        f"http://{r['host']}{r['path']}"
-        for r in records
-        if r["kind"] != "dns-error" and r["path"] not in ROBOTS_PATHS
-    }
+    downloaded = set(downloads(log))
     unresolvable = {r["host"] for r in records if r["kind"] == "dns-error"}
     assert all(
         web.host(h) is None or web.host(h).dns in ("nxdomain", "servfail", "timeout")  # type: ignore[union-attr]

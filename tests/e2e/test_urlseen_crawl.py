@@ -3,58 +3,24 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 
-from .conftest import SEED, read_log
+from .conftest import SEED, crawl_tiny, downloads
 
-ROOT = Path(__file__).resolve().parents[2]
-ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
 SMALL_MEMORY = 128 * 400  # a merge in a worker thread every 400 new requests
 
 
 def crawl(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
-    args = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        "broad",
-        "-a",
-        "seeds=invitro",
-        "-a",
-        "profile=tiny",
-        "-a",
-        f"seed={SEED}",
-        "-a",
-        f"invitro_log={log}",
-        "-s",
-        "DOWNLOAD_TIMEOUT=6",
-        "-s",
-        "TELNETCONSOLE_ENABLED=0",
-        "-s",
-        f"DUPEFILTER_CLASS={DUPEFILTER}",
-        "-s",
-        f"IRL_DRUM_MEMORY={SMALL_MEMORY}",
-    ]
-    for setting in settings:
-        args += ["-s", setting]
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    result = crawl_tiny(
+        log, f"DUPEFILTER_CLASS={DUPEFILTER}", f"IRL_DRUM_MEMORY={SMALL_MEMORY}", *settings
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return result
-
-
-def downloads(log: Path) -> list[str]:
-    return [
-        f"http://{r['host']}{r['path']}"
-        for r in read_log(log)
-        if r["kind"] != "dns-error" and r["path"] not in ROBOTS_PATHS
-    ]
 
 
 def test_drum_dupefilter_crawl_equals_ground_truth(tmp_path: Path) -> None:
