@@ -23,7 +23,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.invitro.web import Host, InVitroWeb, Reply
+from irlscrapy.invitro.content import Reply
+from irlscrapy.invitro.web import Host, InVitroWeb
 from irlscrapy.spiders.extract import absolute_url, crawlable
 
 ROBOTS_POLICIES = ("rfc9309", "scrapy")

@@ -49,7 +49,8 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from zope.interface import implementer
 
-from irlscrapy.invitro.web import InVitroWeb, Reply, reason
+from irlscrapy.invitro.content import Reply, reason
+from irlscrapy.invitro.web import InVitroWeb
 
 MAX_HEADER_BYTES = 64 * 1024
 #: Bodies above this are streamed so that t_end is when the last byte really left.

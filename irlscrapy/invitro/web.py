@@ -1,5 +1,9 @@
 """The in-vitro web: a deterministic simulated web that stores nothing.
 
+This module holds the structure (names, PLD graph, hosts, paths) and answers requests;
+:mod:`irlscrapy.invitro.linkplan` chooses each page's links and
+:mod:`irlscrapy.invitro.content` renders the bytes.
+
 Theory of operation
 -------------------
 Every fact about the web is a pure function of ``(seed, host, path)``: the host's
@@ -45,7 +49,6 @@ from __future__ import annotations
 
 import bisect
 import gzip
-import html
 import itertools
 import math
 import random
@@ -57,6 +60,22 @@ from typing import NamedTuple
 
 import numpy as np
 
+from irlscrapy.invitro.content import (
+    CORPUS,
+    Reply,
+    binary,
+    html_page,
+    huge_html,
+    plain,
+    redirect,
+)
+from irlscrapy.invitro.linkplan import (
+    CALENDAR_EPOCH_YEAR,
+    TRAP_KINDS,
+    TRAP_PREFIXES,
+    legit_links,
+    spam_links,
+)
 from irlscrapy.invitro.profiles import Profile
 
 #: Public suffixes the web uses, with the share of PLDs under each. DO NOT CHANGE the
@@ -74,11 +93,8 @@ SUFFIXES: tuple[tuple[str, float], ...] = (
 )
 _SUFFIX_SET = frozenset(s for s, _ in SUFFIXES)
 SECTIONS = ("news", "blog", "wiki", "info", "article", "forum", "media", "story")
-TRAP_KINDS = ("calendar", "session", "repeat")
-TRAP_PREFIXES = {"calendar": "/calendar", "session": "/cart/", "repeat": "/lib/"}
 #: The robots.txt parse limit of RFC 9309 section 2.5.
 ROBOTS_PARSE_LIMIT = 500 * 1024
-CALENDAR_EPOCH_YEAR = 2020
 
 _LABEL_LEGIT = re.compile(r"w(0|[1-9][0-9]*)\Z")
 _LABEL_SPAM = re.compile(r"s(0|[1-9][0-9]*)x(0|[1-9][0-9]*)\Z")
@@ -93,44 +109,7 @@ _SPECIAL = re.compile(rf"/([a-z]+)/{_NUM}(?:\.(?:html|pdf|jpg|zip)|/([ab]))?\Z")
 _SPAM_PAGE = re.compile(rf"/p{_NUM}\Z")
 
 
-def _make_corpus() -> str:
-    """Filler text: pseudo-words from a fixed generator, independent of any web seed."""
-    rng = random.Random(20070609)  # the day IRLbot's crawl began; DO NOT CHANGE
-    syllables = [
-        "ka",
-        "lo",
-        "mi",
-        "ne",
-        "ru",
-        "sa",
-        "to",
-        "vi",
-        "de",
-        "po",
-        "lan",
-        "ter",
-        "bri",
-        "cos",
-        "mun",
-        "dal",
-        "fer",
-        "gil",
-        "hop",
-        "jun",
-    ]
-    words = []
-    for _ in range(40_000):
-        w = "".join(
-            syllables[int(rng.random() * len(syllables))] for _ in range(1 + int(rng.random() * 3))
-        )
-        words.append(w + ("." if rng.random() < 0.08 else ""))
-    return " ".join(words) + " "
-
-
 _U64 = 1.0 / 18446744073709551616.0
-_CORPUS = _make_corpus()
-_CORPUS_LEN = len(_CORPUS)
-_CORPUS_WRAPPED = _CORPUS + _CORPUS  # any slice shorter than the corpus fits without wrap
 
 
 class Host(NamedTuple):
@@ -154,46 +133,6 @@ class Host(NamedTuple):
     @property
     def spam(self) -> bool:
         return self.farm >= 0
-
-
-class Reply(NamedTuple):
-    """What the server does with one request."""
-
-    status: int
-    headers: tuple[tuple[str, str], ...]
-    body: bytes
-    kind: str  # page, robots, redirect, error, nonhtml, reset, timeout, dns-error
-    links: tuple[str, ...] = ()  # hrefs as written in the page (before HTML escaping)
-    nofollow: bool = False  # meta robots or X-Robots-Tag says nofollow
-    delay: float = 0.0  # seconds before the reply starts
-    action: str = "send"  # "send", "reset" (RST, nothing sent), "hang" (hold, then close)
-    chunked: bool = False
-
-    @property
-    def location(self) -> str | None:
-        for name, value in self.headers:
-            if name == "Location":
-                return value
-        return None
-
-
-_REASONS = {
-    200: "OK",
-    301: "Moved Permanently",
-    302: "Found",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-}
-
-
-def reason(status: int) -> str:
-    return _REASONS.get(status, "Unknown")
 
 
 def _weighted(u: float, weights: Sequence[tuple[str, float]]) -> str:
@@ -239,7 +178,7 @@ class InVitroWeb:
     def _unit(self, *parts: object) -> float:
         return self._h64(*parts) * _U64
 
-    def _rng(self, *parts: object) -> random.Random:
+    def rng(self, *parts: object) -> random.Random:
         return random.Random(self._h64(*parts))
 
     # -- PLDs --------------------------------------------------------------------------
@@ -303,7 +242,7 @@ class InVitroWeb:
 
     def _out_plds(self, pld_id: int) -> tuple[int, ...]:
         p = self.profile
-        rng = self._rng("out", pld_id)
+        rng = self.rng("out", pld_id)
         if pld_id < p.legit_plds:
             wanted = min(
                 p.legit_plds - 1,
@@ -450,7 +389,7 @@ class InVitroWeb:
         """The reply an origin server (reached through the proxy) gives to GET host+path."""
         host = self.host(host_name)
         if host is None or host.dns in ("nxdomain", "servfail", "timeout"):
-            return _plain(502, "dns-error", f"cannot resolve {host_name}\n")
+            return plain(502, "dns-error", f"cannot resolve {host_name}\n")
         if path in ("/robots.txt", "/robots-real.txt"):
             reply = self._robots(host, path)
         else:
@@ -468,7 +407,7 @@ class InVitroWeb:
             return reply._replace(delay=p.slow_delay)
         u = self._unit("misbehave", host.name, path)
         if host.server == "flaky" and u < 0.2:
-            return _plain(500 if u < 0.1 else 503, "error", "server error\n")
+            return plain(500 if u < 0.1 else 503, "error", "server error\n")
         if host.server == "resetting" and u < 0.2:
             return Reply(0, (), b"", "reset", action="reset")
         if host.server == "hanging" and u < 0.1:
@@ -483,7 +422,7 @@ class InVitroWeb:
             delay = (1, 2, 5, 30)[self._h64("crawldelay", host.name) % 4]
             return f"User-agent: *\nCrawl-delay: {delay}\nDisallow: /private/\n"
         if host.robots == "oversized":
-            pad = "# " + _CORPUS[:1000] + "\n"
+            pad = "# " + CORPUS[:1000] + "\n"
             body = "User-agent: *\nDisallow: /private/\n"
             body += pad * (ROBOTS_PARSE_LIMIT // len(pad) + 100)
             return body + "Disallow: /\n"
@@ -503,19 +442,19 @@ class InVitroWeb:
         v = host.robots
         if path == "/robots-real.txt":
             if v != "redirect":
-                return self._misbehave(host, path, _plain(404, "error", "not found\n"))
-            return _plain(200, "robots", self.robots_txt(host), "text/plain")
+                return self._misbehave(host, path, plain(404, "error", "not found\n"))
+            return plain(200, "robots", self.robots_txt(host), "text/plain")
         if v == "missing":
-            return _plain(404, "robots", "not found\n")
+            return plain(404, "robots", "not found\n")
         if v == "error":
-            return _plain(
+            return plain(
                 503 if self._h64("robots5xx", host.name) % 2 else 500, "robots", "server error\n"
             )
         if v == "unreachable":
             return Reply(0, (), b"", "reset", action="reset")
         if v == "redirect":
             return Reply(301, (("Location", f"http://{host.name}/robots-real.txt"),), b"", "robots")
-        reply = _plain(200, "robots", self.robots_txt(host), "text/plain")
+        reply = plain(200, "robots", self.robots_txt(host), "text/plain")
         if v == "slow":
             reply = reply._replace(delay=self.profile.robots_slow_delay)
         return reply
@@ -529,17 +468,17 @@ class InVitroWeb:
             if trap is not None:
                 return trap
         if host.spam:
-            return _plain(404, "error", "not found\n")
+            return plain(404, "error", "not found\n")
         m = _SPECIAL.match(path)
         if not m:
-            return _plain(404, "error", "not found\n")
+            return plain(404, "error", "not found\n")
         what, num = m.group(1), int(m.group(2))
-        if self._special_path(what, num, m.group(3) or "") != path:
-            return _plain(404, "error", "not found\n")
+        if self.special_path(what, num, m.group(3) or "") != path:
+            return plain(404, "error", "not found\n")
         return self._special_reply(host, what, num, path)
 
     @staticmethod
-    def _special_path(what: str, num: int, tail: str) -> str | None:
+    def special_path(what: str, num: int, tail: str) -> str | None:
         if what == "loop" and tail in ("a", "b"):
             return f"/loop/{num}/{tail}"
         return {
@@ -560,34 +499,31 @@ class InVitroWeb:
             return self._html_reply(host, path, f"private {num}", ("/",), 0.1)
         if what == "go":
             target = self.page_path(host, num % (host.pages or 1))
-            return _redirect(301, f"http://{host.name}{target}")
+            return redirect(301, f"http://{host.name}{target}")
         if what == "away":
             if num >= self.profile.legit_plds:
-                return _plain(404, "error", "not found\n")
-            return _redirect(302, f"http://{self.host_name(num, 0)}/")
+                return plain(404, "error", "not found\n")
+            return redirect(302, f"http://{self.host_name(num, 0)}/")
         if what == "loop":
             other = "b" if path.endswith("/a") else "a"
-            return _redirect(302, f"http://{host.name}/loop/{num}/{other}")
+            return redirect(302, f"http://{host.name}/loop/{num}/{other}")
         if what in ("doc", "files"):
-            return _binary(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", b"\n%%EOF\n", num, "application/pdf")
+            return binary(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", b"\n%%EOF\n", num, "application/pdf")
         if what == "img":
-            return _binary(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", b"\xff\xd9", num, "image/jpeg")
+            return binary(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", b"\xff\xd9", num, "image/jpeg")
         if what == "dl":
-            return _binary(b"PK\x03\x04", b"PK\x05\x06", num, "application/zip")
+            return binary(b"PK\x03\x04", b"PK\x05\x06", num, "application/zip")
         if what == "big":
-            text = _CORPUS * (self.profile.huge_page_bytes // _CORPUS_LEN + 1)
-            body = (
-                f"<!DOCTYPE html>\n<html><head><title>big {num}</title></head><body>"
-                f'<a href="/">home</a><p>{text[: self.profile.huge_page_bytes]}</p></body></html>\n'
-            )
-            return _plain(200, "page", body, "text/html; charset=utf-8")._replace(links=("/",))
+            body = huge_html(num, self.profile.huge_page_bytes)
+            headers = (("Content-Type", "text/html; charset=utf-8"),)
+            return Reply(200, headers, body, "page", ("/",))
         if what == "missing":
-            return _plain(404, "error", "not found\n")
-        return _plain(500, "error", "server error\n")
+            return plain(404, "error", "not found\n")
+        return plain(500, "error", "server error\n")
 
     # -- pages -------------------------------------------------------------------------
     def _page(self, host: Host, n: int) -> Reply:
-        links = self._spam_links(host, n) if host.spam else self._legit_links(host, n)
+        links = spam_links(self, host, n) if host.spam else legit_links(self, host, n)
         return self._html_reply(host, self.page_path(host, n), f"{host.name} page {n}", links, 1.0)
 
     def _html_reply(
@@ -599,152 +535,15 @@ class InVitroWeb:
         header_nofollow = (
             p.nofollow_meta_share <= u < p.nofollow_meta_share + p.nofollow_header_share
         )
-        rng = self._rng("text", host.name, path)
+        rng = self.rng("text", host.name, path)
         size = int(p.page_bytes * size_factor * (0.5 + rng.random()))
-        meta = '<meta name="robots" content="noindex, nofollow">' if meta_nofollow else ""
-        head = (
-            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f"<title>{title}</title>{meta}</head>\n<body><h1>{title}</h1>\n"
-        )
-        filler = max(0, (size - len(head)) // (len(links) + 1) - 40)
-        filler = min(filler, _CORPUS_LEN)
-        parts = [head]
-        for href in links:
-            o = int(rng.random() * _CORPUS_LEN)
-            a = int(rng.random() * (_CORPUS_LEN - 40))
-            if "&" in href or '"' in href or "<" in href:
-                href = html.escape(href)
-            parts.append(
-                f'<p>{_CORPUS_WRAPPED[o : o + filler]} <a href="{href}">'
-                f"{_CORPUS[a : a + 12 + (a % 17)].strip()}</a></p>\n"
-            )
-        parts.append(
-            f"<p>{_CORPUS_WRAPPED[size % _CORPUS_LEN : size % _CORPUS_LEN + filler]}</p>"
-            "</body></html>\n"
-        )
+        body = html_page(title, links, size, rng, meta_nofollow)
         headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/html; charset=utf-8"),)
         if header_nofollow:
             headers += (("X-Robots-Tag", "nofollow"),)
         return Reply(
-            200,
-            headers,
-            "".join(parts).encode(),
-            "page",
-            tuple(links),
-            nofollow=meta_nofollow or header_nofollow,
+            200, headers, body, "page", tuple(links), nofollow=meta_nofollow or header_nofollow
         )
-
-    def _legit_links(self, host: Host, n: int) -> list[str]:
-        p = self.profile
-        rng = self._rng("links", host.name, n)
-        pages = host.pages or 1
-        hosts = self.hosts_in_pld(host.pld_id) or 1
-        outs = self.out_plds(host.pld_id)
-        links: list[str] = []
-        if n == 0:
-            for step in range(1, min(hosts, 11)):  # host k links home to k+1..k+10
-                links.append(f"http://{self.host_name(host.pld_id, (host.number + step) % hosts)}/")
-            if host.number == 0:
-                links.extend(f"http://{self.host_name(t, 0)}/" for t in outs)
-        if n + 1 < pages:
-            links.append(self.page_path(host, n + 1))
-        for _ in range(int(p.links_per_page * (0.5 + rng.random()))):
-            r = rng.random()
-            if r < p.external_link_share and outs:
-                links.append(self._url_into(outs[int(rng.random() * len(outs))], rng))
-            elif r < p.external_link_share + p.same_pld_link_share:
-                other = self.host(self.host_name(host.pld_id, int(rng.random() * hosts)))
-                assert other is not None
-                m = 0 if rng.random() < 0.5 else int(rng.random() * (other.pages or 1))
-                url = f"//{other.name}{self.page_path(other, m)}"
-                links.append(url if rng.random() < 0.2 else "http:" + url)
-            else:
-                m = (
-                    n + 1 + int(rng.random() * 5)
-                    if rng.random() < 0.5
-                    else int(rng.random() * pages)
-                )
-                path = self.page_path(host, m % pages)
-                links.append(path if rng.random() < 0.7 else f"http://{host.name}{path}")
-        for what, prob in p.special_links:
-            if rng.random() < prob:
-                links.append(self._special_link(host, what, rng, outs))
-        if host.trap and (n == 0 or rng.random() < 0.1):
-            links.append(
-                {
-                    "calendar": f"/calendar?y={CALENDAR_EPOCH_YEAR}&m=1",
-                    "session": "/cart/0?sid=0",
-                    "repeat": "/lib/",
-                }[host.trap]
-            )
-        return links
-
-    def _special_link(self, host: Host, what: str, rng: random.Random, outs: Sequence[int]) -> str:
-        num = int(rng.random() * 1000)
-        if what == "away":
-            legit = [t for t in outs if t < self.profile.legit_plds] or [0]
-            return f"/away/{legit[int(rng.random() * len(legit))]}"
-        if what == "loop":
-            return f"/loop/{num}/a"
-        if what == "mailto":
-            return f"mailto:info@{host.pld}"
-        if what == "javascript":
-            return "javascript:void(0)"
-        if what == "tel":
-            return f"tel:+1555{num:04d}"
-        if what == "ftp":
-            return f"ftp://ftp.{host.pld}/pub/{num}.tar.gz"
-        if what == "fragment":
-            return "#top"
-        if what == "go":
-            num %= host.pages or 1
-        elif what == "file":
-            what = ("files", "img", "dl")[num % 3]
-        path = self._special_path(what, num, "")
-        assert path is not None
-        return path
-
-    def _url_into(self, pld_id: int, rng: random.Random) -> str:
-        """An absolute link to a page of another PLD."""
-        hosts = self.hosts_in_pld(pld_id)
-        index = 0 if rng.random() < 0.7 else int(rng.random() * (hosts or 8))
-        target = self.host(self.host_name(pld_id, index))
-        assert target is not None
-        m = 0 if rng.random() < 0.5 else int(rng.random() * (target.pages or 8))
-        return f"http://{target.name}{self.page_path(target, m)}"
-
-    def _spam_links(self, host: Host, n: int) -> list[str]:
-        p = self.profile
-        rng = self._rng("links", host.name, n)
-        first = p.legit_plds + host.farm * p.spam_plds_per_farm
-        outs = self.out_plds(host.pld_id)
-        links: list[str] = []
-        if n == 0 and host.number == 0:
-            links.extend(f"http://{self.host_name(t, 0)}/" for t in outs)
-        host_limit, page_limit = p.spam_hosts_per_pld, p.spam_pages_per_host
-        for _ in range(int(p.links_per_page * (0.5 + rng.random()))):
-            r = rng.random()
-            if r < 0.6:  # branch without end across the farm's hosts and PLDs
-                member = first + int(rng.random() * p.spam_plds_per_farm)
-                k = int(rng.random() * (2 * host.number + 5))
-                m = int(rng.random() * (2 * n + 5))
-                if host_limit is not None:
-                    k %= host_limit
-                if page_limit is not None:
-                    m %= page_limit
-                links.append(f"http://{self.host_name(member, k)}/{'p' + str(m) if m else ''}")
-            elif r < 0.85:
-                m = int(rng.random() * (2 * n + 5))
-                if page_limit is not None:
-                    m %= page_limit
-                links.append(f"/p{m}" if m else "/")
-            elif r < 0.95:
-                links.append(f"http://{self.host_name(first, 0)}/")  # the farm's target
-            else:
-                legit = [t for t in outs if t < p.legit_plds]
-                if legit:
-                    links.append(self._url_into(legit[int(rng.random() * len(legit))], rng))
-        return links
 
     def _trap_page(self, host: Host, path: str) -> Reply | None:
         extent = self.profile.trap_extent
@@ -767,7 +566,7 @@ class InVitroWeb:
             item, sid = int(m.group(1)), m.group(2)
             if extent is not None and (item >= extent or int(sid, 16) >= extent):
                 return None
-            rng = self._rng("session", host.name, path)
+            rng = self.rng("session", host.name, path)
             for _ in range(4):
                 nxt_item = int(rng.random() * (extent or 1000))
                 token = (
@@ -794,17 +593,3 @@ def ip_address(index: int) -> str:
     if a >= 1 << 24:
         raise ValueError(f"IP index {index} does not fit in 127.0.0.0/8")
     return f"127.{a >> 16}.{(a >> 8) & 255}.{a & 255}"
-
-
-def _plain(status: int, kind: str, text: str, content_type: str = "text/plain") -> Reply:
-    return Reply(status, (("Content-Type", content_type),), text.encode(), kind)
-
-
-def _redirect(status: int, location: str) -> Reply:
-    return Reply(status, (("Location", location),), b"", "redirect")
-
-
-def _binary(magic: bytes, trailer: bytes, num: int, content_type: str) -> Reply:
-    o = (num * 7919) % (_CORPUS_LEN - 8192)
-    body = magic + _CORPUS[o : o + 4096 + num % 4096].encode() + trailer
-    return Reply(200, (("Content-Type", content_type),), body, "nonhtml")
