@@ -10,6 +10,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from irlscrapy.dirlock import DirectoryLocked
 from irlscrapy.dupefilters.drum import DRUM, UPDATE
 
 from .drum_crash_worker import DRUM_KWARGS, batch
@@ -22,7 +25,7 @@ KILLS = 8
 def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path: Path) -> None:
     directory, results_file = tmp_path / "drum", tmp_path / "consumer.jsonl"
     rng = random.Random(20070609)
-    for _ in range(KILLS):
+    for kill in range(KILLS):
         worker = subprocess.Popen(
             [sys.executable, str(WORKER), str(directory), str(results_file)],
             cwd=ROOT,
@@ -30,6 +33,9 @@ def test_kill_9_at_random_points_loses_and_doubles_nothing(tmp_path: Path) -> No
             stderr=subprocess.PIPE,
         )
         time.sleep(0.4 + rng.random() * 1.2)  # start-up is ~0.3 s; then kill mid-work
+        if kill == 0:  # while the worker holds the directory, a second process is refused
+            with pytest.raises(DirectoryLocked, match=f"locked by process {worker.pid}"):
+                DRUM(directory, **DRUM_KWARGS).open()  # type: ignore[arg-type]
         worker.send_signal(signal.SIGKILL)
         _, err = worker.communicate()
         assert worker.returncode == -signal.SIGKILL, err.decode()[-2000:]
