@@ -171,6 +171,19 @@ def series(samples: list[dict[str, Any]]) -> list[list[float]]:
     return [[round(s["t"], 1), s["pages"], s["unique"], s["rss"]] for s in picked]
 
 
+def tenth_rates(samples: list[dict[str, Any]], budget: int) -> dict[str, float]:
+    """pages/s and CPU s/page over the first and the last tenth of the page budget: a
+    rate that falls while the frontier grows shows as last < first."""
+    out = {}
+    for name, lo, hi in (("first_tenth", 0.0, 0.1), ("last_tenth", 0.9, 1.0)):
+        a = interpolate(samples, "pages", budget * lo) if lo else samples[0]
+        b = interpolate(samples, "pages", budget * hi)
+        pages = max(b["pages"] - a["pages"], 1e-9)
+        out[f"pages_per_s_{name}"] = pages / max(b["t"] - a["t"], 1e-9)
+        out[f"cpu_s_per_page_{name}"] = (b["cpu"] - a["cpu"]) / pages
+    return out
+
+
 def throughput_figures(run: Run, budget: int) -> dict[str, float]:
     s = run.samples
     first = s[0]
@@ -189,6 +202,7 @@ def throughput_figures(run: Run, budget: int) -> dict[str, float]:
         "unique_urls": at["unique"],
         "seconds_to_budget": t,
         "seconds_incl_close": s[-1]["t"],
+        **tenth_rates(s, budget),
     }
     reason = next((x.get("reason") for x in s if x["event"] == "close"), None)
     emit(BENCH_NAME, "run", run.variant, "variant", pages=pages, reached_budget=reached,
@@ -199,7 +213,8 @@ def throughput_figures(run: Run, budget: int) -> dict[str, float]:
              "peak_rss_bytes": "bytes", "unique_urls": "urls", "seconds_to_budget": "s",
              "seconds_incl_close": "s"}
     for name, value in figures.items():
-        emit(BENCH_NAME, name, round(value, 6 if name == "cpu_s_per_page" else 1), units[name],
+        unit = units.get(name) or ("s/page" if name.startswith("cpu") else "pages/s")
+        emit(BENCH_NAME, name, round(value, 6 if unit == "s/page" else 1), unit,
              variant=run.variant)
     emit(BENCH_NAME, "series", series(s), "[t_s, pages, unique_urls, rss_bytes]",
          variant=run.variant)
@@ -236,6 +251,8 @@ def memory_figures(run: Run, limit: int) -> dict[str, float]:
         "peak_rss_bytes": max(x["rss"] for x in s),
         "scheduled_at_limit": at["scheduled"],
     }
+    if top["unique"] < limit:  # stopped early (wall clock): a straight line to the limit
+        figures["rss_bytes_at_limit_extrapolated"] = first["rss"] + slope * limit
     for name, value in figures.items():
         emit(BENCH_NAME, name, round(value, 1), "bytes" if "rss" in name else "requests",
              variant=run.variant, unique_urls=unique)
@@ -293,19 +310,19 @@ def throughput(budget: int) -> None:
          round(figures["bfo"]["pages_per_s"] / figures["dfo"]["pages_per_s"], 3), "ratio")
 
 
-def memory(limit: int) -> None:
+def memory(limit: int, wall_s: float, variants: list[str]) -> None:
     emit(BENCH_NAME, "memory_setup", limit, "unique urls", rss_limit_bytes=MEMORY_RSS,
-         wall_limit_s=MEMORY_WALL_S, profile=PROFILE, seed=SEED)
+         wall_limit_s=wall_s, profile=PROFILE, seed=SEED)
     stop = ["-s", f"BENCH_SAMPLER_STOP_UNIQUE={limit}",
             "-s", f"BENCH_SAMPLER_STOP_RSS={MEMORY_RSS}"]
-    figures = {
-        "dfo": memory_figures(run_variant("mem-dfo", broad_cmd(stop), MEMORY_WALL_S), limit),
-        "bfo": memory_figures(run_variant("mem-bfo", broad_cmd(stop + bfo_settings()),
-                                          MEMORY_WALL_S), limit),
-    }
-    emit(BENCH_NAME, "dfo_to_bfo_rss_per_unique_url_ratio",
-         round(figures["dfo"]["rss_bytes_per_unique_url"]
-               / figures["bfo"]["rss_bytes_per_unique_url"], 3), "ratio")
+    extra = {"dfo": [], "bfo": bfo_settings()}
+    figures = {name: memory_figures(run_variant(f"mem-{name}", broad_cmd(stop + extra[name]),
+                                                wall_s), limit)
+               for name in variants}
+    if len(figures) == 2:
+        emit(BENCH_NAME, "dfo_to_bfo_rss_per_unique_url_ratio",
+             round(figures["dfo"]["rss_bytes_per_unique_url"]
+                   / figures["bfo"]["rss_bytes_per_unique_url"], 3), "ratio")
 
 
 def main() -> int:
@@ -315,9 +332,14 @@ def main() -> int:
                         help=f"smoke run: {QUICK_PAGES} pages, or {QUICK_MEMORY_UNIQUE} URLs")
     parser.add_argument("--memory", action="store_true",
                         help=f"memory curve up to {MEMORY_UNIQUE} unique URLs instead")
+    parser.add_argument("--wall", type=float, default=MEMORY_WALL_S,
+                        help=f"memory mode: seconds per variant before SIGINT ({MEMORY_WALL_S})")
+    parser.add_argument("--variant", choices=("dfo", "bfo"), action="append",
+                        help="memory mode: only these variants (default both)")
     args = parser.parse_args()
     if args.memory:
-        memory(QUICK_MEMORY_UNIQUE if args.quick else MEMORY_UNIQUE)
+        memory(QUICK_MEMORY_UNIQUE if args.quick else MEMORY_UNIQUE, args.wall,
+               args.variant or ["dfo", "bfo"])
     else:
         throughput(QUICK_PAGES if args.quick else args.pages)
     return 0

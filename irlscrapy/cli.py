@@ -58,10 +58,15 @@ def _urls(profile: str, seed: int, count: int, policy: str) -> None:
     from irlscrapy.invitro.web import InVitroWeb
 
     web = InVitroWeb(get_profile(profile), seed)
+    crawl_policy = CrawlPolicy(robots=policy)
     printed = 0
-    for url, reply in crawl_order(web, CrawlPolicy(robots=policy)):
+    for url, reply in crawl_order(web, crawl_policy):
         if printed >= count:
             break
-        if reply.kind == "page" and reply.status == 200:
+        if (
+            reply.kind == "page"
+            and reply.status == 200
+            and len(reply.body) <= crawl_policy.max_bytes
+        ):
             print(url)
             printed += 1

@@ -1,4 +1,8 @@
-"""The ``broad`` spider: a breadth-first crawl of the web from a set of seeds.
+"""The ``broad`` spider: a crawl of the whole web reachable from a set of seeds.
+
+Its order is the scheduler's. On Scrapy's stock scheduler with Scrapy's defaults that
+is depth-first (LIFO queues); ``-s DEPTH_PRIORITY=1`` with FIFO queues makes it
+breadth-first (see BENCHMARKS.md for both).
 
 Usage::
 
