@@ -43,7 +43,8 @@ LevelDB keys (big-endian integers; DO NOT CHANGE: format version 1)::
     b"Macked"             -> u64: highest acknowledged batch sequence number
     b"Mkeys"              -> u64: number of keys in the cache
     b"P" G                -> generation G's bucket files are complete
-    b"A" G i              -> bucket i of generation G is merged (its chunks and results)
+    b"A" G i              -> progress of bucket i of generation G: the key below which its
+                             tuples are applied (u64), or b"done"
     b"C" ...              -> the cache's chunks (irlscrapy.dupefilters.drumcache)
 
 Crash semantics (kill -9 at any instant; the OS survives)
@@ -51,10 +52,11 @@ Crash semantics (kill -9 at any instant; the OS survives)
 - :meth:`submit` returns once the batch is in the journal (handed to the OS): a batch
   whose submit returned is never lost.
 - A merge is idempotent. Bucket files are rebuilt unless ``P G`` says they are whole.
-  Each bucket's chunk writes, its key count and its ``A G i`` marker are one LevelDB
-  transaction, written after its results are in the result file (a MAP_SHARED mapping:
-  the page cache keeps them across a kill). A bucket with its marker is never merged
-  twice; one without is merged from scratch against chunks it never touched.
+  Each rewritten chunk, the key count and the bucket's progress marker ``A G i`` are
+  one LevelDB transaction, written after the chunk's results are in the result file (a
+  MAP_SHARED mapping: the page cache keeps them across a kill). So a transaction holds
+  one chunk, whatever the size of the cache; a bucket resumes at its marker, and
+  tuples below it are never applied twice.
 - Results are kept until acknowledged. The consumer calls :meth:`ack` once its own
   write of the results is durable; after a restart :meth:`results` yields again every
   merged batch above the acknowledged sequence number, and the consumer skips those it
@@ -91,6 +93,7 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = b"1"
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
+_DONE = b"done"  # progress marker of a merged bucket (any other value is 8 bytes)
 
 __all__ = ["CHECK", "CHECK_UPDATE", "DRUM", "UPDATE", "DrumFormatError", "ResultBatch"]
 
@@ -387,8 +390,7 @@ class DRUM:
             self._partition(gen)
             slots = self._open_slots(gen, total, "r+" if self._results_path(gen).exists() else "w+")
             for bucket in range(self.buckets):
-                if self._db.get(b"A" + _U64.pack(gen) + _U32.pack(bucket)) is None:
-                    self._merge_bucket(gen, bucket, slots)
+                self._merge_bucket(gen, bucket, slots)
             slots.flush()
             del slots
         with self._db.write_batch(transaction=True) as wb:
@@ -446,11 +448,19 @@ class DRUM:
                 ordered[bounds[i] : bounds[i + 1]].tofile(files[i])
 
     def _merge_bucket(self, gen: int, bucket: int, slots: np.memmap[Any, Any]) -> None:
-        records = np.fromfile(self._buckets_dir(gen) / f"{bucket}.bin", dtype=self._record)
+        """Merge one bucket's tuples into its chunks, one chunk per LevelDB transaction.
+
+        Each changed chunk is written with the progress marker ``A G i`` = the first key
+        of the next chunk's range (all tuples below it are applied and their results are
+        in ``slots``), so a transaction holds one chunk whatever the cache's size, and a
+        merge cut short resumes at the marker. ``_DONE`` marks a finished bucket.
+        """
         marker = b"A" + _U64.pack(gen) + _U32.pack(bucket)
-        if not len(records):
-            self._db.put(marker, b"")
+        progress = self._db.get(marker)
+        if progress == _DONE:
             return
+        resume = _U64.unpack(progress)[0] if progress else 0
+        records = np.fromfile(self._buckets_dir(gen) / f"{bucket}.bin", dtype=self._record)
         records = records[np.lexsort((records["tag"], records["key"]))]
         tkeys = records["key"]
         tops = (records["tag"] & np.uint64(3)).astype(np.uint8)
@@ -459,35 +469,37 @@ class DRUM:
         chunks = self._chunks
         assert chunks is not None
         firsts = chunks.firsts(bucket)
-        bounds = np.searchsorted(tkeys, np.array(firsts[1:], dtype=np.uint64))
-        edges = [0, *bounds.tolist(), len(records)]
-        added = 0
-        with self._db.write_batch(transaction=True) as wb:
-            for j in range(max(1, len(firsts))):
-                lo, hi = edges[j], edges[j + 1]
-                if lo == hi:
-                    continue
-                old_key = chunks.chunk_key(bucket, firsts[j]) if firsts else None
-                keys, stored = chunks.load(old_key)
-                applied = apply_sorted(
-                    keys,
-                    stored,
-                    tkeys[lo:hi],
-                    tops[lo:hi],
-                    None if tvalues is None else tvalues[lo:hi],
-                    self.combine,
-                )
-                slots["unique"][arrival[lo:hi]] = applied.unique
-                if applied.values is not None:
-                    slots["value"][arrival[lo:hi]] = applied.values
-                if applied.changed:
-                    added += len(applied.keys) - len(keys)
+        bounds: list[int] = np.searchsorted(tkeys, np.array(firsts[1:], dtype=np.uint64)).tolist()
+        starts, ends = [0, *bounds], [*bounds, len(records)]  # each chunk's tuples
+        uppers: list[int | None] = [*firsts[1:], None]  # a chunk's range ends at the next's first
+        start = int(np.searchsorted(tkeys, np.uint64(resume)))  # tuples below are applied
+        for j in range(max(1, len(firsts))):
+            upper = uppers[j]
+            lo, hi = max(start, starts[j]), ends[j]
+            if lo >= hi or (upper is not None and upper <= resume):
+                continue
+            old_key = chunks.chunk_key(bucket, firsts[j]) if firsts else None
+            keys, stored = chunks.load(old_key)
+            applied = apply_sorted(
+                keys,
+                stored,
+                tkeys[lo:hi],
+                tops[lo:hi],
+                None if tvalues is None else tvalues[lo:hi],
+                self.combine,
+            )
+            slots["unique"][arrival[lo:hi]] = applied.unique
+            if applied.values is not None:
+                slots["value"][arrival[lo:hi]] = applied.values
+            if applied.changed:
+                with self._db.write_batch(transaction=True) as wb:
                     if old_key is not None:
                         wb.delete(old_key)
                     chunks.write(wb, bucket, applied.keys, applied.stored)
-            self._keys += added
-            wb.put(b"Mkeys", _U64.pack(self._keys))
-            wb.put(marker, b"")
+                    self._keys += len(applied.keys) - len(keys)
+                    wb.put(b"Mkeys", _U64.pack(self._keys))
+                    wb.put(marker, _DONE if upper is None else _U64.pack(upper))
+        self._db.put(marker, _DONE)
 
     # -- delivery ------------------------------------------------------------------------
     def _deliver(self, gen: int) -> Iterator[ResultBatch]:
