@@ -197,6 +197,7 @@ def run_drum_keys(work: Path, scale: dict[str, int]) -> None:
         seconds=round(seconds, 1),
         io_bytes_per_key=round((io_bytes() - io_start) / span_keys, 2),
         peak_rss_mb=round(peak_rss_mb()),
+        **rss.figures(),
     )
     drum.close()
 
