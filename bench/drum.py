@@ -52,7 +52,7 @@ PAGES_PER_SUBMIT = 100
 FULL = {
     "warm": 90_000_000,
     "target": 100_000_000,
-    "naive_sample": 300_000,
+    "naive_sample": 100_000,
     "set_keys": 5_000_000,
     "url_warm": 10_000_000,
     "url_stream": 20_000_000,
