@@ -21,6 +21,15 @@ if TYPE_CHECKING:
 TRAP_KINDS = ("calendar", "session", "repeat")
 TRAP_PREFIXES = {"calendar": "/calendar", "session": "/cart/", "repeat": "/lib/"}
 CALENDAR_EPOCH_YEAR = 2020
+#: special links written as they are (the rest are paths the server routes)
+_LINK_TEMPLATES = {
+    "loop": "/loop/{num}/a",
+    "mailto": "mailto:info@{pld}",
+    "javascript": "javascript:void(0)",
+    "tel": "tel:+1555{num:04d}",
+    "ftp": "ftp://ftp.{pld}/pub/{num}.tar.gz",
+    "fragment": "#top",
+}
 
 
 def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
@@ -72,18 +81,8 @@ def _special_link(
     if what == "away":
         legit = [t for t in outs if t < web.profile.legit_plds] or [0]
         return f"/away/{legit[int(rng.random() * len(legit))]}"
-    if what == "loop":
-        return f"/loop/{num}/a"
-    if what == "mailto":
-        return f"mailto:info@{host.pld}"
-    if what == "javascript":
-        return "javascript:void(0)"
-    if what == "tel":
-        return f"tel:+1555{num:04d}"
-    if what == "ftp":
-        return f"ftp://ftp.{host.pld}/pub/{num}.tar.gz"
-    if what == "fragment":
-        return "#top"
+    if what in _LINK_TEMPLATES:
+        return _LINK_TEMPLATES[what].format(num=num, pld=host.pld)
     if what == "go":
         num %= host.pages or 1
     elif what == "file":
