@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import resource
 import time
 
 import psutil
@@ -102,6 +103,4 @@ class CrawlProgress:
 
 
 def _peak_rss_mb() -> float:
-    import resource
-
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
