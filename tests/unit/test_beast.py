@@ -1,0 +1,124 @@
+"""BEAST against a model that tracks every record in explicit per-slot lists."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.scheduler.beast import Beast
+
+DOMAINS = st.integers(0, 5)
+
+
+class Model:
+    """Slots as lists; a record of x goes to the first slot of the window, not before x's
+    last placement (per-domain FIFO), where x has fewer than B_x records."""
+
+    def __init__(self, j: int, max_queues: int) -> None:
+        self.j, self.max_queues = j, max_queues
+        self.reading, self.cycle_end = 0, j
+        self.slots: dict[int, list[tuple[int, bytes]]] = {}
+        self.placed: dict[int, Counter[int]] = {}  # slot -> domain -> records placed
+        self.last: dict[int, int] = {}  # domain -> slot of its last placement
+        self.qf: list[tuple[int, bytes]] = []
+
+    def push(self, domain: int, payload: bytes, budget: int) -> int | None:
+        first = max(self.reading + 1, self.last.get(domain, 0))
+        for slot in range(first, self.reading + self.j):
+            if self.placed.setdefault(slot, Counter())[domain] < budget:
+                self.placed[slot][domain] += 1
+                self.slots.setdefault(slot, []).append((domain, payload))
+                self.last[domain] = slot
+                return slot
+        self.qf.append((domain, payload))
+        return None
+
+    def pop(self, budgets: dict[int, int]) -> tuple[int, bytes] | None:
+        while self.slots_total() + len(self.qf):
+            if self.slots.get(self.reading):
+                return self.slots[self.reading].pop(0)
+            self.slots.pop(self.reading, None)
+            self.reading += 1
+            if self.reading >= self.cycle_end:
+                self.j = min(2 * self.j, self.max_queues)
+                self.cycle_end = self.reading + self.j
+                old, self.qf = self.qf, []
+                for domain, payload in old:
+                    self.push(domain, payload, budgets.get(domain, 1))
+        return None
+
+    def slots_total(self) -> int:
+        return sum(len(v) for v in self.slots.values())
+
+
+class BeastMachine(RuleBasedStateMachine):
+    @initialize(j=st.integers(2, 4), extra=st.integers(0, 8))
+    def setup(self, j: int, extra: int) -> None:
+        self.dir = Path(tempfile.mkdtemp())
+        self.budgets: dict[int, int] = {}
+        self.beast = Beast(
+            self.dir, lambda d: self.budgets.get(d, 1), initial_queues=j, max_queues=j + extra
+        )
+        self.beast.open()
+        self.model = Model(j, j + extra)
+        self.counter = 0
+
+    def teardown(self) -> None:
+        self.beast.close()
+        shutil.rmtree(self.dir)
+
+    @rule(domain=DOMAINS, budget=st.integers(1, 4))
+    def set_budget(self, domain: int, budget: int) -> None:
+        self.budgets[domain] = budget
+
+    @rule(domain=DOMAINS)
+    def push(self, domain: int) -> None:
+        self.counter += 1
+        payload = f"url-{self.counter}".encode()
+        expected = self.model.push(domain, payload, self.budgets.get(domain, 1))
+        assert self.beast.push(domain, payload) == expected
+
+    @rule()
+    def pop(self) -> None:
+        assert self.beast.pop() == self.model.pop(self.budgets)
+
+    @invariant()
+    def same_size(self) -> None:
+        assert len(self.beast) == self.model.slots_total() + len(self.model.qf)
+        assert self.beast.j == self.model.j
+
+
+TestBeastStateful = BeastMachine.TestCase
+TestBeastStateful.settings = settings(max_examples=150, stateful_step_count=60, deadline=None)
+
+
+def test_everything_pushed_is_popped_once_and_spam_waits(tmp_path: Path) -> None:
+    budgets = {1: 10, 2: 2}  # a popular domain and a low-budget one flooding the queues
+    beast = Beast(tmp_path, lambda d: budgets[d], initial_queues=2, max_queues=16)
+    beast.open()
+    pushed = [(2, f"spam-{i}".encode()) for i in range(200)] + [
+        (1, f"good-{i}".encode()) for i in range(20)
+    ]
+    for domain, payload in pushed:
+        beast.push(domain, payload)
+    popped = []
+    while (item := beast.pop()) is not None:
+        popped.append(item)
+    beast.close()
+    assert sorted(popped) == sorted(pushed)
+    good_done = max(i for i, (d, _) in enumerate(popped) if d == 1)
+    assert good_done < 40  # the good domain's 20 URLs are not stuck behind 200 spam URLs
+    assert beast.qf_resplits >= 3
+
+
+def test_bad_queue_counts_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="initial_queues"):
+        Beast(tmp_path, lambda d: 1, initial_queues=1)
