@@ -1,0 +1,166 @@
+"""The workbench: which URL may be fetched now, host and IP politeness kept (BUbiNG).
+
+Theory of operation
+-------------------
+A *visit state* is one host: a FIFO of its admitted URLs and ``next_fetch``, the first
+instant its next request may start. An *IP entry* gathers the visit states of the hosts
+that resolve to one address, in a heap ordered by their ``next_fetch``, and has a
+``next_fetch`` of its own. The workbench is a heap of IP entries ordered by
+
+    priority(entry) = max(entry.next_fetch, next_fetch of the entry's top visit state)
+
+so *a host can be fetched without breaking host or IP politeness if and only if the
+top visit state of the top entry is due*: :meth:`Workbench.take` is O(log n) and the
+earliest due time is O(1) (:meth:`Workbench.next_due`).
+
+Acquire/release: :meth:`take` hands out the first URL of the top host and takes the
+host and its IP off the heaps (one request in flight per host and per IP);
+:meth:`release` puts them back with ``next_fetch = end + delay``, where the delays come
+from the injected functions (the one place that combines budget, Crawl-delay and
+back-off). A visit state with no URLs waits off the heaps until a URL arrives.
+
+Heaps use lazy deletion: every (re)insertion carries the object's current version, and
+stale heap items are skipped when they reach the top.
+
+Invariants:
+*Nothing is handed out before its host and its IP are due.*
+*While anything is due and not in flight, take() hands something out.*
+*A host's URLs are handed out in the order they were added.*
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False)
+class VisitState:
+    host: str
+    ip: str
+    urls: deque[Any] = field(default_factory=deque)
+    next_fetch: float = 0.0
+    in_flight: bool = False
+    version: int = 0
+
+
+@dataclass(eq=False)
+class IPEntry:
+    ip: str
+    next_fetch: float = 0.0
+    in_flight: bool = False
+    version: int = 0
+    hosts: list[tuple[float, int, int, VisitState]] = field(default_factory=list)
+
+    def top(self) -> VisitState | None:
+        """The visit state due first, after dropping stale heap items."""
+        while self.hosts:
+            _, _, version, state = self.hosts[0]
+            if version == state.version and not state.in_flight and state.urls:
+                return state
+            heapq.heappop(self.hosts)
+        return None
+
+
+class Workbench:
+    def __init__(
+        self, host_delay: Callable[[VisitState], float], ip_delay: Callable[[IPEntry], float]
+    ) -> None:
+        self.host_delay = host_delay
+        self.ip_delay = ip_delay
+        self.hosts: dict[str, VisitState] = {}
+        self.ips: dict[str, IPEntry] = {}
+        self._heap: list[tuple[float, int, int, IPEntry]] = []
+        self._seq = itertools.count()
+        self.urls = 0  # admitted and not handed out
+        self.in_flight = 0
+
+    def __len__(self) -> int:
+        return self.urls
+
+    def add(self, host: str, ip: str, url: Any) -> None:
+        """Admit a URL of ``host`` (whose address is ``ip``)."""
+        state = self.hosts.get(host)
+        if state is None:
+            state = self.hosts[host] = VisitState(host, ip)
+        assert state.ip == ip, f"{host} moved from {state.ip} to {ip}"
+        state.urls.append(url)
+        self.urls += 1
+        if len(state.urls) == 1 and not state.in_flight:
+            self._schedule_host(state)
+
+    def next_due(self) -> float | None:
+        """The earliest instant take() can hand something out; None if nothing waits."""
+        entry = self._top_entry()
+        return None if entry is None else self._priority(entry)
+
+    def take(self, now: float) -> tuple[VisitState, Any] | None:
+        """The first URL of the top host if it and its IP are due; both go in flight."""
+        entry = self._top_entry()
+        if entry is None or self._priority(entry) > now:
+            return None
+        heapq.heappop(self._heap)
+        state = entry.top()
+        assert state is not None and state.next_fetch <= now and entry.next_fetch <= now
+        heapq.heappop(entry.hosts)
+        url = state.urls.popleft()
+        self.urls -= 1
+        state.in_flight = entry.in_flight = True
+        state.version += 1
+        entry.version += 1
+        self.in_flight += 1
+        return state, url
+
+    def release(self, state: VisitState, end: float) -> None:
+        """The request of ``state`` ended at ``end``: set both delays, requeue both."""
+        assert state.in_flight, f"{state.host} has no request in flight"
+        entry = self.ips[state.ip]
+        state.in_flight = entry.in_flight = False
+        self.in_flight -= 1
+        state.next_fetch = end + self.host_delay(state)
+        entry.next_fetch = end + self.ip_delay(entry)
+        if state.urls:
+            self._push_host(entry, state)
+        self._push_entry(entry)
+
+    # -- heaps -----------------------------------------------------------------------
+    def _schedule_host(self, state: VisitState) -> None:
+        entry = self.ips.get(state.ip)
+        if entry is None:
+            entry = self.ips[state.ip] = IPEntry(state.ip)
+        self._push_host(entry, state)
+        if not entry.in_flight:
+            self._push_entry(entry)
+
+    def _push_host(self, entry: IPEntry, state: VisitState) -> None:
+        state.version += 1
+        heapq.heappush(entry.hosts, (state.next_fetch, next(self._seq), state.version, state))
+
+    def _push_entry(self, entry: IPEntry) -> None:
+        if entry.top() is None:
+            return
+        entry.version += 1
+        heapq.heappush(self._heap, (self._priority(entry), next(self._seq), entry.version, entry))
+
+    @staticmethod
+    def _priority(entry: IPEntry) -> float:
+        top = entry.top()
+        assert top is not None
+        return max(entry.next_fetch, top.next_fetch)
+
+    def _top_entry(self) -> IPEntry | None:
+        while self._heap:
+            priority, _, version, entry = self._heap[0]
+            if version == entry.version and not entry.in_flight and entry.top() is not None:
+                if priority == self._priority(entry):
+                    return entry
+                heapq.heapreplace(
+                    self._heap, (self._priority(entry), next(self._seq), entry.version, entry)
+                )
+                continue
+            heapq.heappop(self._heap)
+        return None

@@ -1,0 +1,93 @@
+"""The workbench against a brute-force model of host and IP politeness."""
+
+from __future__ import annotations
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
+
+HOSTS = [f"h{i}" for i in range(7)]
+
+
+def ip_of(host: str) -> str:
+    return f"10.0.0.{int(host[1:]) % 3}"  # several hosts per IP
+
+
+def host_delay(state: VisitState) -> float:
+    return 1.0 + int(state.host[1:]) % 3  # 1, 2 or 3 seconds
+
+
+def ip_delay(entry: IPEntry) -> float:
+    return 0.5
+
+
+class WorkbenchMachine(RuleBasedStateMachine):
+    @initialize()
+    def setup(self) -> None:
+        self.bench = Workbench(host_delay, ip_delay)
+        self.now = 0.0
+        self.fifo: dict[str, list[str]] = {h: [] for h in HOSTS}
+        self.host_next = dict.fromkeys(HOSTS, 0.0)
+        self.ip_next: dict[str, float] = {}
+        self.flying: dict[str, VisitState] = {}  # host -> state handed out
+        self.counter = 0
+
+    def due(self) -> set[str]:
+        busy_ips = {ip_of(h) for h in self.flying}
+        return {
+            h
+            for h in HOSTS
+            if self.fifo[h]
+            and h not in self.flying
+            and ip_of(h) not in busy_ips
+            and self.host_next[h] <= self.now
+            and self.ip_next.get(ip_of(h), 0.0) <= self.now
+        }
+
+    @rule(host=st.sampled_from(HOSTS))
+    def add(self, host: str) -> None:
+        self.counter += 1
+        url = f"http://{host}/{self.counter}"
+        self.bench.add(host, ip_of(host), url)
+        self.fifo[host].append(url)
+
+    @rule(dt=st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.5]))
+    def wait(self, dt: float) -> None:
+        self.now += dt
+
+    @rule()
+    def take(self) -> None:
+        due = self.due()
+        got = self.bench.take(self.now)
+        if got is None:
+            assert not due, f"{due} are due at {self.now} but nothing was handed out"
+            return
+        state, url = got
+        assert state.host in due, f"{state.host} handed out before it was due"
+        assert url == self.fifo[state.host].pop(0)
+        self.flying[state.host] = state
+
+    @precondition(lambda self: self.flying)
+    @rule(data=st.data())
+    def release(self, data: st.DataObject) -> None:
+        host = data.draw(st.sampled_from(sorted(self.flying)))
+        self.bench.release(self.flying.pop(host), self.now)
+        self.host_next[host] = self.now + host_delay(VisitState(host, ip_of(host)))
+        self.ip_next[ip_of(host)] = self.now + 0.5
+
+    @invariant()
+    def next_due_is_the_earliest_eligible_time(self) -> None:
+        busy_ips = {ip_of(h) for h in self.flying}
+        times = [
+            max(self.host_next[h], self.ip_next.get(ip_of(h), 0.0))
+            for h in HOSTS
+            if self.fifo[h] and h not in self.flying and ip_of(h) not in busy_ips
+        ]
+        assert self.bench.next_due() == (min(times) if times else None)
+        assert len(self.bench) == sum(map(len, self.fifo.values()))
+
+
+TestWorkbenchStateful = WorkbenchMachine.TestCase
+TestWorkbenchStateful.settings = settings(max_examples=200, stateful_step_count=80, deadline=None)
