@@ -29,6 +29,7 @@ from irlscrapy.exceptions import IrlscrapyError
 
 MAGIC = b"IRLREC\x00\x01"
 _HEAD = struct.Struct(">II")
+RECORD_OVERHEAD = _HEAD.size  # bytes of framing per record
 MAX_RECORD = 1 << 30
 
 

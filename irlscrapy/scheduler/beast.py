@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.recordfile import RecordWriter, scan
+from irlscrapy.recordfile import RECORD_OVERHEAD, RecordWriter, scan
 
 _DOMAIN = struct.Struct(">Q")
 
@@ -69,6 +69,10 @@ class Beast:
         self._qf: RecordWriter | None = None
         self.qf_records = 0
         self.qf_resplits = 0
+        #: record bytes appended to and read from queue files (framing included): the
+        #: disk I/O that Theorems 6 and 7 count
+        self.bytes_written = 0
+        self.bytes_read = 0
 
     def open(self) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -95,6 +99,7 @@ class Beast:
         """Place one record; return its slot, or None when it went to QF."""
         slot = self._place(domain)
         record = _DOMAIN.pack(domain) + payload
+        self.bytes_written += len(record) + RECORD_OVERHEAD
         if slot is None:
             assert self._qf is not None, "open() first"
             self._qf.append(record)
@@ -128,6 +133,7 @@ class Beast:
                     self._close_writer(self.reading)
                     self._reader = scan(self._slot_path(self.reading))
                 _, record = next(self._reader)
+                self.bytes_read += len(record) + RECORD_OVERHEAD
                 self._counts[self.reading] -= 1
                 return _DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :]
             self._advance()
@@ -155,6 +161,7 @@ class Beast:
         self.qf_records = 0
         self.qf_resplits += 1
         for _, record in scan(old):
+            self.bytes_read += len(record) + RECORD_OVERHEAD
             self.push(_DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :])
         old.unlink()
 
