@@ -146,7 +146,34 @@ def run(pages: int) -> None:
             if naive is not None:
                 naive.push(d, payload)
         checkpoints = [int(BUDGET * domains * a) for a in (1, 2, 4, 8, 16, ALPHA_END)]
-        last = {"beast": (0, 0), "naive": (0, 0)}
+        last = {"beast": (0, 0), "naive": (0, 0)}  # scheme -> (pages, io bytes) at last report
+
+        def interval_rate(scheme: str, io: int, pages: int) -> float:
+            """Disk bytes per crawled page since the scheme's previous checkpoint."""
+            pages0, io0 = last[scheme]
+            last[scheme] = (pages, io)
+            return (io - io0) / max(1, pages - pages0)
+
+        def report(
+            scheme: str,
+            rate: float,
+            pages: int,
+            alpha: float,
+            equation: str,
+            predicted: float,
+            **extra: object,
+        ) -> None:
+            emit(
+                figure="bytes_per_page",
+                scheme=scheme,
+                pages=pages,
+                alpha=round(alpha, 2),
+                value=round(rate),
+                **{f"predicted_{equation}": round(predicted)},
+                ratio=round(rate / predicted, 2),
+                **extra,
+            )
+
         crawled, started = 0, time.perf_counter()
         for stop in checkpoints:
             while crawled < stop:
@@ -162,34 +189,26 @@ def run(pages: int) -> None:
                         naive.push(d, payload)
                 crawled += 1
             alpha = max(1.0, crawled / (BUDGET * domains))
-            b_io = beast.bytes_written + beast.bytes_read
-            b_rate = (b_io - last["beast"][1]) / max(1, crawled - last["beast"][0])
-            last["beast"] = (crawled, b_io)
-            predicted = 2 * URL_BYTES * (2 * alpha / (1 + alpha) * (LINKS - 1) + 1)
-            emit(
-                figure="bytes_per_page",
-                scheme="beast",
-                pages=crawled,
-                alpha=round(alpha, 2),
-                value=round(b_rate),
-                predicted_eq27=round(predicted),
-                ratio=round(b_rate / predicted, 2),
+            b_rate = interval_rate("beast", beast.bytes_written + beast.bytes_read, crawled)
+            report(
+                "beast",
+                b_rate,
+                crawled,
+                alpha,
+                "eq27",
+                2 * URL_BYTES * (2 * alpha / (1 + alpha) * (LINKS - 1) + 1),
                 j=beast.j,
                 seconds=round(time.perf_counter() - started),
             )
             if naive is not None:
-                n_io = naive.bytes_written + naive.bytes_read
-                n_rate = (n_io - last["naive"][1]) / max(1, crawled - last["naive"][0])
-                last["naive"] = (crawled, n_io)
-                n_pred = 2 * URL_BYTES * (LINKS - 1) * alpha
-                emit(
-                    figure="bytes_per_page",
-                    scheme="naive",
-                    pages=crawled,
-                    alpha=round(alpha, 2),
-                    value=round(n_rate),
-                    predicted_eq25=round(n_pred),
-                    ratio=round(n_rate / n_pred, 2),
+                n_rate = interval_rate("naive", naive.bytes_written + naive.bytes_read, crawled)
+                report(
+                    "naive",
+                    n_rate,
+                    crawled,
+                    alpha,
+                    "eq25",
+                    2 * URL_BYTES * (LINKS - 1) * alpha,
                     over_beast=round(n_rate / b_rate, 1),
                 )
                 if n_rate >= 10 * b_rate:
