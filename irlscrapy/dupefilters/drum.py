@@ -162,7 +162,6 @@ class DRUM:
         self._intake_lock = threading.Lock()
         self._journal: RecordWriter | None = None
         self._gen = 0  # the generation now taking submissions
-        self._gen_tuples = 0
         self._fill = np.zeros(buckets, dtype=np.int64)  # tuples per bucket, this generation
         self._next_seq = 1
         self._merged = 0
@@ -281,7 +280,6 @@ class DRUM:
             head = drumjournal.encode_head(seq, n, values is not None, aux is not None)
             assert self._journal is not None, "open() first"
             self._journal.append(b"".join([head, *body]))
-            self._gen_tuples += n
             self._fill += fill
             summary = self._generations[self._gen]
             summary.tuples += n
@@ -314,7 +312,6 @@ class DRUM:
         self._journal.open()
         self._generations.setdefault(gen, _Generation())
         self._gen = gen
-        self._gen_tuples = 0
         self._fill[:] = 0
 
     # -- merge ---------------------------------------------------------------------------

@@ -124,14 +124,11 @@ class DRUMDupeFilter(BaseDupeFilter):
         self._merge = self._in_thread(self.drum.merge)
         self._merge.addCallback(self._merged)
 
-    def _merged(self, _: int) -> None:
+    def _merged(self, merged: int) -> None:
         assert self.drum is not None
         self.drum.ack_merged()
         self._merging = set()
-        self._merge = None
-        if self.stats is not None:
-            self.stats.inc_value("irl/urlseen/merges")
-            self.stats.set_value("irl/urlseen/keys", self.drum.stored_keys)
+        self._flushed(merged)
 
     # -- the batched asynchronous API (the IRL scheduler's) ------------------------------
     # One instance serves one mode: request_seen(), or these methods with ``batched``

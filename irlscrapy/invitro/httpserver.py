@@ -63,11 +63,9 @@ class RequestLog:
 
     def __init__(self, stream: IO[str]) -> None:
         self._stream = stream
-        self.records = 0
 
     def write(self, record: dict[str, Any]) -> None:
         self._stream.write(json.dumps(record, separators=(",", ":")) + "\n")
-        self.records += 1
 
     def flush(self) -> None:
         self._stream.flush()
@@ -85,7 +83,6 @@ class ProxyFactory(Factory):
         self.log = log
         self.clock = clock
         self.now = now
-        self.served = 0
 
     def buildProtocol(self, addr: Any) -> ProxyProtocol:
         return ProxyProtocol(self)
@@ -206,7 +203,6 @@ class ProxyProtocol(Protocol):
             "spam": bool(host and host.spam),
             "trap": bool(host and web.is_trap(host, path)),
         }
-        factory.served += 1
         if reply.action == "reset":
             self._reset()
         elif reply.action == "hang":

@@ -215,9 +215,6 @@ class InVitroWeb:
             return None
         return pid if self.suffix_of(pid) == suffix else None
 
-    def is_spam_pld(self, pld_id: int) -> bool:
-        return pld_id >= self.profile.legit_plds
-
     def _hosts_in_pld(self, pld_id: int) -> int | None:
         """Number of hosts of a PLD; None for an unbounded spam PLD."""
         p = self.profile
@@ -419,7 +416,7 @@ class InVitroWeb:
         if host.robots == "allow":
             return "User-agent: *\nDisallow:\n"
         if host.robots == "crawl-delay":
-            delay = (1, 2, 5, 30)[self._h64("crawldelay", host.name) % 4]
+            delay = int(self.crawl_delay(host) or 0)
             return f"User-agent: *\nCrawl-delay: {delay}\nDisallow: /private/\n"
         if host.robots == "oversized":
             pad = "# " + CORPUS[:1000] + "\n"
