@@ -17,7 +17,14 @@ Acquire/release: :meth:`take` hands out the first URL of the top host and takes 
 host and its IP off the heaps (one request in flight per host and per IP);
 :meth:`release` puts them back with ``next_fetch = end + delay``, where the delays come
 from the injected functions (the one place that combines budget, Crawl-delay and
-back-off). A visit state with no URLs waits off the heaps until a URL arrives.
+back-off; see :mod:`irlscrapy.scheduler.delays`). ``release(..., ip_only=True)`` is for
+a fetch limited by the IP delay only (robots.txt: the paper's rule): the host is due
+again at once. A visit state with no URLs waits off the heaps until a URL arrives.
+
+Forgetting: a visit state with no URLs and nothing in flight is kept until its
+``next_fetch`` has passed (forgetting it earlier would forget a delay in force), then
+dropped by :meth:`forget_idle`; so is an IP entry with no hosts left. RAM therefore
+holds the admitted URLs plus the hosts and IPs fetched within one delay.
 
 Heaps use lazy deletion: every (re)insertion carries the object's current version, and
 stale heap items are skipped when they reach the top.
@@ -46,6 +53,9 @@ class VisitState:
     next_fetch: float = 0.0
     in_flight: bool = False
     version: int = 0
+    budget: float = 1.0  # the budget of the host's PLD (scales tau_h)
+    crawl_delay: float = 0.0  # what the host's robots.txt asks for; 0: nothing
+    backoff: float = 0.0  # delay earned by errors, 429 and 503; 0: none
 
 
 @dataclass(eq=False)
@@ -55,6 +65,14 @@ class IPEntry:
     in_flight: bool = False
     version: int = 0
     hosts: list[tuple[float, int, int, VisitState]] = field(default_factory=list)
+    host_count: int = 0  # visit states of this IP that the workbench holds
+    budget_sum: float = 0.0  # of those visit states (for the mean budget that scales tau_s)
+    urls: int = 0  # admitted URLs of this IP's hosts, not handed out
+    backoff: float = 0.0
+
+    @property
+    def mean_budget(self) -> float:
+        return self.budget_sum / self.host_count if self.host_count else 1.0
 
     def top(self) -> VisitState | None:
         """The visit state due first, after dropping stale heap items."""
@@ -75,6 +93,7 @@ class Workbench:
         self.hosts: dict[str, VisitState] = {}
         self.ips: dict[str, IPEntry] = {}
         self._heap: list[tuple[float, int, int, IPEntry]] = []
+        self._idle: list[tuple[float, int, int, VisitState | IPEntry]] = []
         self._seq = itertools.count()
         self.urls = 0  # admitted and not handed out
         self.in_flight = 0
@@ -82,16 +101,45 @@ class Workbench:
     def __len__(self) -> int:
         return self.urls
 
-    def add(self, host: str, ip: str, url: Any) -> None:
-        """Admit a URL of ``host`` (whose address is ``ip``)."""
+    def add(
+        self, host: str, ip: str, url: Any, *, budget: float = 1.0, front: bool = False
+    ) -> VisitState:
+        """Admit a URL of ``host`` (whose address is ``ip``); ``front`` puts it before the
+        host's other URLs (a retry or redirect of the host's own request)."""
         state = self.hosts.get(host)
         if state is None:
-            state = self.hosts[host] = VisitState(host, ip)
+            state = self.hosts[host] = VisitState(host, ip, budget=budget)
+            entry = self.ips.get(ip)
+            if entry is None:
+                entry = self.ips[ip] = IPEntry(ip)
+            entry.host_count += 1
+            entry.budget_sum += budget
         assert state.ip == ip, f"{host} moved from {state.ip} to {ip}"
-        state.urls.append(url)
+        if front:
+            state.urls.appendleft(url)
+        else:
+            state.urls.append(url)
         self.urls += 1
+        self.ips[ip].urls += 1
         if len(state.urls) == 1 and not state.in_flight:
             self._schedule_host(state)
+        elif front and not state.in_flight:
+            self._schedule_host(state)  # a new head: its heap item must be current
+        return state
+
+    def remove_urls(self, state: VisitState, drop: Callable[[Any], bool]) -> list[Any]:
+        """Take out of ``state`` the URLs for which ``drop`` is true; return them."""
+        kept: deque[Any] = deque()
+        dropped = []
+        for url in state.urls:
+            (dropped if drop(url) else kept).append(url)
+        if dropped:
+            state.urls = kept
+            self.urls -= len(dropped)
+            self.ips[state.ip].urls -= len(dropped)
+            if not state.in_flight:
+                self._schedule_host(state) if kept else self._retire(state)
+        return dropped
 
     def next_due(self) -> float | None:
         """The earliest instant take() can hand something out; None if nothing waits."""
@@ -109,23 +157,58 @@ class Workbench:
         heapq.heappop(entry.hosts)
         url = state.urls.popleft()
         self.urls -= 1
+        entry.urls -= 1
         state.in_flight = entry.in_flight = True
         state.version += 1
         entry.version += 1
         self.in_flight += 1
         return state, url
 
-    def release(self, state: VisitState, end: float) -> None:
-        """The request of ``state`` ended at ``end``: set both delays, requeue both."""
+    def release(self, state: VisitState, end: float, *, ip_only: bool = False) -> None:
+        """The request of ``state`` ended at ``end``: set both delays (the IP's only, for
+        ``ip_only``), requeue both."""
         assert state.in_flight, f"{state.host} has no request in flight"
         entry = self.ips[state.ip]
         state.in_flight = entry.in_flight = False
         self.in_flight -= 1
-        state.next_fetch = end + self.host_delay(state)
+        state.next_fetch = end if ip_only else end + self.host_delay(state)
         entry.next_fetch = end + self.ip_delay(entry)
         if state.urls:
             self._push_host(entry, state)
+        else:
+            self._retire(state)
         self._push_entry(entry)
+
+    def forget_idle(self, now: float) -> int:
+        """Drop visit states and IP entries idle since before ``now`` (see the module
+        docstring); return how many were dropped."""
+        dropped = 0
+        while self._idle and self._idle[0][0] <= now:
+            _, _, version, obj = heapq.heappop(self._idle)
+            if version != obj.version or obj.in_flight:
+                continue
+            if isinstance(obj, VisitState):
+                if obj.urls or self.hosts.get(obj.host) is not obj:
+                    continue
+                del self.hosts[obj.host]
+                entry = self.ips[obj.ip]
+                entry.host_count -= 1
+                entry.budget_sum -= obj.budget
+                if not entry.host_count:
+                    entry.version += 1
+                    heapq.heappush(
+                        self._idle, (entry.next_fetch, next(self._seq), entry.version, entry)
+                    )
+            elif not obj.host_count and self.ips.get(obj.ip) is obj:
+                del self.ips[obj.ip]
+            else:
+                continue
+            dropped += 1
+        return dropped
+
+    def _retire(self, state: VisitState) -> None:
+        state.version += 1
+        heapq.heappush(self._idle, (state.next_fetch, next(self._seq), state.version, state))
 
     # -- heaps -----------------------------------------------------------------------
     def _schedule_host(self, state: VisitState) -> None:

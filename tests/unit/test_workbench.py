@@ -46,12 +46,38 @@ class WorkbenchMachine(RuleBasedStateMachine):
             and self.ip_next.get(ip_of(h), 0.0) <= self.now
         }
 
-    @rule(host=st.sampled_from(HOSTS))
-    def add(self, host: str) -> None:
+    @rule(host=st.sampled_from(HOSTS), front=st.booleans())
+    def add(self, host: str, front: bool) -> None:
         self.counter += 1
         url = f"http://{host}/{self.counter}"
-        self.bench.add(host, ip_of(host), url)
-        self.fifo[host].append(url)
+        self.bench.add(host, ip_of(host), url, front=front)
+        if front:
+            self.fifo[host].insert(0, url)
+        else:
+            self.fifo[host].append(url)
+
+    @rule(host=st.sampled_from(HOSTS))
+    def remove_odd_urls(self, host: str) -> None:
+        state = self.bench.hosts.get(host)
+        if state is None:
+            assert not self.fifo[host]
+            return
+        dropped = self.bench.remove_urls(state, lambda url: int(url.rsplit("/", 1)[1]) % 2)
+        assert dropped == [u for u in self.fifo[host] if int(u.rsplit("/", 1)[1]) % 2]
+        self.fifo[host] = [u for u in self.fifo[host] if not int(u.rsplit("/", 1)[1]) % 2]
+
+    @rule()
+    def forget_idle(self) -> None:
+        self.bench.forget_idle(self.now)
+        for host in HOSTS:
+            if host not in self.bench.hosts:
+                assert not self.fifo[host] and host not in self.flying
+                assert self.host_next[host] <= self.now, f"{host} forgotten with a delay in force"
+                self.host_next[host] = 0.0  # a past due time: the same as none
+        for ip in list(self.ip_next):
+            if ip not in self.bench.ips:
+                assert self.ip_next[ip] <= self.now, f"{ip} forgotten with a delay in force"
+                del self.ip_next[ip]
 
     @rule(dt=st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.5]))
     def wait(self, dt: float) -> None:
@@ -70,11 +96,12 @@ class WorkbenchMachine(RuleBasedStateMachine):
         self.flying[state.host] = state
 
     @precondition(lambda self: self.flying)
-    @rule(data=st.data())
-    def release(self, data: st.DataObject) -> None:
+    @rule(data=st.data(), ip_only=st.booleans())
+    def release(self, data: st.DataObject, ip_only: bool) -> None:
         host = data.draw(st.sampled_from(sorted(self.flying)))
-        self.bench.release(self.flying.pop(host), self.now)
-        self.host_next[host] = self.now + host_delay(VisitState(host, ip_of(host)))
+        self.bench.release(self.flying.pop(host), self.now, ip_only=ip_only)
+        delay = 0.0 if ip_only else host_delay(VisitState(host, ip_of(host)))
+        self.host_next[host] = self.now + delay
         self.ip_next[ip_of(host)] = self.now + 0.5
 
     @invariant()
@@ -87,6 +114,9 @@ class WorkbenchMachine(RuleBasedStateMachine):
         ]
         assert self.bench.next_due() == (min(times) if times else None)
         assert len(self.bench) == sum(map(len, self.fifo.values()))
+        for ip, entry in self.bench.ips.items():
+            assert entry.urls == sum(len(self.fifo[h]) for h in HOSTS if ip_of(h) == ip)
+            assert entry.host_count == sum(1 for s in self.bench.hosts.values() if s.ip == ip)
 
 
 TestWorkbenchStateful = WorkbenchMachine.TestCase
