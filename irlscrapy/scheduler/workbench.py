@@ -32,24 +32,30 @@ stale heap items are skipped when they reach the top.
 Invariants:
 *Nothing is handed out before its host and its IP are due.*
 *While anything is due and not in flight, take() hands something out.*
-*A host's URLs are handed out in the order they were added.*
+*A host's URLs are handed out by priority, in the order they were added among equals
+(``front`` ones first).*
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 
+#: The priority a ``front`` URL is held at: above any Request.priority.
+FRONT = sys.maxsize
+
+
 @dataclass(eq=False)
 class VisitState:
     host: str
     ip: str
-    urls: deque[Any] = field(default_factory=deque)
+    urls: deque[tuple[int, Any]] = field(default_factory=deque)  # (priority, URL)
     next_fetch: float = 0.0
     in_flight: bool = False
     version: int = 0
@@ -102,10 +108,18 @@ class Workbench:
         return self.urls
 
     def add(
-        self, host: str, ip: str, url: Any, *, budget: float = 1.0, front: bool = False
+        self,
+        host: str,
+        ip: str,
+        url: Any,
+        *,
+        priority: int = 0,
+        budget: float = 1.0,
+        front: bool = False,
     ) -> VisitState:
-        """Admit a URL of ``host`` (whose address is ``ip``); ``front`` puts it before the
-        host's other URLs (a retry or redirect of the host's own request)."""
+        """Admit a URL of ``host`` (whose address is ``ip``). A host's URLs leave in order
+        of ``priority`` (higher first), FIFO among equals; ``front`` puts the URL before
+        all others (a retry or redirect of the host's own request)."""
         state = self.hosts.get(host)
         if state is None:
             state = self.hosts[host] = VisitState(host, ip, budget=budget)
@@ -115,24 +129,29 @@ class Workbench:
             entry.host_count += 1
             entry.budget_sum += budget
         assert state.ip == ip, f"{host} moved from {state.ip} to {ip}"
+        urls = state.urls
         if front:
-            state.urls.appendleft(url)
+            urls.appendleft((FRONT, url))
+        elif not urls or urls[-1][0] >= priority:
+            urls.append((priority, url))
         else:
-            state.urls.append(url)
+            at = next(i for i, (p, _) in enumerate(urls) if p < priority)
+            urls.insert(at, (priority, url))
         self.urls += 1
         self.ips[ip].urls += 1
-        if len(state.urls) == 1 and not state.in_flight:
+        if len(urls) == 1 and not state.in_flight:
             self._schedule_host(state)
-        elif front and not state.in_flight:
-            self._schedule_host(state)  # a new head: its heap item must be current
         return state
 
     def remove_urls(self, state: VisitState, drop: Callable[[Any], bool]) -> list[Any]:
         """Take out of ``state`` the URLs for which ``drop`` is true; return them."""
-        kept: deque[Any] = deque()
+        kept: deque[tuple[int, Any]] = deque()
         dropped = []
-        for url in state.urls:
-            (dropped if drop(url) else kept).append(url)
+        for item in state.urls:
+            if drop(item[1]):
+                dropped.append(item[1])
+            else:
+                kept.append(item)
         if dropped:
             state.urls = kept
             self.urls -= len(dropped)
@@ -155,7 +174,7 @@ class Workbench:
         state = entry.top()
         assert state is not None and state.next_fetch <= now and entry.next_fetch <= now
         heapq.heappop(entry.hosts)
-        url = state.urls.popleft()
+        _, url = state.urls.popleft()
         self.urls -= 1
         entry.urls -= 1
         state.in_flight = entry.in_flight = True

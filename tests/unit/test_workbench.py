@@ -6,7 +6,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
+from irlscrapy.scheduler.workbench import FRONT, IPEntry, VisitState, Workbench
 
 HOSTS = [f"h{i}" for i in range(7)]
 
@@ -33,6 +33,7 @@ class WorkbenchMachine(RuleBasedStateMachine):
         self.ip_next: dict[str, float] = {}
         self.flying: dict[str, VisitState] = {}  # host -> state handed out
         self.counter = 0
+        self.priority: dict[str, int] = {}
 
     def due(self) -> set[str]:
         busy_ips = {ip_of(h) for h in self.flying}
@@ -46,15 +47,18 @@ class WorkbenchMachine(RuleBasedStateMachine):
             and self.ip_next.get(ip_of(h), 0.0) <= self.now
         }
 
-    @rule(host=st.sampled_from(HOSTS), front=st.booleans())
-    def add(self, host: str, front: bool) -> None:
+    @rule(host=st.sampled_from(HOSTS), front=st.booleans(), priority=st.sampled_from([0, 0, 1, -1]))
+    def add(self, host: str, front: bool, priority: int) -> None:
         self.counter += 1
         url = f"http://{host}/{self.counter}"
-        self.bench.add(host, ip_of(host), url, front=front)
+        self.bench.add(host, ip_of(host), url, front=front, priority=priority)
+        self.priority[url] = FRONT if front else priority
+        fifo = self.fifo[host]
         if front:
-            self.fifo[host].insert(0, url)
+            fifo.insert(0, url)
         else:
-            self.fifo[host].append(url)
+            at = [i for i, u in enumerate(fifo) if self.priority[u] < priority]
+            fifo.insert(at[0] if at else len(fifo), url)
 
     @rule(host=st.sampled_from(HOSTS))
     def remove_odd_urls(self, host: str) -> None:
