@@ -1,9 +1,11 @@
 """irlscrapy: IRLbot's scaling techniques as drop-in Scrapy components.
 
-Public API: :class:`Links` (the links of one page, the broad-crawl fast path).
+Public API: :class:`Links` (the links of one page, the broad-crawl fast path) and
+:class:`Addon` (``ADDONS = {"irlscrapy.Addon": 0}`` switches every component on).
 """
 
+from irlscrapy.addon import Addon
 from irlscrapy.links import Links
 
-__all__ = ["Links", "__version__"]
+__all__ = ["Addon", "Links", "__version__"]
 __version__ = "0.1.0"

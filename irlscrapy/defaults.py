@@ -58,9 +58,126 @@ SETTINGS: tuple[Setting, ...] = (
         "IRL_DNS_SERVERS",
         "",
         "str",
-        "host:port[,host:port...]",
+        "ip[:port][,ip[:port]...]",
         "nameservers the IRL resolver asks instead of the system resolver; the in-vitro "
         "web sets it to its own DNS server",
+    ),
+    Setting(
+        "IRL_DNS_TIMEOUT",
+        5.0,
+        "float",
+        "seconds",
+        "timeout of one DNS query attempt",
+    ),
+    Setting(
+        "IRL_DNS_RETRIES",
+        2,
+        "int",
+        "retries",
+        "retries after SERVFAIL or a timeout (NXDOMAIN and no-data are answers, never "
+        "retried); then the host is dropped with its URLs (irl/dns/dropped_*)",
+    ),
+    Setting(
+        "IRL_DNS_RETRY_DELAY",
+        2.0,
+        "float",
+        "seconds",
+        "wait before the first DNS retry; doubles with each retry",
+    ),
+    Setting(
+        "IRL_DNS_TTL_MIN",
+        60.0,
+        "float",
+        "seconds",
+        "answer TTLs are raised to at least this",
+    ),
+    Setting(
+        "IRL_DNS_TTL_MAX",
+        21600.0,
+        "float",
+        "seconds",
+        "answer TTLs are capped at this",
+    ),
+    Setting(
+        "IRL_DNS_TTL_DEFAULT",
+        3600.0,
+        "float",
+        "seconds",
+        "lifetime of system-resolver answers, which carry no TTL",
+    ),
+    Setting(
+        "IRL_DNS_NEGATIVE_TTL",
+        300.0,
+        "float",
+        "seconds",
+        "how long a failed lookup (NXDOMAIN, SERVFAIL, timeout, no data) is cached",
+    ),
+    Setting(
+        "IRL_DNS_CACHE_ENTRIES",
+        100_000,
+        "int",
+        "entries",
+        "DNS cache entries held in RAM; older ones spill to LevelDB under the state directory",
+    ),
+    Setting(
+        "IRL_HOST_DELAY",
+        40.0,
+        "float",
+        "seconds",
+        "tau_h: the gap between two requests to one host of a domain with the default "
+        "budget (the paper's 40 s); scaled down in proportion to larger budgets",
+    ),
+    Setting(
+        "IRL_HOST_DELAY_MIN",
+        2.0,
+        "float",
+        "seconds",
+        "the floor of tau_h however large a domain's budget",
+    ),
+    Setting(
+        "IRL_IP_DELAY",
+        1.0,
+        "float",
+        "seconds",
+        "tau_s: the gap between two requests to one IP address whose hosts have the "
+        "default budget (the paper's 1 s); scaled down by their mean budget",
+    ),
+    Setting(
+        "IRL_IP_DELAY_MIN",
+        0.1,
+        "float",
+        "seconds",
+        "the floor of tau_s",
+    ),
+    Setting(
+        "IRL_BEAST_BUDGET",
+        10,
+        "int",
+        "URLs per domain per queue",
+        "B0, the budget of every PLD until STAR ranks it: how many of its URLs one BEAST "
+        "queue holds",
+    ),
+    Setting(
+        "IRL_BEAST_MAX_QUEUES",
+        1024,
+        "int",
+        "queues",
+        "the most BEAST queues (j) the overflow queue QF is ever split into",
+    ),
+    Setting(
+        "IRL_WORKBENCH_URLS",
+        100_000,
+        "int",
+        "URLs",
+        "RAM cap on URLs admitted from BEAST into the workbench (and waiting for DNS)",
+    ),
+    Setting(
+        "IRL_WORKBENCH_HOST_URLS",
+        64,
+        "int",
+        "URLs",
+        "the most URLs of one host in the workbench; more go back to a later BEAST queue, so "
+        "one huge site cannot fill the workbench",
     ),
 )
 

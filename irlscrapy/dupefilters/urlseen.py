@@ -134,16 +134,34 @@ class DRUMDupeFilter(BaseDupeFilter):
     # One instance serves one mode: request_seen(), or these methods with ``batched``
     # set before open() (then results are acknowledged only by the consumer).
 
-    def submit_urls(self, urls: Sequence[str]) -> int:
+    def submit_urls(self, urls: Sequence[str], aux: Sequence[bytes] | None = None) -> int:
         """Check+update URL strings in one batch (the Links fast path); return its
-        sequence number. Its results come from :meth:`results` after a merge."""
+        sequence number. ``aux`` (default: the URLs) comes back with the results, which
+        :meth:`results` delivers after a merge."""
         assert self.drum is not None, "open() first"
         if not self.identity.url_only:
             raise ConfigurationError(
                 "a custom REQUEST_FINGERPRINTER_CLASS keys requests by more than their URL: "
                 "URLs must become Requests before they are checked"
             )
-        return self.drum.submit(url_keys(urls), CHECK_UPDATE, aux=[u.encode() for u in urls])
+        if aux is None:
+            aux = [u.encode() for u in urls]
+        return self.drum.submit(url_keys(urls), CHECK_UPDATE, aux=aux)
+
+    def submit_requests(self, requests: Sequence[Request], aux: Sequence[bytes]) -> int:
+        """Check+update Requests (by :class:`RequestIdentity`) in one batch."""
+        assert self.drum is not None, "open() first"
+        keys = [self.identity.request_key(r) for r in requests]
+        return self.drum.submit(keys, CHECK_UPDATE, aux=aux)
+
+    @property
+    def pending(self) -> int:
+        """Tuples submitted and not merged yet."""
+        return self.drum.pending if self.drum is not None else 0
+
+    def should_merge(self) -> bool:
+        """True when DRUM's fullest bucket is full: time to merge (see DRUM)."""
+        return self.drum is not None and self.drum.should_merge()
 
     def flush(self) -> defer.Deferred[int]:
         """Merge everything submitted, in a worker thread (also the early flush a

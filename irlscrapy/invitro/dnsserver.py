@@ -58,8 +58,19 @@ class InVitroResolver(common.ResolverBase):
         return defer.succeed(result)
 
 
+class _Factory(server.DNSServerFactory):
+    """Answers SERVFAIL for a modelled failure without logging it as an unhandled error."""
+
+    def gotResolverError(self, failure: Any, protocol: Any, message: Any, address: Any) -> None:
+        if failure.check(ModelledServerFailure):
+            response = self._responseFromMessage(message=message, rCode=dns.ESERVER)
+            self.sendReply(protocol, response, address)
+            return
+        super().gotResolverError(failure, protocol, message, address)
+
+
 def dns_protocol(web: InVitroWeb, clock: IReactorTime) -> dns.DNSDatagramProtocol:
     """A UDP protocol to pass to ``reactor.listenUDP``."""
-    factory = server.DNSServerFactory(clients=[InVitroResolver(web, clock)])
+    factory = _Factory(clients=[InVitroResolver(web, clock)])
     factory.noisy = False
     return dns.DNSDatagramProtocol(factory)

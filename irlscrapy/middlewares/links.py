@@ -1,9 +1,13 @@
-"""Spider middleware that turns :class:`irlscrapy.Links` into ordinary Requests.
+"""Spider middleware that hands :class:`irlscrapy.Links` to the frontier.
 
-This is how a spider that yields ``Links`` runs on Scrapy's stock scheduler. It sits
-closer to the spider (order 950) than Scrapy's Depth (900), UrlLength (800) and Referer
-(700) middlewares, so the Requests it makes get depth, URL-length limits and Referer
-exactly as Requests a spider yields itself.
+With the IRL scheduler, a page's ``Links`` go to ``enqueue_links`` through the one
+crawler-level accessor :func:`irlscrapy.scheduler.irl.links_sink` (the scheduler then
+applies depth, URL-length, allowed-domains and Referer rules itself). Without it, they
+become ordinary Requests: that is how a spider that yields ``Links`` runs on Scrapy's
+stock scheduler. The middleware sits closer to the spider (order 950) than Scrapy's
+Depth (900), UrlLength (800) and Referer (700) middlewares, so the Requests it makes get
+depth, URL-length limits and Referer exactly as Requests a spider yields itself.
+(The STAR middleware takes over this hand-off when it lands.)
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 
 from irlscrapy.links import Links
+from irlscrapy.scheduler.irl import links_sink
 
 #: Where the middleware goes in SPIDER_MIDDLEWARES.
 ORDER = 950
@@ -34,7 +39,7 @@ class LinksMiddleware:
     ) -> Iterator[Any]:
         for obj in result:
             if isinstance(obj, Links):
-                yield from self.requests(obj)
+                yield from self.hand_off(obj)
             else:
                 yield obj
 
@@ -43,10 +48,18 @@ class LinksMiddleware:
     ) -> AsyncIterator[Any]:
         async for obj in result:
             if isinstance(obj, Links):
-                for request in self.requests(obj):
+                for request in self.hand_off(obj):
                     yield request
             else:
                 yield obj
+
+    def hand_off(self, links: Links) -> Iterator[Request]:
+        """Give ``links`` to the IRL scheduler, or yield them as Requests."""
+        sink = links_sink(self.crawler)
+        if sink is not None:
+            sink.enqueue_links(links)
+            return iter(())
+        return self.requests(links)
 
     def requests(self, links: Links) -> Iterator[Request]:
         spider = self.crawler.spider

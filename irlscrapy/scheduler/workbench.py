@@ -46,7 +46,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-
 #: The priority a ``front`` URL is held at: above any Request.priority.
 FRONT = sys.maxsize
 

@@ -1,0 +1,58 @@
+"""The add-on: ``ADDONS = {"irlscrapy.Addon": 0}`` switches irlscrapy on in any project.
+
+Every setting it changes, and why (all at Scrapy's "addon" priority, so a project's own
+settings still win):
+
+- ``SCHEDULER``, ``DUPEFILTER_CLASS``: the IRL scheduler on its DRUM dupefilter.
+- ``TWISTED_DNS_RESOLVER``: the IRL resolver, answering from the scheduler's DNS cache,
+  so the downloader connects to the address the workbench grouped a host under.
+- ``DOWNLOADER_MIDDLEWARES``: Scrapy's RobotsTxtMiddleware off (it would fetch robots.txt
+  behind the scheduler's back, outside politeness; the scheduler fetches it first and
+  obeys it when ``ROBOTSTXT_OBEY`` is true); FetchEndMiddleware on, outermost, to release
+  a host whose request ends before reaching the downloader.
+- ``SPIDER_MIDDLEWARES``: LinksMiddleware, the hand-off of ``Links`` to the scheduler.
+- ``DOWNLOAD_DELAY`` 0, ``RANDOMIZE_DOWNLOAD_DELAY`` off, ``AUTOTHROTTLE_ENABLED`` off,
+  ``CONCURRENT_REQUESTS_PER_DOMAIN`` = ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_IP``
+  0: the workbench alone decides when a host and an IP may be fetched (one request at a
+  time per host and per IP, delays IRL_HOST_DELAY and IRL_IP_DELAY); a downloader delay
+  on top would only add idle time.
+- ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
+  grows without bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEDULER = "irlscrapy.scheduler.irl.IRLScheduler"
+DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
+RESOLVER = "irlscrapy.scheduler.dns.IRLResolver"
+FETCH_END_MIDDLEWARE = "irlscrapy.scheduler.irl.FetchEndMiddleware"
+#: Outermost downloader middleware: below Scrapy's lowest (OffsiteMiddleware, 50).
+FETCH_END_ORDER = 10
+ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
+LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
+LINKS_ORDER = 950  # irlscrapy.middlewares.links.ORDER (not imported: keep this light)
+
+
+class Addon:
+    def update_settings(self, settings: Any) -> None:
+        for name, value in (
+            ("SCHEDULER", SCHEDULER),
+            ("DUPEFILTER_CLASS", DUPEFILTER),
+            ("TWISTED_DNS_RESOLVER", RESOLVER),
+            ("DOWNLOAD_DELAY", 0),
+            ("RANDOMIZE_DOWNLOAD_DELAY", False),
+            ("AUTOTHROTTLE_ENABLED", False),
+            ("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("CONCURRENT_REQUESTS")),
+            ("CONCURRENT_REQUESTS_PER_IP", 0),
+            ("COOKIES_ENABLED", False),
+        ):
+            settings.set(name, value, priority="addon")
+        # In place, keeping what the project set for the same component.
+        for setting, component, order in (
+            ("DOWNLOADER_MIDDLEWARES", ROBOTS_MIDDLEWARE, None),
+            ("DOWNLOADER_MIDDLEWARES", FETCH_END_MIDDLEWARE, FETCH_END_ORDER),
+            ("SPIDER_MIDDLEWARES", LINKS_MIDDLEWARE, LINKS_ORDER),
+        ):
+            settings.setdefault_in_component_priority_dict(setting, component, order)

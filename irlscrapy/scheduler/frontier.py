@@ -1,0 +1,224 @@
+"""The frontier behind the IRL scheduler: BEAST -> DNS -> robots.txt -> workbench.
+
+Theory of operation
+-------------------
+A unique URL arrives as a *payload* (an encoded Request or Links record, see
+:mod:`irlscrapy.scheduler.requestcodec`) and goes to BEAST, under the key of its host's
+PLD. :meth:`Frontier.admit` moves records from BEAST's current queue into RAM while
+there is room (``capacity`` URLs, counting those waiting for DNS):
+
+- a URL of a host not seen yet waits while the host is resolved, once, asynchronously;
+  when the address comes, the host's visit state joins the workbench under it, with its
+  robots.txt as the first fetch (IP delay only). A host whose DNS fails is dropped with
+  its waiting URLs (stats ``irl/dns/dropped_hosts`` and ``irl/dns/dropped_urls``);
+- a host already holding ``host_cap`` URLs gets no more: the record goes back to BEAST,
+  which places it in a later queue (``irl/frontier/deferred``). So a huge site cannot
+  fill RAM with URLs that all wait on its one host (the paper's stall); and after a run
+  of deferrals admission pauses until such a host has taken a URL, so deferring never
+  spins through the disk queues;
+- once a host's robots rules are known, its disallowed URLs are dropped
+  (``irl/robots/disallowed``), at admission and once for those already admitted.
+
+Retries and redirects of a host's own request skip BEAST (:meth:`push_direct`): they go
+to the front of that host's visit state.
+
+Invariants:
+*Every URL pushed is, exactly once, handed out by take(), or dropped with a stat.*
+*RAM holds at most ``capacity`` admitted URLs, plus retries and redirects.*
+*No URL of a host is handed out before its robots.txt has been answered.*
+
+BEAST record payload (inside BEAST's own record, see :mod:`irlscrapy.scheduler.beast`)::
+
+    record := priority: i32be, payload      # the Request.priority within the host
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from twisted.internet import defer
+from twisted.python.failure import Failure
+
+from irlscrapy.domains import domain_key, host_name, pld, url_host
+from irlscrapy.scheduler.beast import Beast
+from irlscrapy.scheduler.requestcodec import payload_url
+from irlscrapy.scheduler.robots import RobotsRules
+from irlscrapy.scheduler.workbench import VisitState, Workbench
+
+logger = logging.getLogger(__name__)
+
+_PRIORITY = struct.Struct(">i")
+#: Consecutive deferrals after which admission waits for a full host to take a URL.
+DEFERRAL_RUN = 256
+
+
+class RobotsFetch:
+    """The workbench item of a host's robots.txt fetch. ``request``: its retry or
+    redirect (kept in RAM only: after a restart robots.txt is fetched anew); None: a
+    first fetch of ``/robots.txt``."""
+
+    __slots__ = ("host", "request")
+
+    def __init__(self, host: str, request: Any = None) -> None:
+        self.host = host
+        self.request = request
+
+
+@dataclass(slots=True)
+class Item:
+    """What the workbench holds for one URL."""
+
+    payload: bytes
+    url: str
+
+
+class Frontier:
+    def __init__(
+        self,
+        beast: Beast,
+        workbench: Workbench,
+        resolve: Callable[[str], defer.Deferred[str]],
+        budget_of: Callable[[int], int],
+        stats: Any,
+        *,
+        capacity: int,
+        host_cap: int,
+        user_agent: str,
+        obey_robots: bool = True,
+        on_ready: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.beast = beast
+        self.workbench = workbench
+        self.resolve = resolve
+        self.budget_of = budget_of
+        self.stats = stats
+        self.capacity = capacity
+        self.host_cap = host_cap
+        self.user_agent = user_agent
+        self.obey_robots = obey_robots
+        self.on_ready = on_ready  # called when a host's URLs may have become due
+        self.robots: dict[str, RobotsRules] = {}
+        self._resolving: dict[str, list[tuple[int, Item | RobotsFetch, bool]]] = {}
+        self.waiting_dns = 0  # URLs held while their host is resolved
+        self._full_hosts: set[str] = set()  # hosts that made admission pause
+
+    def __len__(self) -> int:
+        """URLs not handed out yet: in BEAST, waiting for DNS, or in the workbench."""
+        return len(self.beast) + self.waiting_dns + len(self.workbench)
+
+    # -- in ----------------------------------------------------------------------------
+    def push(self, payload: bytes, priority: int = 0) -> None:
+        """A unique URL: into BEAST, under its PLD."""
+        host = url_host(payload_url(payload))
+        self.beast.push(domain_key(pld(host)), _PRIORITY.pack(priority) + payload)
+        self._full_hosts.clear()  # new records may be of other hosts: try again
+
+    def push_direct(self, url: str, item: Item | RobotsFetch, priority: int = 0) -> None:
+        """A retry or redirect of a host's own request: to the front of its host."""
+        self._to_host(url_host(url), priority, item, front=True)
+
+    # -- admission ---------------------------------------------------------------------
+    def admit(self) -> int:
+        """Move records from BEAST into RAM while there is room; return how many."""
+        admitted = deferred_run = 0
+        while (
+            not self._full_hosts
+            and self.waiting_dns + len(self.workbench) < self.capacity
+            and len(self.beast)
+        ):
+            popped = self.beast.pop()
+            assert popped is not None
+            domain, record = popped
+            priority = _PRIORITY.unpack_from(record)[0]
+            payload = record[_PRIORITY.size :]
+            url = payload_url(payload)
+            host = url_host(url)
+            if self._host_urls(host) >= self.host_cap:
+                self.beast.push(domain, record)
+                self.stats.inc_value("irl/frontier/deferred")
+                deferred_run += 1
+                if deferred_run >= DEFERRAL_RUN:
+                    self._full_hosts.add(host)
+                continue
+            deferred_run = 0
+            self._to_host(host, priority, Item(payload, url), front=False)
+            admitted += 1
+        return admitted
+
+    def _host_urls(self, host: str) -> int:
+        state = self.workbench.hosts.get(host)
+        held = self._resolving.get(host)
+        return (len(state.urls) if state else 0) + (len(held) if held else 0)
+
+    def _to_host(self, host: str, priority: int, item: Item | RobotsFetch, front: bool) -> None:
+        state = self.workbench.hosts.get(host)
+        if state is not None:
+            self._add(state.host, state.ip, priority, item, front)
+            return
+        held = self._resolving.get(host)
+        self.waiting_dns += 1
+        if held is not None:
+            held.append((priority, item, front))
+            return
+        self._resolving[host] = [(priority, item, front)]
+        d = self.resolve(host_name(host))
+        d.addCallbacks(self._resolved, self._unresolved, callbackArgs=(host,), errbackArgs=(host,))
+
+    def _resolved(self, ip: str, host: str) -> None:
+        held = self._resolving.pop(host, [])
+        self.waiting_dns -= len(held)
+        if host not in self.workbench.hosts and self.obey_robots and host not in self.robots:
+            budget = self.budget_of(domain_key(pld(host)))
+            self.workbench.add(host, ip, RobotsFetch(host), budget=budget, front=True)
+        for priority, item, front in held:
+            self._add(host, ip, priority, item, front)
+        self.on_ready()
+
+    def _unresolved(self, failure: Failure, host: str) -> None:
+        held = self._resolving.pop(host, [])
+        self.waiting_dns -= len(held)
+        self.stats.inc_value("irl/dns/dropped_hosts")
+        self.stats.inc_value("irl/dns/dropped_urls", len(held))
+        logger.debug("dropped %s and %d URLs: %s", host, len(held), failure.getErrorMessage())
+        self.on_ready()
+
+    def _add(
+        self, host: str, ip: str, priority: int, item: Item | RobotsFetch, front: bool
+    ) -> None:
+        rules = self.robots.get(host)
+        if (
+            rules is not None
+            and isinstance(item, Item)
+            and not rules.allowed(item.url, self.user_agent)
+        ):
+            self.stats.inc_value("irl/robots/disallowed")
+            return
+        budget = self.budget_of(domain_key(pld(host)))
+        self.workbench.add(host, ip, item, priority=priority, budget=budget, front=front)
+
+    # -- out ---------------------------------------------------------------------------
+    def take(self, now: float) -> tuple[VisitState, Item | RobotsFetch] | None:
+        """The next URL whose host and IP are due, both put in flight."""
+        self.workbench.forget_idle(now)
+        got = self.workbench.take(now)
+        if got is not None and got[0].host in self._full_hosts:
+            self._full_hosts.clear()  # a full host took a URL: admission may go on
+        return got
+
+    def robots_known(self, host: str, rules: RobotsRules) -> None:
+        """The robots.txt of ``host`` was answered: drop what it disallows."""
+        self.robots[host] = rules
+        self.stats.inc_value(f"irl/robots/{rules.outcome}")
+        state = self.workbench.hosts.get(host)
+        if state is None:
+            return
+        dropped = self.workbench.remove_urls(
+            state,
+            lambda item: isinstance(item, Item) and not rules.allowed(item.url, self.user_agent),
+        )
+        if dropped:
+            self.stats.inc_value("irl/robots/disallowed", len(dropped))

@@ -1,0 +1,561 @@
+"""``IRLScheduler``: Scrapy's SCHEDULER on the IRL frontier (DESIGN.md sections 2-3).
+
+Use it with its dupefilter (the add-on ``irlscrapy.Addon`` sets both)::
+
+    SCHEDULER = "irlscrapy.scheduler.irl.IRLScheduler"
+    DUPEFILTER_CLASS = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
+
+Data flow: a Request (``enqueue_request``) or a page's ``Links``
+(:meth:`IRLScheduler.enqueue_links`, reached through :func:`links_sink`) is encoded to
+bytes (:mod:`irlscrapy.scheduler.requestcodec`; no Request object for a link) and sent
+to URLseen in one batch per call; batches are merged when enough are pending, or at once
+when the crawl would otherwise starve. Unique URLs go to BEAST (ack to URLseen after the
+BEAST append: nothing discovered is lost), then through DNS and robots.txt into the
+workbench (:mod:`irlscrapy.scheduler.frontier`). ``next_request`` hands out the top due
+host's next URL, built into a Request only then; the host and its IP are released when
+the request leaves the downloader (``request_left_downloader``), or when it ends before
+reaching it (:class:`FetchEndMiddleware`, or a retry or redirect coming back). The
+engine is woken when the next host becomes due (:mod:`irlscrapy.scheduler.engineclock`).
+
+Differences from Scrapy's stock scheduler, by design:
+- ``enqueue_request`` cannot know yet whether a request is a duplicate (URLseen answers
+  in batches), so it returns True and duplicates are counted in ``dupefilter/filtered``
+  without a ``request_dropped`` signal;
+- the order is BEAST's across domains and ``Request.priority`` only within a host.
+
+Files under the state directory (``IRL_STATE_DIR``, else ``JOBDIR``, else a temporary
+directory removed at close): ``urlseen/`` (DRUM), ``beast/`` (BEAST queue files),
+``dns/`` (the DNS cache's spill), ``LOCK``.
+
+Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
+``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``, and Scrapy's
+``dupefilter/filtered``, ``offsite/filtered``, ``urllength/request_ignored_count``,
+``request_depth_max``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import struct
+import tempfile
+import weakref
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from scrapy import Request, Spider, signals
+from scrapy.core.scheduler import BaseScheduler
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+from scrapy.spidermiddlewares.referer import RefererMiddleware
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.job import job_dir
+from scrapy.utils.log import failure_to_exc_info
+from scrapy.utils.misc import build_from_crawler, load_object
+from twisted.internet import defer, task
+from twisted.internet.interfaces import IReactorTime
+from twisted.python.failure import Failure
+
+from irlscrapy import defaults
+from irlscrapy.dirlock import DirectoryLock
+from irlscrapy.domains import host_name, url_host
+from irlscrapy.dupefilters.drum import ResultBatch
+from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.links import Links
+from irlscrapy.scheduler.beast import Beast
+from irlscrapy.scheduler.delays import Politeness
+from irlscrapy.scheduler.dns import DNSCache, dns_cache
+from irlscrapy.scheduler.engineclock import EngineWaker
+from irlscrapy.scheduler.frontier import Frontier, Item, RobotsFetch
+from irlscrapy.scheduler.requestcodec import (
+    LINK,
+    decode_request,
+    encode_link,
+    encode_request,
+    link_from_payload,
+    payload_kind,
+    payload_url,
+)
+from irlscrapy.scheduler.robots import DISALLOW_ALL, RobotsRules, rules_for
+from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
+
+logger = logging.getLogger(__name__)
+
+#: URLseen aux := route: u8, priority: i32be, payload
+_AUX = struct.Struct(">Bi")
+TO_BEAST, TO_HOST = 0, 1
+#: meta key of the fetch a request belongs to (removed before a request is stored)
+FETCH_KEY = "irl_fetch"
+ROBOTS_KEY = "irl_robots"
+#: Statuses a robots.txt callback sees: all but redirects (RedirectMiddleware follows
+#: those, as RFC 9309 asks) and 2xx (which reach it anyway).
+ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
+#: Records handled per reactor turn when draining URLseen results into BEAST.
+DRAIN_SLICE = 2048
+
+_schedulers: weakref.WeakKeyDictionary[Crawler, IRLScheduler] = weakref.WeakKeyDictionary()
+
+
+def links_sink(crawler: Crawler) -> IRLScheduler | None:
+    """The crawler-level accessor for ``Links``: the crawl's IRL scheduler, if it runs one.
+
+    The one documented way for a spider middleware to hand over a page's ``Links``
+    (``links_sink(crawler).enqueue_links(links)``); None means Scrapy's stock scheduler
+    (or another) is in use, and Links must become Requests.
+    """
+    return _schedulers.get(crawler)
+
+
+class IRLScheduler(BaseScheduler):
+    def __init__(
+        self,
+        crawler: Crawler,
+        dupefilter: DRUMDupeFilter,
+        dns: DNSCache,
+        politeness: Politeness,
+        *,
+        state_dir: Path | None,
+        max_queues: int,
+        capacity: int,
+        host_cap: int,
+    ) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.df = dupefilter
+        self.dns = dns
+        self.politeness = politeness
+        self.state_dir = state_dir
+        self.max_queues = max_queues
+        self.capacity = capacity
+        self.host_cap = host_cap
+        settings = crawler.settings
+        self.obey_robots = settings.getbool("ROBOTSTXT_OBEY")
+        self.user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
+        self.depth_limit = settings.getint("DEPTH_LIMIT")
+        self.url_length_limit = settings.getint("URLLENGTH_LIMIT")
+        self.referer_policy: Any = None
+        if settings.getbool("REFERER_ENABLED"):
+            self.referer_policy = RefererMiddleware(settings).default_policy()
+        self.spider: Spider | None = None
+        self.frontier: Frontier | None = None
+        self.waker = EngineWaker(crawler, _installed_reactor())
+        self._lock: DirectoryLock | None = None
+        self._temporary = state_dir is None
+        self._allowed: re.Pattern[str] | None = None
+        self._in_flight: dict[int, _Fetch] = {}
+        self._tokens = 0
+        self._merging = False  # a URLseen merge, or the drain of its results, is running
+        self._drain_task: task.CooperativeTask | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
+        settings = crawler.settings
+        dupefilter = build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler)
+        if not isinstance(dupefilter, DRUMDupeFilter):
+            raise ConfigurationError(
+                f"IRLScheduler needs DUPEFILTER_CLASS = "
+                f"'irlscrapy.dupefilters.urlseen.DRUMDupeFilter', not "
+                f"{settings['DUPEFILTER_CLASS']!r} (or use the add-on irlscrapy.Addon)"
+            )
+        base = defaults.get(settings, "IRL_STATE_DIR") or job_dir(settings)
+        budget = defaults.get(settings, "IRL_BEAST_BUDGET")
+        if budget < 1:
+            raise ConfigurationError(f"IRL_BEAST_BUDGET={budget}: a budget must be >= 1")
+        politeness = Politeness(
+            host_delay=defaults.get(settings, "IRL_HOST_DELAY"),
+            host_delay_min=defaults.get(settings, "IRL_HOST_DELAY_MIN"),
+            ip_delay=defaults.get(settings, "IRL_IP_DELAY"),
+            ip_delay_min=defaults.get(settings, "IRL_IP_DELAY_MIN"),
+            default_budget=budget,
+        )
+        for name in ("IRL_WORKBENCH_URLS", "IRL_WORKBENCH_HOST_URLS"):
+            if defaults.get(settings, name) < 1:
+                raise ConfigurationError(f"{name} must be >= 1")
+        scheduler = cls(
+            crawler,
+            dupefilter,
+            dns_cache(crawler),
+            politeness,
+            state_dir=Path(base) if base else None,
+            max_queues=defaults.get(settings, "IRL_BEAST_MAX_QUEUES"),
+            capacity=defaults.get(settings, "IRL_WORKBENCH_URLS"),
+            host_cap=defaults.get(settings, "IRL_WORKBENCH_HOST_URLS"),
+        )
+        crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
+        _schedulers[crawler] = scheduler
+        return scheduler
+
+    # -- open / close --------------------------------------------------------------------
+    def open(self, spider: Spider) -> defer.Deferred[None] | None:
+        self.spider = spider
+        if self.state_dir is None:
+            self.state_dir = Path(tempfile.mkdtemp(prefix="irlscrapy-state-"))
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = DirectoryLock(self.state_dir, "irlscrapy state")
+        self._lock.acquire()
+        self.df.batched = True
+        self.df.path = self.state_dir / "urlseen"
+        self.df.open()
+        self.dns.open(self.state_dir / "dns")
+        budget = self.politeness.default_budget
+        beast = Beast(self.state_dir / "beast", lambda _: budget, max_queues=self.max_queues)
+        beast.open()
+        workbench = Workbench(self._host_delay, self._ip_delay)
+        self.frontier = Frontier(
+            beast,
+            workbench,
+            self.dns.resolve,
+            lambda _: budget,
+            self.stats,
+            capacity=self.capacity,
+            host_cap=self.host_cap,
+            user_agent=self.user_agent,
+            obey_robots=self.obey_robots,
+            on_ready=self._ready,
+        )
+        domains = [d for d in getattr(spider, "allowed_domains", None) or [] if d]
+        if domains:
+            names = "|".join(re.escape(d.lower()) for d in domains)
+            self._allowed = re.compile(rf"^(.*\.)?({names})$")
+        self._start_drain()  # results a previous run merged but did not store
+        return None
+
+    def close(self, reason: str) -> defer.Deferred[None] | None:
+        self.waker.cancel()
+        if self._drain_task is not None:
+            self._drain_task.stop()  # what it did not store is delivered again next run
+        done: defer.Deferred[None] = defer.Deferred()
+        closing = self.df.close(reason) or defer.succeed(None)
+        closing.addBoth(lambda _: self._close_files())
+        closing.addBoth(lambda _: done.callback(None))
+        return done
+
+    def _close_files(self) -> None:
+        if self.frontier is not None:
+            self.frontier.beast.close()
+        self.dns.close()
+        if self._lock is not None:
+            self._lock.release()
+        if self._temporary and self.state_dir is not None:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+    # -- in ------------------------------------------------------------------------------
+    def enqueue_request(self, request: Request) -> bool:
+        frontier = self._frontier()
+        meta = request.meta
+        token = meta.pop(FETCH_KEY, None)
+        if token is not None:
+            self._end(token)  # a retry or redirect of our own fetch, or its replacement
+        self.stats.inc_value("irl/scheduler/enqueued/requests")
+        robots_host = meta.get(ROBOTS_KEY)
+        if robots_host is not None:  # robots.txt retried or redirected
+            frontier.push_direct(request.url, RobotsFetch(robots_host, request))
+            self._ready()
+            return True
+        own = token is not None and ("retry_times" in meta or "redirect_times" in meta)
+        payload = encode_request(request, self.spider)
+        if request.dont_filter:
+            if own:
+                frontier.push_direct(request.url, Item(payload, request.url), request.priority)
+            else:
+                frontier.push(payload, request.priority)
+            self._ready()
+            return True
+        aux = _AUX.pack(TO_HOST if own else TO_BEAST, request.priority) + payload
+        self.df.submit_requests([request], [aux])
+        self._submitted()
+        return True
+
+    def enqueue_links(self, links: Links) -> None:
+        """Queue a page's links (the fast path: strings, no Request objects)."""
+        self._frontier()
+        depth = links.depth + 1
+        if self.depth_limit and depth > self.depth_limit:
+            logger.debug(
+                "Ignoring %d links of %s (depth > %d)",
+                len(links.urls),
+                links.source,
+                self.depth_limit,
+            )
+            return
+        self.stats.max_value("request_depth_max", depth)
+        urls = list(links.urls)
+        if self.url_length_limit:
+            kept = [u for u in urls if len(u) <= self.url_length_limit]
+            if len(kept) != len(urls):
+                self.stats.inc_value("urllength/request_ignored_count", len(urls) - len(kept))
+            urls = kept
+        if self._allowed is not None:
+            allowed = self._allowed
+            kept = [u for u in urls if allowed.match(host_name(url_host(u)))]
+            if len(kept) != len(urls):
+                self.stats.inc_value("offsite/filtered", len(urls) - len(kept))
+            urls = kept
+        if not urls:
+            return
+        self.stats.inc_value("irl/scheduler/enqueued/links", len(urls))
+        head = _AUX.pack(TO_BEAST, 0)
+        referers = self._referers(links.source, urls)
+        aux = [
+            head + encode_link(url, depth, links.callback, referers.get(_origin(url)))
+            for url in urls
+        ]
+        self.df.submit_urls(urls, aux)
+        self._submitted()
+
+    def _referers(self, source: str, urls: list[str]) -> dict[str, str | None]:
+        """The Referer for each target origin (referrer policies look at origins only)."""
+        if self.referer_policy is None:
+            return {}
+        out: dict[str, str | None] = {}
+        for url in urls:
+            origin = _origin(url)
+            if origin not in out:
+                out[origin] = self.referer_policy.referrer(source, origin + "/")
+        return out
+
+    # -- URLseen -------------------------------------------------------------------------
+    def _submitted(self) -> None:
+        if self.df.should_merge():
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._merging:
+            return
+        self._merging = True
+        merge = self.df.flush()
+        merge.addCallback(lambda _: self._start_drain())
+        merge.addErrback(self._fatal, "merging URLseen")
+
+    def _start_drain(self) -> None:
+        self._merging = True
+        self._drain_task = task.cooperate(self._drain_results())
+        drain = self._drain_task.whenDone()
+        drain.addCallback(self._drained)
+        drain.addErrback(self._drain_failed)
+
+    def _drained(self, _: Any) -> None:
+        self._merging = False
+        self._drain_task = None
+        self._ready()
+
+    def _drain_failed(self, failure: Failure) -> None:
+        self._drain_task = None
+        if not failure.check(task.TaskStopped):
+            self._fatal(failure, "storing unique URLs")
+
+    def _drain_results(self) -> Iterator[None]:
+        frontier = self._frontier()
+        done = 0
+        for batch in self.df.results():
+            done += self._store(frontier, batch)
+            self.df.ack(batch.seq)
+            if done >= DRAIN_SLICE:
+                done = 0
+                frontier.admit()
+                yield None
+
+    def _store(self, frontier: Frontier, batch: ResultBatch) -> int:
+        unique = batch.unique.nonzero()[0]
+        assert batch.aux is not None
+        filtered = len(batch.unique) - len(unique)
+        if filtered:
+            self.stats.inc_value("dupefilter/filtered", filtered)
+        for i in unique.tolist():
+            aux = batch.aux[i]
+            route, priority = _AUX.unpack_from(aux)
+            payload = aux[_AUX.size :]
+            if route == TO_BEAST:
+                frontier.push(payload, priority)
+            else:
+                url = payload_url(payload)
+                frontier.push_direct(url, Item(payload, url), priority)
+        self.stats.inc_value("irl/urlseen/unique", len(unique))
+        return len(batch.unique)
+
+    def _fatal(self, failure: Failure, what: str) -> None:
+        logger.error(
+            "irlscrapy: %s failed; closing the spider",
+            what,
+            exc_info=failure_to_exc_info(failure),
+        )
+        self._merging = False
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason="irlscrapy_error"))
+
+    # -- out -----------------------------------------------------------------------------
+    def has_pending_requests(self) -> bool:
+        frontier = self._frontier()
+        return bool(len(frontier) or self._merging or self.df.pending)
+
+    def __len__(self) -> int:
+        return len(self._frontier()) + self.df.pending
+
+    def next_request(self) -> Request | None:
+        frontier = self._frontier()
+        frontier.admit()
+        now = self.waker.clock.seconds()
+        got = frontier.take(now)
+        if got is None:
+            self._idle(frontier)
+            return None
+        state, item = got
+        self._tokens += 1
+        token = self._tokens
+        self._in_flight[token] = _Fetch(state, isinstance(item, RobotsFetch))
+        request = self._request(state, item)
+        request.meta[FETCH_KEY] = token
+        self.stats.inc_value("irl/scheduler/dequeued")
+        return request
+
+    def _idle(self, frontier: Frontier) -> None:
+        """Nothing is due: wake the engine when something will be; flush if starving."""
+        due = frontier.workbench.next_due()
+        if due is not None:
+            self.waker.wake_at(due)
+        if not len(frontier.beast) and not self._merging and self.df.pending:
+            self._flush()  # the early flush: nothing else can feed the workbench
+
+    def _request(self, state: VisitState, item: Item | RobotsFetch) -> Request:
+        if isinstance(item, RobotsFetch):
+            if item.request is not None:
+                return item.request  # type: ignore[no-any-return]
+            return Request(
+                f"{_scheme_of(state)}://{state.host}/robots.txt",
+                callback=self._robots_answered,
+                errback=self._robots_failed,
+                meta={ROBOTS_KEY: item.host, "handle_httpstatus_list": ROBOTS_STATUSES},
+                dont_filter=True,
+            )
+        payload = item.payload
+        if payload_kind(payload) != LINK:
+            return decode_request(payload, self.spider)
+        link = link_from_payload(payload)
+        callback = getattr(self.spider, link.callback) if link.callback else None
+        headers = {"Referer": link.referer} if link.referer else None
+        return Request(link.url, callback=callback, headers=headers, meta={"depth": link.depth})
+
+    def _left_downloader(self, request: Request, spider: Spider) -> None:
+        self.fetch_ended(request)
+
+    def fetch_ended(self, request: Request) -> None:
+        """The request left the downloader, or ended before reaching it (see
+        FetchEndMiddleware): release its host and IP. A robots.txt fetch keeps its host
+        until the outcome is known (its rules, or its retry or redirect queued), so no
+        URL of the host can slip out in between."""
+        token = request.meta.get(FETCH_KEY)
+        fetch = self._in_flight.get(token) if token is not None else None
+        if fetch is None:
+            return
+        if fetch.robots:
+            fetch.ended = self.waker.clock.seconds()
+        else:
+            self._end(token)
+
+    def _end(self, token: int) -> None:
+        fetch = self._in_flight.pop(token, None)
+        if fetch is None:
+            return  # already released
+        end = fetch.ended if fetch.ended is not None else self.waker.clock.seconds()
+        self._frontier().workbench.release(fetch.state, end, ip_only=fetch.robots)
+        self._ready()
+
+    def _ready(self) -> None:
+        frontier = self.frontier
+        if frontier is None:
+            return
+        due = frontier.workbench.next_due()
+        if due is not None:
+            self.waker.wake_at(due)
+        elif not self._merging:
+            self.waker.wake()
+
+    # -- robots.txt ----------------------------------------------------------------------
+    def _robots_answered(self, response: Response) -> None:
+        self._robots_outcome(response.request, rules_for(response.status, response.body))
+
+    def _robots_failed(self, failure: Failure) -> None:
+        response = getattr(failure.value, "response", None)
+        rules = DISALLOW_ALL if response is None else rules_for(response.status, response.body)
+        self._robots_outcome(failure.request, rules)  # type: ignore[attr-defined]
+
+    def _robots_outcome(self, request: Request | None, rules: RobotsRules) -> None:
+        assert request is not None
+        self._frontier().robots_known(request.meta[ROBOTS_KEY], rules)
+        token = request.meta.get(FETCH_KEY)
+        if token is not None:
+            self._end(token)
+
+    # -- delays --------------------------------------------------------------------------
+    def _host_delay(self, state: VisitState) -> float:
+        return self.politeness.host(state.budget, state.crawl_delay, state.backoff)
+
+    def _ip_delay(self, entry: IPEntry) -> float:
+        return self.politeness.ip(entry.mean_budget, entry.backoff)
+
+    def _frontier(self) -> Frontier:
+        assert self.frontier is not None, "open() first"
+        return self.frontier
+
+
+class FetchEndMiddleware:
+    """Downloader middleware (outermost) that releases a host whose request ended
+    without leaving the downloader: dropped or answered by another middleware."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FetchEndMiddleware:
+        if not isinstance(crawler.settings.get("SCHEDULER"), str) or not crawler.settings[
+            "SCHEDULER"
+        ].endswith("IRLScheduler"):
+            raise NotConfigured
+        return cls(crawler)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        self._ended(request)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        self._ended(request)
+
+    def _ended(self, request: Request) -> None:
+        scheduler = links_sink(self.crawler)
+        if scheduler is not None:
+            scheduler.fetch_ended(request)
+
+
+@dataclass(slots=True)
+class _Fetch:
+    """A request handed out and not released yet."""
+
+    state: VisitState
+    robots: bool
+    ended: float | None = None  # when a robots.txt fetch left the downloader
+
+
+def _installed_reactor() -> IReactorTime:
+    from twisted.internet import reactor  # the one Scrapy installed: import it late
+
+    return reactor  # type: ignore[return-value]
+
+
+def _origin(url: str) -> str:
+    """``scheme://authority`` of an absolute URL."""
+    cut = url.find("/", url.find("://") + 3)
+    return url if cut < 0 else url[:cut]
+
+
+def _scheme_of(state: VisitState) -> str:
+    """The scheme of a host's URLs (its robots.txt is fetched with it)."""
+    for _, item in state.urls:
+        if isinstance(item, Item):
+            return item.url.partition(":")[0]
+    return "http"
