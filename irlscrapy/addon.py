@@ -10,6 +10,9 @@ settings still win):
   behind the scheduler's back, outside politeness; the scheduler fetches it first and
   obeys it when ``ROBOTSTXT_OBEY`` is true); FetchEndMiddleware on, outermost, to release
   a host whose request ends before reaching the downloader.
+- ``DOWNLOAD_HANDLERS`` for http and https: Scrapy's HTTP/1.1 handler without Twisted's
+  silent re-send of a request whose reused connection failed (that re-send reaches the
+  server with no delay: a politeness violation; see irlscrapy/internals.py).
 - ``SPIDER_MIDDLEWARES``: LinksMiddleware, the hand-off of ``Links`` to the scheduler.
 - ``DOWNLOAD_DELAY`` 0, ``RANDOMIZE_DOWNLOAD_DELAY`` off, ``AUTOTHROTTLE_ENABLED`` off,
   ``CONCURRENT_REQUESTS_PER_DOMAIN`` = ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_IP``
@@ -30,6 +33,7 @@ RESOLVER = "irlscrapy.scheduler.dns.IRLResolver"
 FETCH_END_MIDDLEWARE = "irlscrapy.scheduler.irl.FetchEndMiddleware"
 #: Outermost downloader middleware: below Scrapy's lowest (OffsiteMiddleware, 50).
 FETCH_END_ORDER = 10
+HTTP_HANDLER = "irlscrapy.internals.PoliteHTTPDownloadHandler"
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
 LINKS_ORDER = 950  # irlscrapy.middlewares.links.ORDER (not imported: keep this light)
@@ -49,6 +53,10 @@ class Addon:
             ("COOKIES_ENABLED", False),
         ):
             settings.set(name, value, priority="addon")
+        handlers = settings.getdict("DOWNLOAD_HANDLERS")
+        for scheme in ("http", "https"):
+            handlers.setdefault(scheme, HTTP_HANDLER)
+        settings.set("DOWNLOAD_HANDLERS", handlers, priority="addon")
         # In place, keeping what the project set for the same component.
         for setting, component, order in (
             ("DOWNLOADER_MIDDLEWARES", ROBOTS_MIDDLEWARE, None),

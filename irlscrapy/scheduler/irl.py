@@ -15,7 +15,7 @@ workbench (:mod:`irlscrapy.scheduler.frontier`). ``next_request`` hands out the 
 host's next URL, built into a Request only then; the host and its IP are released when
 the request leaves the downloader (``request_left_downloader``), or when it ends before
 reaching it (:class:`FetchEndMiddleware`, or a retry or redirect coming back). The
-engine is woken when the next host becomes due (:mod:`irlscrapy.scheduler.engineclock`).
+engine is woken when the next host becomes due (:mod:`irlscrapy.internals`).
 
 Differences from Scrapy's stock scheduler, by design:
 - ``enqueue_request`` cannot know yet whether a request is a duplicate (URLseen answers
@@ -57,7 +57,6 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.log import failure_to_exc_info
 from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import defer, task
-from twisted.internet.interfaces import IReactorTime
 from twisted.python.failure import Failure
 
 from irlscrapy import defaults
@@ -66,11 +65,11 @@ from irlscrapy.domains import host_name, url_host
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.internals import EngineWaker
 from irlscrapy.links import Links
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.delays import Politeness
 from irlscrapy.scheduler.dns import DNSCache, dns_cache
-from irlscrapy.scheduler.engineclock import EngineWaker
 from irlscrapy.scheduler.frontier import Frontier, Item, RobotsFetch
 from irlscrapy.scheduler.requestcodec import (
     LINK,
@@ -150,7 +149,7 @@ class IRLScheduler(BaseScheduler):
         self._in_flight: dict[int, _Fetch] = {}
         self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
-        self._drain_task: task.CooperativeTask | None = None
+        self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
@@ -425,7 +424,7 @@ class IRLScheduler(BaseScheduler):
     def _request(self, state: VisitState, item: Item | RobotsFetch) -> Request:
         if isinstance(item, RobotsFetch):
             if item.request is not None:
-                return item.request  # type: ignore[no-any-return]
+                return item.request
             return Request(
                 f"{_scheme_of(state)}://{state.host}/robots.txt",
                 callback=self._robots_answered,
@@ -451,7 +450,7 @@ class IRLScheduler(BaseScheduler):
         URL of the host can slip out in between."""
         token = request.meta.get(FETCH_KEY)
         fetch = self._in_flight.get(token) if token is not None else None
-        if fetch is None:
+        if token is None or fetch is None:
             return
         if fetch.robots:
             fetch.ended = self.waker.clock.seconds()
@@ -541,10 +540,10 @@ class _Fetch:
     ended: float | None = None  # when a robots.txt fetch left the downloader
 
 
-def _installed_reactor() -> IReactorTime:
+def _installed_reactor() -> Any:
     from twisted.internet import reactor  # the one Scrapy installed: import it late
 
-    return reactor  # type: ignore[return-value]
+    return reactor
 
 
 def _origin(url: str) -> str:

@@ -19,8 +19,22 @@ ROOT = Path(__file__).resolve().parents[2]
 ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
 
 
+#: Settings that turn the project's add-on off: Scrapy's stock scheduler, as shipped.
+STOCK = ("ADDONS={}",)
+#: Politeness small enough for a quick complete crawl, yet longer than in-vitro
+#: response times (so the delays bind), and quick DNS retries.
+QUICK_IRL = (
+    "IRL_HOST_DELAY=0.2",
+    "IRL_HOST_DELAY_MIN=0.1",
+    "IRL_IP_DELAY=0.05",
+    "IRL_IP_DELAY_MIN=0.02",
+    "IRL_DNS_RETRY_DELAY=0.2",
+)
+
+
 def crawl_tiny(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
-    """``scrapy crawl broad`` of the tiny web (its own in-vitro server), as the demo runs."""
+    """``scrapy crawl broad`` of the tiny web (its own in-vitro server), as the demo runs
+    (with the IRL components on unless ``STOCK`` is among the settings)."""
     args = [
         sys.executable,
         "-m",
@@ -83,3 +97,26 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line]
+
+
+def assert_repeats_are_retries(records: list[dict[str, Any]]) -> None:
+    """Every URL gets at most one final answer; repeats are retries of failures only.
+
+    Scrapy tries a request 3 times (RETRY_TIMES=2), and Twisted's connection pool re-sends
+    a GET once more when a reused keep-alive connection is reset, so a URL that always
+    resets is seen up to 6 times.
+    """
+    attempts: dict[str, list[int]] = {}
+    for r in records:
+        if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error":
+            attempts.setdefault(f"http://{r['host']}{r['path']}", []).append(r["status"])
+    retryable = {0, 500, 502, 503, 504, 522, 524, 408, 429}
+    repeated = 0
+    for url, statuses in attempts.items():
+        final = [s for s in statuses if s not in retryable]
+        assert len(final) <= 1, (url, statuses)
+        assert len(statuses) <= 6, (url, statuses)
+        if len(statuses) > 1:
+            repeated += 1
+            assert set(statuses[:-1]) <= retryable, (url, statuses)
+    assert repeated > 0  # the tiny web has resetting and erroring servers

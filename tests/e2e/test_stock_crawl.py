@@ -23,7 +23,7 @@ from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable, split_url
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 
-from .conftest import ROBOTS_PATHS, SEED, crawl_tiny, downloads, read_log
+from .conftest import SEED, STOCK, assert_repeats_are_retries, crawl_tiny, downloads, read_log
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def crawl(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     log = tmp_path_factory.mktemp("crawl") / "requests.jsonl"
-    return crawl_tiny(log, "IRL_PROGRESS_INTERVAL=1"), log
+    return crawl_tiny(log, *STOCK, "IRL_PROGRESS_INTERVAL=1"), log
 
 
 def test_crawl_finishes_with_progress_and_summary(
@@ -105,24 +105,4 @@ def test_downloaded_set_equals_ground_truth(
 def test_no_url_is_downloaded_twice_except_retries(
     crawl: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
-    """Every URL gets at most one final answer; repeats are retries of failures only.
-
-    Scrapy tries a request 3 times (RETRY_TIMES=2), and Twisted's connection pool re-sends
-    a GET once more when a reused keep-alive connection is reset, so a URL that always
-    resets is seen up to 6 times.
-    """
-    _, log = crawl
-    attempts: dict[str, list[int]] = {}
-    for r in read_log(log):
-        if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error":
-            attempts.setdefault(f"http://{r['host']}{r['path']}", []).append(r["status"])
-    retryable = {0, 500, 502, 503, 504, 522, 524, 408, 429}
-    repeated = 0
-    for url, statuses in attempts.items():
-        final = [s for s in statuses if s not in retryable]
-        assert len(final) <= 1, (url, statuses)
-        assert len(statuses) <= 6, (url, statuses)
-        if len(statuses) > 1:
-            repeated += 1
-            assert set(statuses[:-1]) <= retryable, (url, statuses)
-    assert repeated > 0  # the tiny web has resetting and erroring servers
+    assert_repeats_are_retries(read_log(crawl[1]))

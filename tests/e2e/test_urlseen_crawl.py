@@ -9,7 +9,7 @@ from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 
-from .conftest import SEED, crawl_tiny, downloads, read_log
+from .conftest import SEED, STOCK, crawl_tiny, downloads, read_log
 
 RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}  # Scrapy's RETRY_HTTP_CODES, and 0
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
@@ -18,7 +18,7 @@ SMALL_MEMORY = 128 * 400  # a merge in a worker thread every 400 new requests
 
 def crawl(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
     result = crawl_tiny(
-        log, f"DUPEFILTER_CLASS={DUPEFILTER}", f"IRL_DRUM_MEMORY={SMALL_MEMORY}", *settings
+        log, *STOCK, f"DUPEFILTER_CLASS={DUPEFILTER}", f"IRL_DRUM_MEMORY={SMALL_MEMORY}", *settings
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result

@@ -1,0 +1,80 @@
+"""irlscrapy's adapter to Scrapy's private parts (irlscrapy/internals.py) still fits.
+
+These fail loudly when a Scrapy upgrade moves what the adapter touches. Each check runs
+in a child process: building an engine or a download handler installs a reactor.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from twisted.internet import task
+
+from irlscrapy.internals import EngineWaker
+
+
+def _run(code: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()
+
+
+def test_the_http_handler_turns_twisteds_silent_resend_off() -> None:
+    out = _run(
+        "from scrapy.utils.reactor import install_reactor\n"
+        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
+        "from scrapy import Spider\n"
+        "from scrapy.utils.test import get_crawler\n"
+        "from irlscrapy.internals import PoliteHTTPDownloadHandler\n"
+        "h = PoliteHTTPDownloadHandler(get_crawler(Spider))\n"
+        "print(h._pool.retryAutomatically)\n"
+    )
+    assert out == "False"
+
+
+def test_the_engine_still_has_a_slot_with_a_nextcall() -> None:
+    out = _run(
+        "from scrapy.utils.reactor import install_reactor\n"
+        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
+        "from scrapy.core.engine import ExecutionEngine, _Slot\n"
+        "from scrapy.utils.test import get_crawler\n"
+        "from scrapy import Spider\n"
+        "import inspect\n"
+        "engine = ExecutionEngine(get_crawler(Spider), lambda _: None)\n"
+        "print(hasattr(engine, '_slot'), 'nextcall' in inspect.signature(_Slot).parameters)\n"
+    )
+    assert out == "True True"
+
+
+class _NextCall:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def schedule(self) -> None:
+        self.calls += 1
+
+
+class _Crawler:
+    def __init__(self) -> None:
+        self.nextcall = _NextCall()
+        slot = type("Slot", (), {"nextcall": self.nextcall})()
+        self.engine = type("Engine", (), {"_slot": slot})()
+
+
+def test_one_timer_wakes_the_engine_at_the_earliest_due_time() -> None:
+    crawler = _Crawler()
+    clock = task.Clock()
+    waker = EngineWaker(crawler, clock)  # type: ignore[arg-type]
+    waker.wake_at(5.0)
+    waker.wake_at(9.0)  # later than the timer already set: no second timer
+    assert len(clock.getDelayedCalls()) == 1
+    waker.wake_at(3.0)  # earlier: the timer moves
+    assert len(clock.getDelayedCalls()) == 1
+    clock.advance(2.9)
+    assert crawler.nextcall.calls == 0
+    clock.advance(0.2)
+    assert crawler.nextcall.calls == 1
+    assert not clock.getDelayedCalls()
