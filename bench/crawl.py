@@ -10,13 +10,18 @@ are removed from its environment, so nothing can leave loopback).
 
 Variants
 --------
-``dfo``   a. ``scrapy crawl broad`` with the project's settings/broad.py and Scrapy's
-          defaults for everything else: LIFO queues, i.e. depth-first order.
+``dfo``   a. ``scrapy crawl broad`` with the project's settings/broad.py minus its
+          add-on (``ADDONS={}``: Scrapy's stock scheduler) and Scrapy's defaults for
+          everything else: LIFO queues, i.e. depth-first order.
 ``bfo``   b. the same in breadth-first order: DEPTH_PRIORITY=1 and FIFO queues.
 ``fetch`` c. the fetch-only floor: ``bench/fetchonly.py`` downloads the first pages of
           ``irlscrapy invitro urls --profile broad --seed 0`` with a callback that does
           nothing, on Scrapy's defaults plus the same CONCURRENT_REQUESTS (64),
           DOWNLOAD_TIMEOUT, LOG_LEVEL and DOWNLOAD_MAXSIZE as the broad crawl.
+``irl``   d. ``scrapy crawl broad`` with the project's settings as shipped: the IRL
+          scheduler (add-on), politeness binding with tau_h = 4 s and tau_s = 0.5 s
+          (:data:`IRL_SETTINGS`), reactor lag measured (stats ``irl/reactor/*``). Its
+          samples also say whether a host was due (``due``).
 
 Each stops through CLOSESPIDER_PAGECOUNT at the same page budget (:data:`PAGES`
 responses; the floor's list is :data:`FETCH_LIST_MARGIN` longer so that it too stops on
@@ -40,6 +45,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import runpy
 import signal
 import subprocess
@@ -77,6 +83,14 @@ BFO_SETTINGS = {
     "DEPTH_PRIORITY": "1",
     "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
     "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+}
+STOCK_SETTINGS = {"ADDONS": "{}"}
+IRL_SETTINGS = {
+    "IRL_HOST_DELAY": "4",
+    "IRL_HOST_DELAY_MIN": "1",
+    "IRL_IP_DELAY": "0.5",
+    "IRL_IP_DELAY_MIN": "0.05",
+    "IRL_REACTOR_LAG": "1",
 }
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
 SAMPLER = "sampler.Sampler"
@@ -261,6 +275,19 @@ def memory_figures(run: Run, limit: int) -> dict[str, float]:
     return figures
 
 
+def irl_figures(run: Run) -> None:
+    """The IRL run's own bars: a host due in >= 99% of samples; reactor lag p99.9."""
+    ticks = [s for s in run.samples if s["event"] == "tick" and "due" in s]
+    if ticks:
+        emit(BENCH_NAME, "irl_due_sample_share",
+             round(sum(s["due"] for s in ticks) / len(ticks), 4), "share", samples=len(ticks))
+    log = run.log.read_text(errors="replace")
+    for key in ("lag_p50_ms", "lag_p99_ms", "lag_p999_ms", "lag_max_ms"):
+        found = re.search(rf"'irl/reactor/{key}': ([0-9.]+)", log)
+        if found:
+            emit(BENCH_NAME, f"irl_reactor_{key}", float(found.group(1)), "ms")
+
+
 def broad_cmd(extra: list[str]) -> Callable[[dict[str, Any], Path], list[str]]:
     def make(info: dict[str, Any], sample_file: Path) -> list[str]:
         cmd = [sys.executable, "-m", "scrapy", "crawl", "broad",
@@ -278,8 +305,12 @@ def fetch_cmd(url_file: Path, budget: int) -> Callable[[dict[str, Any], Path], l
     return make
 
 
+def as_args(settings: dict[str, str]) -> list[str]:
+    return [arg for name, value in settings.items() for arg in ("-s", f"{name}={value}")]
+
+
 def bfo_settings() -> list[str]:
-    return [arg for name, value in BFO_SETTINGS.items() for arg in ("-s", f"{name}={value}")]
+    return as_args({**STOCK_SETTINGS, **BFO_SETTINGS})
 
 
 def throughput(budget: int) -> None:
@@ -292,12 +323,13 @@ def throughput(budget: int) -> None:
     page_budget = ["-s", f"CLOSESPIDER_PAGECOUNT={budget}"]
     runs = {
         "fetch": run_variant("fetch", fetch_cmd(url_file, budget), CRAWL_WALL_S),
-        "dfo": run_variant("dfo", broad_cmd(page_budget), CRAWL_WALL_S),
+        "irl": run_variant("irl", broad_cmd(page_budget + as_args(IRL_SETTINGS)), CRAWL_WALL_S),
+        "dfo": run_variant("dfo", broad_cmd(page_budget + as_args(STOCK_SETTINGS)), CRAWL_WALL_S),
         "bfo": run_variant("bfo", broad_cmd(page_budget + bfo_settings()), CRAWL_WALL_S),
     }
     figures = {name: throughput_figures(run, budget) for name, run in runs.items()}
     floor = figures["fetch"]
-    for name in ("dfo", "bfo"):
+    for name in ("irl", "dfo", "bfo"):
         f = figures[name]
         emit(BENCH_NAME, "pages_per_s_to_floor_ratio",
              round(f["pages_per_s"] / floor["pages_per_s"], 3), "ratio", variant=name)
@@ -306,6 +338,11 @@ def throughput(budget: int) -> None:
              round(f["html_pages_per_s"] / floor["pages_per_s"], 3), "ratio", variant=name)
         emit(BENCH_NAME, "cpu_per_page_to_floor_ratio",
              round(f["cpu_s_per_page"] / floor["cpu_s_per_page"], 3), "ratio", variant=name)
+    for name in ("dfo", "bfo"):
+        emit(BENCH_NAME, "irl_to_stock_pages_per_s_ratio",
+             round(figures["irl"]["pages_per_s"] / figures[name]["pages_per_s"], 3), "ratio",
+             variant=name)
+    irl_figures(runs["irl"])
     emit(BENCH_NAME, "bfo_to_dfo_pages_per_s_ratio",
          round(figures["bfo"]["pages_per_s"] / figures["dfo"]["pages_per_s"], 3), "ratio")
 
@@ -315,7 +352,7 @@ def memory(limit: int, wall_s: float, variants: list[str]) -> None:
          wall_limit_s=wall_s, profile=PROFILE, seed=SEED)
     stop = ["-s", f"BENCH_SAMPLER_STOP_UNIQUE={limit}",
             "-s", f"BENCH_SAMPLER_STOP_RSS={MEMORY_RSS}"]
-    extra = {"dfo": [], "bfo": bfo_settings()}
+    extra = {"dfo": as_args(STOCK_SETTINGS), "bfo": bfo_settings()}
     figures = {name: memory_figures(run_variant(f"mem-{name}", broad_cmd(stop + extra[name]),
                                                 wall_s), limit)
                for name in variants}

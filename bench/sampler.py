@@ -17,8 +17,10 @@ One line per sample, the first at ``spider_opened`` and the last at ``spider_clo
     pages      int    stat response_received_count (every response, robots.txt included)
     html       int    stat irl/spider/pages (HTML pages the broad spider parsed)
     links      int    stat irl/spider/links (followable links extracted)
-    unique     int    URLs the stock dupefilter has seen (requests scheduled, seeds included)
+    unique     int    URLs the dupefilter has seen (requests scheduled, seeds included); on
+                      the IRL scheduler, stat irl/urlseen/unique (URLs found new by URLseen)
     scheduled  int    requests waiting in the scheduler
+    due        int    IRL scheduler only: 1 if a host is due in the workbench now, else 0
     rss        int    resident set size, bytes (psutil)
     cpu        float  process CPU seconds, user + system, since the process started
     event      str    "open", "tick", "stop" (a limit was reached; closing) or "close"
@@ -54,6 +56,9 @@ def seen_urls(crawler: Crawler) -> int:
     scheduler = engine.scheduler if engine is not None else None
     if scheduler is None:
         return 0
+    if hasattr(scheduler, "frontier"):  # the IRL scheduler counts its unique URLs
+        assert crawler.stats is not None
+        return int(crawler.stats.get_value("irl/urlseen/unique", 0))
     df = getattr(scheduler, "df", None)
     fingerprints = getattr(df, "_fingerprints", None)
     if not isinstance(fingerprints, set):
@@ -61,6 +66,16 @@ def seen_urls(crawler: Crawler) -> int:
             f"bench/sampler.py: scheduler {type(scheduler).__name__} has no dupefilter with a "
             "_fingerprints set; Scrapy moved it, update seen_urls()")
     return len(fingerprints)
+
+
+def due_now(scheduler: Any) -> dict[str, int]:
+    """``{"due": 1}`` if the IRL scheduler's workbench has a host due now, ``{"due": 0}``
+    if not; ``{}`` on another scheduler."""
+    frontier = getattr(scheduler, "frontier", None)
+    if frontier is None:
+        return {}
+    due = frontier.workbench.next_due()
+    return {"due": int(due is not None and due <= scheduler.waker.clock.seconds())}
 
 
 class Sampler:
@@ -112,6 +127,7 @@ class Sampler:
             "rss": self._process.memory_info().rss,
             "cpu": round(cpu.user + cpu.system, 3),
             "event": event,
+            **due_now(scheduler),
         }
 
     def write(self, event: str, **extra: Any) -> dict[str, Any]:

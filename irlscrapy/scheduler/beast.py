@@ -21,17 +21,33 @@ and how many of its records that slot already holds. Placement is per-domain FIF
 domain's records are read in the order they were pushed.
 
 Invariants:
-*Every pushed record is popped exactly once* (while the object lives; persistence
-across restarts is the scheduler's, built on these files).
+*Every pushed record is popped exactly once*, across close and reopen; after a kill -9,
+records popped since the position the caller gives :meth:`Beast.open` are popped again.
 *No slot holds more than B_x records of domain x, with B_x as it was at each push.*
 *A record pushed while slot r is read is never placed in a slot <= r.*
 
-Files: ``slot-<s>.rec`` and ``qf-<n>.rec`` under the directory, each an
-:mod:`irlscrapy.recordfile` whose records are ``domain: u64be, payload``.
+Files under the directory::
+
+    slot-<s>.rec   queue s: an irlscrapy.recordfile of records  domain: u64be, payload
+    qf-<n>.rec     QF, generation n (same records)
+    state.json     {"version": 1, "reading": r, "j": j, "cycle_end": e, "qf": n,
+                    "resplit": null | {"slot_sizes": {"<s>": bytes, ...}}}
+
+Crash semantics: every push is appended and flushed before push() returns, so a kill -9
+loses none. ``state.json`` is replaced atomically (write, fsync, rename) whenever the
+reader moves to the next slot, and before and after a QF re-split; a re-split records
+the sizes of the slot files it may append to, so one cut short by a crash is undone
+(slot files truncated back, the new QF removed) and done again on open. Where the
+reader stood inside slot ``r`` is the caller's to remember (the scheduler journals each
+record it takes, with its position, see :attr:`Beast.position`) and to pass to
+:meth:`Beast.open`. On open, the per-domain (slot, fill) pairs and the counts are rebuilt
+by one scan of the queue files (``visit`` sees every record then).
 """
 
 from __future__ import annotations
 
+import json
+import os
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -40,6 +56,7 @@ from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.recordfile import RECORD_OVERHEAD, RecordWriter, scan
 
 _DOMAIN = struct.Struct(">Q")
+STATE_VERSION = 1  # DO NOT CHANGE: the version of state.json's layout
 
 
 class Beast:
@@ -65,23 +82,115 @@ class Beast:
         self._writers: dict[int, RecordWriter] = {}
         self._counts: dict[int, int] = {}  # slot -> records not yet popped
         self._reader: Iterator[tuple[int, bytes]] | None = None
+        #: (slot, offset) of the record the last pop() returned
+        self.position: tuple[int, int] = (-1, -1)
         self._qf_generation = 0
         self._qf: RecordWriter | None = None
         self.qf_records = 0
         self.qf_resplits = 0
+        self._skip = -1  # records of the reading slot at offsets <= this were taken already
         #: record bytes appended to and read from queue files (framing included): the
         #: disk I/O that Theorems 6 and 7 count
         self.bytes_written = 0
         self.bytes_read = 0
 
-    def open(self) -> None:
+    def open(
+        self,
+        read_past: tuple[int, int] | None = None,
+        visit: Callable[[bytes], None] | None = None,
+    ) -> None:
+        """Create the directory's queues, or resume them. ``read_past``: the position
+        (:attr:`position`) of the last record already taken; records of the current slot
+        up to it are not popped again. ``visit`` sees the payload of every queued record."""
         self.path.mkdir(parents=True, exist_ok=True)
-        if any(self.path.glob("*.rec")):
+        if read_past is not None:
+            self.position = read_past
+        state_file = self.path / "state.json"
+        if not state_file.exists():
+            if any(self.path.glob("*.rec")):
+                raise ConfigurationError(
+                    f"{self.path} holds BEAST queue files but no state.json; it was not "
+                    "written by this version: restore it or start with a new state directory"
+                )
+            self._qf = self._writer(self._qf_path(0))
+            self._save_state()
+            return
+        self._resume(json.loads(state_file.read_text()), read_past, visit)
+
+    def _resume(
+        self,
+        state: dict[str, object],
+        read_past: tuple[int, int] | None,
+        visit: Callable[[bytes], None] | None,
+    ) -> None:
+        if state.get("version") != STATE_VERSION:
             raise ConfigurationError(
-                f"{self.path} already holds BEAST queues; resuming them is not supported "
-                "yet: use an empty directory"
+                f"{self.path}/state.json has version {state.get('version')}, this irlscrapy "
+                f"reads version {STATE_VERSION}: start with a new state directory"
             )
-        self._qf = self._writer(self._qf_path(0))
+        self.reading = int(state["reading"])  # type: ignore[call-overload]
+        self.j = int(state["j"])  # type: ignore[call-overload]
+        self.cycle_end = int(state["cycle_end"])  # type: ignore[call-overload]
+        self._qf_generation = int(state["qf"])  # type: ignore[call-overload]
+        resplit = state.get("resplit")
+        if isinstance(resplit, dict):  # a re-split cut short: undo it, then do it again
+            sizes = {int(k): int(v) for k, v in resplit["slot_sizes"].items()}
+            for path in self.path.glob("slot-*.rec"):
+                slot = int(path.stem.split("-")[1])
+                if slot not in sizes:
+                    path.unlink()
+                elif path.stat().st_size > sizes[slot]:
+                    os.truncate(path, sizes[slot])
+            self._qf_path(self._qf_generation + 1).unlink(missing_ok=True)
+        for path in self.path.glob("slot-*.rec"):
+            slot = int(path.stem.split("-")[1])
+            if slot < self.reading:
+                path.unlink()
+                continue
+            for offset, record in scan(path):
+                domain = _DOMAIN.unpack_from(record)[0]
+                if (
+                    slot == self.reading
+                    and read_past
+                    and read_past[0] == slot
+                    and (offset <= read_past[1])
+                ):
+                    continue  # taken before the restart
+                self._counts[slot] = self._counts.get(slot, 0) + 1
+                if visit is not None:
+                    visit(record[_DOMAIN.size :])
+                last, fill = self._domains.get(domain, (-1, 0))
+                if slot > last:
+                    self._domains[domain] = (slot, 1)
+                elif slot == last:
+                    self._domains[domain] = (slot, fill + 1)
+            if slot == self.reading and read_past and read_past[0] == slot:
+                self._skip = read_past[1]
+        qf = self._qf_path(self._qf_generation)
+        if qf.exists():
+            for _, record in scan(qf):
+                self.qf_records += 1
+                if visit is not None:
+                    visit(record[_DOMAIN.size :])
+        self._qf = self._writer(qf)
+        if isinstance(resplit, dict):
+            self._resplit_qf()
+
+    def _save_state(self, resplit: dict[str, object] | None = None) -> None:
+        state = {
+            "version": STATE_VERSION,
+            "reading": self.reading,
+            "j": self.j,
+            "cycle_end": self.cycle_end,
+            "qf": self._qf_generation,
+            "resplit": resplit,
+        }
+        tmp = self.path / "state.json.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(state, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path / "state.json")
 
     def close(self) -> None:
         for writer in self._writers.values():
@@ -132,9 +241,12 @@ class Beast:
                 if self._reader is None:
                     self._close_writer(self.reading)
                     self._reader = scan(self._slot_path(self.reading))
-                _, record = next(self._reader)
+                offset, record = next(self._reader)
                 self.bytes_read += len(record) + RECORD_OVERHEAD
+                if offset <= self._skip:
+                    continue  # taken before a restart (not counted)
                 self._counts[self.reading] -= 1
+                self.position = (self.reading, offset)
                 return _DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :]
             self._advance()
         return None
@@ -142,18 +254,31 @@ class Beast:
     def _advance(self) -> None:
         """Slot ``reading`` is empty: drop it, move on, and end the cycle if it is over."""
         self._reader = None
+        self._skip = -1
         self._counts.pop(self.reading, None)
         self._close_writer(self.reading)
-        self._slot_path(self.reading).unlink(missing_ok=True)
+        done = self._slot_path(self.reading)
         self.reading += 1
         if self.reading >= self.cycle_end:
             self.j = min(2 * self.j, self.max_queues)
             self.cycle_end = self.reading + self.j
             self._resplit_qf()
+        else:
+            self._save_state()
+        done.unlink(missing_ok=True)
 
     def _resplit_qf(self) -> None:
         """Read QF once; place its records with the doubled window; the rest into a new QF."""
         assert self._qf is not None
+        sizes = {
+            str(slot): self._slot_path(slot).stat().st_size
+            for slot in range(self.reading, self.reading + self.j)
+            if self._slot_path(slot).exists()
+        }
+        for writer in self._writers.values():
+            writer.close()  # reopened on the next append, after its file is in ``sizes``
+        self._writers.clear()
+        self._save_state({"slot_sizes": sizes})
         self._qf.close()
         old = self._qf_path(self._qf_generation)
         self._qf_generation += 1
@@ -163,6 +288,7 @@ class Beast:
         for _, record in scan(old):
             self.bytes_read += len(record) + RECORD_OVERHEAD
             self.push(_DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :])
+        self._save_state()
         old.unlink()
 
     # -- files -----------------------------------------------------------------------

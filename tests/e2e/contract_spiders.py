@@ -40,6 +40,13 @@ TREE_DEPTH = 3
 #: the longer ones.
 PAD_STEP = 20
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private\n"
+PAGE_KINDS = ("t", "x", "long", "private", "edge", "policy", "spaces", "leaf")
+#: Last path segments of the links of ``/spaces/``, all SPACED_ROOM characters long but
+#: the second (one more): a limit of ``len("http://HOST/leaf/") + SPACED_ROOM`` keeps the
+#: first only once a Request has percent-escaped the others.
+SPACED_ROOM = 20
+SPACED_NAMES = ("s" * SPACED_ROOM, "s" * (SPACED_ROOM + 1), "with spaces".ljust(SPACED_ROOM, "s"),
+                "é".ljust(SPACED_ROOM, "e"))
 LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
 
 
@@ -89,6 +96,19 @@ class EchoWeb:
         scheme_host = f"http://{host}"
         kind, _, rest = path.lstrip("/").partition("/")
         p = rest.partition("?")[0]
+        if kind == "edge":
+            return [
+                f"{scheme_host}/policy/origin",
+                f"{scheme_host}/policy/no-referrer",
+                f"{scheme_host}/spaces/",
+            ]
+        if kind == "policy":
+            other = self.b if host == self.a else self.a
+            return [f"{scheme_host}/leaf/{p}-same", f"http://{other}/leaf/{p}-cross"]
+        if kind == "spaces":
+            return [f"{scheme_host}/leaf/{name}" for name in SPACED_NAMES]
+        if kind == "leaf":
+            return []
         links = [self.start_url]
         if kind != "t":
             return links
@@ -145,12 +165,16 @@ class _Handler(BaseHTTPRequestHandler):
         elif route == "/redirect":
             target = parse_qs(parts.query)["to"][0]
             self.send(302, b"", "text/plain", {"Location": target})
-        elif route.split("/")[1] in ("t", "x", "long", "private"):
+        elif route.split("/")[1] in PAGE_KINDS:
+            headers = {}
+            if route.startswith("/policy/"):
+                headers["Referrer-Policy"] = route.rsplit("/", 1)[1]
             anchors = "".join(
                 f'<a href="{html.escape(u)}">{i}</a>\n'
                 for i, u in enumerate(web.page(host, self.path))
             )
-            self.send(200, f"<html><body>{anchors}</body></html>".encode(), "text/html")
+            page = f"<html><body>{anchors}</body></html>".encode()
+            self.send(200, page, "text/html; charset=utf-8", headers)
         else:
             self.send(200, json.dumps(entry).encode(), "application/json")
 

@@ -90,6 +90,19 @@ class BeastMachine(RuleBasedStateMachine):
     def pop(self) -> None:
         assert self.beast.pop() == self.model.pop(self.budgets)
 
+    @rule()
+    def close_and_reopen(self) -> None:
+        """A restart: the caller gives back the position of the last record it took."""
+        position = self.beast.position
+        self.beast.close()
+        self.beast = Beast(
+            self.dir,
+            self.beast.budget_of,
+            initial_queues=2,
+            max_queues=self.beast.max_queues,
+        )
+        self.beast.open(read_past=position)
+
     @invariant()
     def same_size(self) -> None:
         assert len(self.beast) == self.model.slots_total() + len(self.model.qf)
@@ -122,3 +135,40 @@ def test_everything_pushed_is_popped_once_and_spam_waits(tmp_path: Path) -> None
 def test_bad_queue_counts_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="initial_queues"):
         Beast(tmp_path, lambda d: 1, initial_queues=1)
+
+
+def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path) -> None:
+    beast = Beast(tmp_path, lambda d: 1, initial_queues=2, max_queues=64)
+    beast.open()
+    pushed = [(d % 3, f"u{d}".encode()) for d in range(60)]  # 3 domains: most go to QF
+    for domain, payload in pushed:
+        beast.push(domain, payload)
+    assert beast.qf_records > 20
+    popped = [beast.pop() for _ in range(1)]
+    position = beast.position
+    real_push = beast.push
+    calls = 0
+
+    def crash_after_five(domain: int, payload: bytes) -> int | None:
+        nonlocal calls
+        calls += 1
+        if calls > 5:
+            raise KeyboardInterrupt("kill -9")
+        return real_push(domain, payload)
+
+    beast.push = crash_after_five  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        while True:
+            popped.append(beast.pop())
+            position = beast.position
+    for writer in [*beast._writers.values(), beast._qf]:  # a killed process leaves its
+        assert writer is not None  # appends flushed: close the files without more work
+        writer.close()
+    if beast._reader is not None:
+        beast._reader.close()
+    resumed = Beast(tmp_path, lambda d: 1, initial_queues=2, max_queues=64)
+    resumed.open(read_past=position)
+    while (item := resumed.pop()) is not None:
+        popped.append(item)
+    resumed.close()
+    assert sorted(x for x in popped if x is not None) == sorted(pushed)
