@@ -13,7 +13,8 @@ settings still win):
 - ``DOWNLOAD_HANDLERS`` for http and https: Scrapy's HTTP/1.1 handler without Twisted's
   silent re-send of a request whose reused connection failed (that re-send reaches the
   server with no delay: a politeness violation; see irlscrapy/internals.py).
-- ``SPIDER_MIDDLEWARES``: LinksMiddleware, the hand-off of ``Links`` to the scheduler.
+- ``SPIDER_MIDDLEWARES``: LinksMiddleware, the hand-off of ``Links`` to the scheduler;
+  PageDoneMiddleware, outermost, which tells the scheduler a page's links are all in.
 - ``DOWNLOAD_DELAY`` 0, ``RANDOMIZE_DOWNLOAD_DELAY`` off, ``AUTOTHROTTLE_ENABLED`` off,
   ``CONCURRENT_REQUESTS_PER_DOMAIN`` = ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_IP``
   0: the workbench alone decides when a host and an IP may be fetched (one request at a
@@ -30,9 +31,10 @@ from typing import Any
 SCHEDULER = "irlscrapy.scheduler.irl.IRLScheduler"
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
 RESOLVER = "irlscrapy.scheduler.dns.IRLResolver"
-FETCH_END_MIDDLEWARE = "irlscrapy.scheduler.irl.FetchEndMiddleware"
-#: Outermost downloader middleware: below Scrapy's lowest (OffsiteMiddleware, 50).
-FETCH_END_ORDER = 10
+FETCH_END_MIDDLEWARE = "irlscrapy.scheduler.fetchend.FetchEndMiddleware"
+FETCH_END_ORDER = 10  # irlscrapy.scheduler.fetchend (not imported: keep this light)
+PAGE_DONE_MIDDLEWARE = "irlscrapy.scheduler.fetchend.PageDoneMiddleware"
+PAGE_DONE_ORDER = 5
 HTTP_HANDLER = "irlscrapy.internals.PoliteHTTPDownloadHandler"
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
@@ -62,5 +64,6 @@ class Addon:
             ("DOWNLOADER_MIDDLEWARES", ROBOTS_MIDDLEWARE, None),
             ("DOWNLOADER_MIDDLEWARES", FETCH_END_MIDDLEWARE, FETCH_END_ORDER),
             ("SPIDER_MIDDLEWARES", LINKS_MIDDLEWARE, LINKS_ORDER),
+            ("SPIDER_MIDDLEWARES", PAGE_DONE_MIDDLEWARE, PAGE_DONE_ORDER),
         ):
             settings.setdefault_in_component_priority_dict(setting, component, order)

@@ -27,9 +27,16 @@ Invariants:
 *RAM holds at most ``capacity`` admitted URLs, plus retries and redirects.*
 *No URL of a host is handed out before its robots.txt has been answered.*
 
-BEAST record payload (inside BEAST's own record, see :mod:`irlscrapy.scheduler.beast`)::
+Every URL that leaves BEAST for RAM, or reaches a host directly, is first journaled
+(:mod:`irlscrapy.scheduler.admitted`) and marked done by :meth:`Frontier.finished` or
+when it is dropped; :meth:`Frontier.readmit` puts the live ones back after a restart.
 
-    record := priority: i32be, payload      # the Request.priority within the host
+The frontier's record (BEAST's payload, and the journal's item)::
+
+    record := priority: i32be, batch: u64be, payload
+              priority: the Request.priority within the host; batch: the URLseen batch
+              the URL came from (0: none), which lets a restart skip a batch that was
+              stored before its acknowledgement was
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from irlscrapy.domains import domain_key, host_name, pld, url_host
+from irlscrapy.scheduler.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.requestcodec import payload_url
 from irlscrapy.scheduler.robots import RobotsRules
@@ -51,7 +59,7 @@ from irlscrapy.scheduler.workbench import VisitState, Workbench
 
 logger = logging.getLogger(__name__)
 
-_PRIORITY = struct.Struct(">i")
+_HEAD = struct.Struct(">iQ")
 #: Consecutive deferrals after which admission waits for a full host to take a URL.
 DEFERRAL_RUN = 256
 
@@ -70,10 +78,16 @@ class RobotsFetch:
 
 @dataclass(slots=True)
 class Item:
-    """What the workbench holds for one URL."""
+    """What the workbench holds for one URL: its payload, URL and journal id."""
 
     payload: bytes
     url: str
+    id: int
+
+
+def record_batch(record: bytes) -> int:
+    """The URLseen batch of a frontier record (see the module docstring)."""
+    return int(_HEAD.unpack_from(record)[1])
 
 
 class Frontier:
@@ -81,6 +95,7 @@ class Frontier:
         self,
         beast: Beast,
         workbench: Workbench,
+        journal: AdmittedJournal,
         resolve: Callable[[str], defer.Deferred[str]],
         budget_of: Callable[[int], int],
         stats: Any,
@@ -93,6 +108,7 @@ class Frontier:
     ) -> None:
         self.beast = beast
         self.workbench = workbench
+        self.journal = journal
         self.resolve = resolve
         self.budget_of = budget_of
         self.stats = stats
@@ -111,15 +127,35 @@ class Frontier:
         return len(self.beast) + self.waiting_dns + len(self.workbench)
 
     # -- in ----------------------------------------------------------------------------
-    def push(self, payload: bytes, priority: int = 0) -> None:
+    def push(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A unique URL: into BEAST, under its PLD."""
         host = url_host(payload_url(payload))
-        self.beast.push(domain_key(pld(host)), _PRIORITY.pack(priority) + payload)
+        self.beast.push(domain_key(pld(host)), _HEAD.pack(priority, batch) + payload)
         self._full_hosts.clear()  # new records may be of other hosts: try again
 
-    def push_direct(self, url: str, item: Item | RobotsFetch, priority: int = 0) -> None:
+    def push_direct(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A retry or redirect of a host's own request: to the front of its host."""
-        self._to_host(url_host(url), priority, item, front=True)
+        url = payload_url(payload)
+        id_ = self.journal.admit(-1, -1, 0, _HEAD.pack(priority, batch) + payload)
+        self._to_host(url_host(url), priority, Item(payload, url, id_), front=True)
+
+    def push_robots(self, url: str, fetch: RobotsFetch) -> None:
+        """A retry or redirect of a robots.txt fetch (not journaled: after a restart,
+        robots.txt is fetched anew)."""
+        self._to_host(url_host(url), 0, fetch, front=True)
+
+    def readmit(self, admitted: list[Admitted]) -> None:
+        """After a restart: the URLs journaled as admitted and not done, back into RAM."""
+        for a in admitted:
+            priority = _HEAD.unpack_from(a.item)[0]
+            payload = a.item[_HEAD.size :]
+            url = payload_url(payload)
+            self._to_host(url_host(url), priority, Item(payload, url, a.id), front=a.slot < 0)
+
+    def finished(self, item: Item | RobotsFetch) -> None:
+        """The fetch of ``item`` is over (and its page, if any, processed)."""
+        if isinstance(item, Item):
+            self.journal.done(item.id)
 
     # -- admission ---------------------------------------------------------------------
     def admit(self) -> int:
@@ -133,8 +169,8 @@ class Frontier:
             popped = self.beast.pop()
             assert popped is not None
             domain, record = popped
-            priority = _PRIORITY.unpack_from(record)[0]
-            payload = record[_PRIORITY.size :]
+            priority = _HEAD.unpack_from(record)[0]
+            payload = record[_HEAD.size :]
             url = payload_url(payload)
             host = url_host(url)
             if self._host_urls(host) >= self.host_cap:
@@ -145,7 +181,8 @@ class Frontier:
                     self._full_hosts.add(host)
                 continue
             deferred_run = 0
-            self._to_host(host, priority, Item(payload, url), front=False)
+            id_ = self.journal.admit(*self.beast.position, domain, record)
+            self._to_host(host, priority, Item(payload, url, id_), front=False)
             admitted += 1
         return admitted
 
@@ -181,6 +218,8 @@ class Frontier:
     def _unresolved(self, failure: Failure, host: str) -> None:
         held = self._resolving.pop(host, [])
         self.waiting_dns -= len(held)
+        for _, item, _ in held:
+            self.finished(item)
         self.stats.inc_value("irl/dns/dropped_hosts")
         self.stats.inc_value("irl/dns/dropped_urls", len(held))
         logger.debug("dropped %s and %d URLs: %s", host, len(held), failure.getErrorMessage())
@@ -196,6 +235,7 @@ class Frontier:
             and not rules.allowed(item.url, self.user_agent)
         ):
             self.stats.inc_value("irl/robots/disallowed")
+            self.finished(item)
             return
         budget = self.budget_of(domain_key(pld(host)))
         self.workbench.add(host, ip, item, priority=priority, budget=budget, front=front)
@@ -220,5 +260,7 @@ class Frontier:
             state,
             lambda item: isinstance(item, Item) and not rules.allowed(item.url, self.user_agent),
         )
+        for item in dropped:
+            self.finished(item)
         if dropped:
             self.stats.inc_value("irl/robots/disallowed", len(dropped))

@@ -14,7 +14,9 @@ BEAST append: nothing discovered is lost), then through DNS and robots.txt into 
 workbench (:mod:`irlscrapy.scheduler.frontier`). ``next_request`` hands out the top due
 host's next URL, built into a Request only then; the host and its IP are released when
 the request leaves the downloader (``request_left_downloader``), or when it ends before
-reaching it (:class:`FetchEndMiddleware`, or a retry or redirect coming back). The
+reaching it (:class:`irlscrapy.scheduler.fetchend.FetchEndMiddleware`, or a retry or redirect
+coming back); its URL is done (in the admitted journal) once the spider has handled
+the page (:class:`irlscrapy.scheduler.fetchend.PageDoneMiddleware`). The
 engine is woken when the next host becomes due (:mod:`irlscrapy.internals`).
 
 Differences from Scrapy's stock scheduler, by design:
@@ -41,6 +43,7 @@ import shutil
 import struct
 import tempfile
 import weakref
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +52,6 @@ from typing import Any
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.utils.defer import deferred_from_coro
@@ -67,10 +69,11 @@ from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.links import Links
+from irlscrapy.scheduler.admitted import AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.delays import Politeness
 from irlscrapy.scheduler.dns import DNSCache, dns_cache
-from irlscrapy.scheduler.frontier import Frontier, Item, RobotsFetch
+from irlscrapy.scheduler.frontier import Frontier, Item, RobotsFetch, record_batch
 from irlscrapy.scheduler.requestcodec import (
     LINK,
     decode_request,
@@ -78,7 +81,6 @@ from irlscrapy.scheduler.requestcodec import (
     encode_request,
     link_from_payload,
     payload_kind,
-    payload_url,
 )
 from irlscrapy.scheduler.robots import DISALLOW_ALL, RobotsRules, rules_for
 from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
@@ -96,6 +98,8 @@ ROBOTS_KEY = "irl_robots"
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
 #: Records handled per reactor turn when draining URLseen results into BEAST.
 DRAIN_SLICE = 2048
+#: Seconds after its fetch ended that a page nobody reported done is taken as done.
+PAGE_DONE_AFTER = 60.0
 
 _schedulers: weakref.WeakKeyDictionary[Crawler, IRLScheduler] = weakref.WeakKeyDictionary()
 
@@ -147,6 +151,11 @@ class IRLScheduler(BaseScheduler):
         self._temporary = state_dir is None
         self._allowed: re.Pattern[str] | None = None
         self._in_flight: dict[int, _Fetch] = {}
+        #: fetches released whose page is not processed yet: token -> (released, item)
+        self._pages: dict[int, tuple[float, Item | RobotsFetch]] = {}
+        #: (URLseen batch, its URLs stored) of the last batch found in the state on open
+        self._stored_before_restart = (-1, 0)
+        self.journal: AdmittedJournal | None = None
         self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
@@ -202,12 +211,21 @@ class IRLScheduler(BaseScheduler):
         self.df.open()
         self.dns.open(self.state_dir / "dns")
         budget = self.politeness.default_budget
+        self.journal = AdmittedJournal(self.state_dir / "admitted.rec")
+        admitted = self.journal.open()
         beast = Beast(self.state_dir / "beast", lambda _: budget, max_queues=self.max_queues)
-        beast.open()
+        found: Counter[int] = Counter()
+        beast.open(self.journal.cursor, lambda record: found.update((record_batch(record),)))
+        found.update(record_batch(a.item) for a in admitted)
+        found.pop(0, None)  # records from no URLseen batch
+        if found:
+            last = max(found)
+            self._stored_before_restart = (last, found[last])
         workbench = Workbench(self._host_delay, self._ip_delay)
         self.frontier = Frontier(
             beast,
             workbench,
+            self.journal,
             self.dns.resolve,
             lambda _: budget,
             self.stats,
@@ -217,6 +235,14 @@ class IRLScheduler(BaseScheduler):
             obey_robots=self.obey_robots,
             on_ready=self._ready,
         )
+        if admitted or len(beast):
+            logger.info(
+                "resuming from %s: %d URLs queued, %d admitted before the stop fetched again",
+                self.state_dir,
+                len(beast),
+                len(admitted),
+            )
+        self.frontier.readmit(admitted)
         domains = [d for d in getattr(spider, "allowed_domains", None) or [] if d]
         if domains:
             names = "|".join(re.escape(d.lower()) for d in domains)
@@ -226,6 +252,8 @@ class IRLScheduler(BaseScheduler):
 
     def close(self, reason: str) -> defer.Deferred[None] | None:
         self.waker.cancel()
+        # Fetches in flight, and pages whose links were not all handed over (a stop can
+        # cut that short), stay admitted in the journal: fetched again on resume.
         if self._drain_task is not None:
             self._drain_task.stop()  # what it did not store is delivered again next run
         done: defer.Deferred[None] = defer.Deferred()
@@ -237,6 +265,8 @@ class IRLScheduler(BaseScheduler):
     def _close_files(self) -> None:
         if self.frontier is not None:
             self.frontier.beast.close()
+        if self.journal is not None:
+            self.journal.close()
         self.dns.close()
         if self._lock is not None:
             self._lock.release()
@@ -247,27 +277,27 @@ class IRLScheduler(BaseScheduler):
     def enqueue_request(self, request: Request) -> bool:
         frontier = self._frontier()
         meta = request.meta
-        token = meta.pop(FETCH_KEY, None)
-        if token is not None:
-            self._end(token)  # a retry or redirect of our own fetch, or its replacement
+        token = meta.pop(FETCH_KEY, None)  # set: a retry or redirect of our own fetch
         self.stats.inc_value("irl/scheduler/enqueued/requests")
         robots_host = meta.get(ROBOTS_KEY)
-        if robots_host is not None:  # robots.txt retried or redirected
-            frontier.push_direct(request.url, RobotsFetch(robots_host, request))
-            self._ready()
-            return True
         own = token is not None and ("retry_times" in meta or "redirect_times" in meta)
-        payload = encode_request(request, self.spider)
-        if request.dont_filter:
+        if robots_host is not None:  # robots.txt retried or redirected
+            frontier.push_robots(request.url, RobotsFetch(robots_host, request))
+        elif request.dont_filter:
+            payload = encode_request(request, self.spider)
             if own:
-                frontier.push_direct(request.url, Item(payload, request.url), request.priority)
+                frontier.push_direct(payload, request.priority)
             else:
                 frontier.push(payload, request.priority)
-            self._ready()
-            return True
-        aux = _AUX.pack(TO_HOST if own else TO_BEAST, request.priority) + payload
-        self.df.submit_requests([request], [aux])
-        self._submitted()
+        else:
+            payload = encode_request(request, self.spider)
+            aux = _AUX.pack(TO_HOST if own else TO_BEAST, request.priority) + payload
+            self.df.submit_requests([request], [aux])
+            self._submitted()
+        if token is not None:  # stored first, then the fetch it replaces is over
+            self._end(token)
+            self._page_done(token)
+        self._ready()
         return True
 
     def enqueue_links(self, links: Links) -> None:
@@ -360,21 +390,26 @@ class IRLScheduler(BaseScheduler):
                 yield None
 
     def _store(self, frontier: Frontier, batch: ResultBatch) -> int:
-        unique = batch.unique.nonzero()[0]
+        unique = batch.unique.nonzero()[0].tolist()
         assert batch.aux is not None
         filtered = len(batch.unique) - len(unique)
         if filtered:
             self.stats.inc_value("dupefilter/filtered", filtered)
-        for i in unique.tolist():
+        self.stats.inc_value("irl/urlseen/unique", len(unique))
+        tag = batch.seq + 1  # the frontier's batch tag (0: no batch)
+        last_tag, stored = self._stored_before_restart
+        if tag < last_tag:
+            return len(batch.unique)  # stored before a restart, not yet acknowledged
+        if tag == last_tag:
+            unique = unique[stored:]  # a restart cut it short: store the rest
+        for i in unique:
             aux = batch.aux[i]
             route, priority = _AUX.unpack_from(aux)
             payload = aux[_AUX.size :]
             if route == TO_BEAST:
-                frontier.push(payload, priority)
+                frontier.push(payload, priority, tag)
             else:
-                url = payload_url(payload)
-                frontier.push_direct(url, Item(payload, url), priority)
-        self.stats.inc_value("irl/urlseen/unique", len(unique))
+                frontier.push_direct(payload, priority, tag)
         return len(batch.unique)
 
     def _fatal(self, failure: Failure, what: str) -> None:
@@ -400,6 +435,7 @@ class IRLScheduler(BaseScheduler):
         frontier = self._frontier()
         frontier.admit()
         now = self.waker.clock.seconds()
+        self._sweep_pages(now)
         got = frontier.take(now)
         if got is None:
             self._idle(frontier)
@@ -407,7 +443,7 @@ class IRLScheduler(BaseScheduler):
         state, item = got
         self._tokens += 1
         token = self._tokens
-        self._in_flight[token] = _Fetch(state, isinstance(item, RobotsFetch))
+        self._in_flight[token] = _Fetch(state, item)
         request = self._request(state, item)
         request.meta[FETCH_KEY] = token
         self.stats.inc_value("irl/scheduler/dequeued")
@@ -458,12 +494,40 @@ class IRLScheduler(BaseScheduler):
             self._end(token)
 
     def _end(self, token: int) -> None:
+        """Release the host and IP of a fetch; its page is still to be processed."""
         fetch = self._in_flight.pop(token, None)
         if fetch is None:
             return  # already released
-        end = fetch.ended if fetch.ended is not None else self.waker.clock.seconds()
+        now = self.waker.clock.seconds()
+        end = fetch.ended if fetch.ended is not None else now
         self._frontier().workbench.release(fetch.state, end, ip_only=fetch.robots)
+        self._pages[token] = (now, fetch.item)
         self._ready()
+
+    def fetch_failed(self, request: Request) -> None:
+        """The request failed for good (no retry follows): no page, nothing to hand over."""
+        self.page_done(request)
+
+    def page_done(self, request: Request) -> None:
+        """The spider has handled the response of ``request`` (see PageDoneMiddleware):
+        its URL is done for good, its links already submitted."""
+        token = request.meta.get(FETCH_KEY)
+        if token is not None:
+            self._end(token)
+            self._page_done(token)
+
+    def _page_done(self, token: int) -> None:
+        entry = self._pages.pop(token, None)
+        if entry is not None:
+            self._frontier().finished(entry[1])
+
+    def _sweep_pages(self, now: float) -> None:
+        """Pages whose end no middleware reported (a response no callback saw, a
+        download error) are done PAGE_DONE_AFTER seconds after their fetch ended."""
+        for token, (released, _) in list(self._pages.items()):
+            if released > now - PAGE_DONE_AFTER:
+                break  # in release order: the rest are younger
+            self._page_done(token)
 
     def _ready(self) -> None:
         frontier = self.frontier
@@ -503,41 +567,17 @@ class IRLScheduler(BaseScheduler):
         return self.frontier
 
 
-class FetchEndMiddleware:
-    """Downloader middleware (outermost) that releases a host whose request ended
-    without leaving the downloader: dropped or answered by another middleware."""
-
-    def __init__(self, crawler: Crawler) -> None:
-        self.crawler = crawler
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> FetchEndMiddleware:
-        if not isinstance(crawler.settings.get("SCHEDULER"), str) or not crawler.settings[
-            "SCHEDULER"
-        ].endswith("IRLScheduler"):
-            raise NotConfigured
-        return cls(crawler)
-
-    def process_response(self, request: Request, response: Response) -> Response:
-        self._ended(request)
-        return response
-
-    def process_exception(self, request: Request, exception: Exception) -> None:
-        self._ended(request)
-
-    def _ended(self, request: Request) -> None:
-        scheduler = links_sink(self.crawler)
-        if scheduler is not None:
-            scheduler.fetch_ended(request)
-
-
 @dataclass(slots=True)
 class _Fetch:
     """A request handed out and not released yet."""
 
     state: VisitState
-    robots: bool
+    item: Item | RobotsFetch
     ended: float | None = None  # when a robots.txt fetch left the downloader
+
+    @property
+    def robots(self) -> bool:
+        return isinstance(self.item, RobotsFetch)
 
 
 def _installed_reactor() -> Any:

@@ -14,12 +14,19 @@ headers, body) in arrival order. Its pages:
   has exactly one parent (back-links go to the start page only), so the depth and the
   Referer of each page do not depend on the order of the crawl;
 - ``/x/<p>``, ``/long/<p>``, ``/private/<p>``: leaves, linking back to the start page;
+- ``/edge/``: links to ``/policy/origin``, ``/policy/no-referrer`` (pages answered with
+  that ``Referrer-Policy`` header, linking to a ``/leaf/`` on their own host and one on
+  the other) and ``/spaces/`` (links to ``/leaf/<name>`` for each of SPACED_NAMES);
+  ``/leaf/...`` pages have no links;
 - ``/status/<code>``: that status; ``/flaky/<name>``: 503 on the first request, then 200;
   ``/redirect?to=<url>``: a 302; anything else: 200 with the request echoed as JSON.
 
 Run a crawl with ``python contract_spiders.py CONFIG_JSON``: CONFIG holds ``spider``,
 ``kwargs``, ``settings`` and ``out``; the runner writes ``out`` as JSON with the crawl's
-stats and what the spider's callbacks and errbacks saw. Only the given settings apply
+stats and what the spider's callbacks and errbacks saw. The spiders: ``contract``
+(an ordinary spider using the Request API widely), ``tree`` (follows every link, as
+``Links`` or as Requests) and ``edges`` (requests stock Scrapy ends in an errback
+without an answer, and a callback that is no spider method). Only the given settings apply
 (no project settings), so without ``ADDONS`` this is Scrapy as shipped.
 """
 
@@ -41,12 +48,18 @@ TREE_DEPTH = 3
 PAD_STEP = 20
 ROBOTS_TXT = b"User-agent: *\nDisallow: /private\n"
 PAGE_KINDS = ("t", "x", "long", "private", "edge", "policy", "spaces", "leaf")
-#: Last path segments of the links of ``/spaces/``, all SPACED_ROOM characters long but
-#: the second (one more): a limit of ``len("http://HOST/leaf/") + SPACED_ROOM`` keeps the
-#: first only once a Request has percent-escaped the others.
+#: Last path segments of the links of ``/spaces/``: all SPACED_ROOM characters long but
+#: the second (one more). With ``URLLENGTH_LIMIT = len("http://HOST/leaf/") + SPACED_ROOM``
+#: only the first fits once Request() has percent-escaped the space and the "é".
 SPACED_ROOM = 20
-SPACED_NAMES = ("s" * SPACED_ROOM, "s" * (SPACED_ROOM + 1), "with spaces".ljust(SPACED_ROOM, "s"),
-                "é".ljust(SPACED_ROOM, "e"))
+SPACED_NAMES = (
+    "s" * SPACED_ROOM,
+    "s" * (SPACED_ROOM + 1),
+    "with spaces".ljust(SPACED_ROOM, "s"),
+    "é".ljust(SPACED_ROOM, "e"),
+)
+#: A host name that never resolves (RFC 2606 reserves .invalid).
+UNRESOLVABLE = "no-such-host.invalid"
 LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
 
 
@@ -65,7 +78,9 @@ class EchoWeb:
         self.a = f"localhost:{self.port}"
         self.b = f"127.0.0.1:{self.port}"
         self.start_url = f"http://{self.a}/t/"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def __enter__(self) -> EchoWeb:
         self.thread.start()
@@ -193,8 +208,10 @@ class _Handler(BaseHTTPRequestHandler):
 # -- the spiders (Scrapy is imported by the runner only, not by the tests) ----------------
 def _spiders() -> dict[str, Any]:
     from scrapy import FormRequest, Request, Spider
+    from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
     from scrapy.http import JsonRequest, Response
     from scrapy.spidermiddlewares.httperror import HttpError
+    from twisted.internet.error import DNSLookupError
     from twisted.python.failure import Failure
 
     from irlscrapy import Links
@@ -377,7 +394,51 @@ def _spiders() -> dict[str, Any]:
                 for url in urls:
                     yield Request(url, callback=self.parse)
 
-    return {"contract": ContractSpider, "tree": TreeSpider}
+    class EdgeSpider(Spider):
+        """Requests whose end stock Scrapy reports to the spider although they are never
+        answered: disallowed by robots.txt, to a host that does not resolve; and one whose
+        callback is not a spider method."""
+
+        name = "edges"
+
+        def __init__(self, base: str, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.base = base
+            self.seen: list[dict[str, Any]] = []
+
+        async def start(self) -> AsyncIterator[Any]:
+            yield Request(f"{self.base}/echo/root", callback=self.parse_root)
+
+        def parse_root(self, response: Response) -> Iterator[Any]:
+            yield Request(
+                f"{self.base}/private/disallowed",
+                callback=self.parse_leaf,
+                errback=self.on_error,
+            )
+            yield Request(
+                f"http://{UNRESOLVABLE}/", callback=self.parse_leaf, errback=self.on_error
+            )
+            yield Request(
+                f"{self.base}/echo/lambda",
+                callback=lambda response: self.note("lambda", response.request),
+            )
+
+        def note(self, where: str, request: Any, **extra: Any) -> None:
+            self.seen.append({"url": request.url, "callback": where, **extra})
+
+        def parse_leaf(self, response: Response) -> None:
+            self.note("parse_leaf", response.request)
+
+        def on_error(self, failure: Failure) -> None:
+            self.note(
+                "on_error",
+                failure.request,  # type: ignore[attr-defined]
+                error=type(failure.value).__name__,
+                ignored=failure.check(IgnoreRequest) is not None,
+                dns=failure.check(DNSLookupError, CannotResolveHostError) is not None,
+            )
+
+    return {"contract": ContractSpider, "tree": TreeSpider, "edges": EdgeSpider}
 
 
 def run(config: dict[str, Any]) -> None:

@@ -1,0 +1,98 @@
+"""The two middlewares that tell the IRL scheduler when a fetch, and its page, are over.
+
+``FetchEndMiddleware`` (downloader middleware, outermost): a request that ends without
+leaving the downloader (dropped by a middleware, or answered by one, such as a cache)
+releases its host and IP at once; ``request_left_downloader`` covers the rest. An
+exception that reaches it is final: the URL is done (no page, no links).
+
+``PageDoneMiddleware`` (spider middleware, outermost): once the spider's output for a
+response has been consumed (its links handed to the frontier), the URL is done in the
+admitted journal; before that, a kill -9 makes the URL be fetched again rather than its
+links be lost. Pages no callback sees are taken as done a minute after their fetch
+(``irlscrapy.scheduler.irl.PAGE_DONE_AFTER``).
+
+Both do nothing (``NotConfigured``) unless the IRL scheduler is the crawl's scheduler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Response
+
+from irlscrapy.scheduler.irl import IRLScheduler, links_sink
+
+#: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's
+#: lowest (OffsiteMiddleware 50; StartSpiderMiddleware 25).
+FETCH_END_ORDER = 10
+PAGE_DONE_ORDER = 5
+
+
+def _scheduler_class_is_irl(crawler: Crawler) -> bool:
+    scheduler = crawler.settings.get("SCHEDULER")
+    if isinstance(scheduler, str):
+        return scheduler.endswith(".IRLScheduler")
+    return isinstance(scheduler, type) and issubclass(scheduler, IRLScheduler)
+
+
+class FetchEndMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> FetchEndMiddleware:
+        if not _scheduler_class_is_irl(crawler):
+            raise NotConfigured("the IRL scheduler is not the crawl's scheduler")
+        return cls(crawler)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        self._ended(request)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        # Outermost: an exception that reaches us is final (a RetryMiddleware retry would
+        # have come back as a Request instead).
+        scheduler = links_sink(self.crawler)
+        if scheduler is not None:
+            scheduler.fetch_failed(request)
+
+    def _ended(self, request: Request) -> None:
+        scheduler = links_sink(self.crawler)
+        if scheduler is not None:
+            scheduler.fetch_ended(request)
+
+
+class PageDoneMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PageDoneMiddleware:
+        if not _scheduler_class_is_irl(crawler):
+            raise NotConfigured("the IRL scheduler is not the crawl's scheduler")
+        return cls(crawler)
+
+    def process_spider_output(
+        self, response: Response | None, result: Iterable[Any]
+    ) -> Iterator[Any]:
+        yield from result
+        self._done(response)
+
+    async def process_spider_output_async(
+        self, response: Response | None, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        async for obj in result:
+            yield obj
+        self._done(response)
+
+    def process_spider_exception(self, response: Response, exception: Exception) -> None:
+        self._done(response)
+
+    def _done(self, response: Response | None) -> None:
+        scheduler = links_sink(self.crawler)
+        if scheduler is not None and response is not None and response.request is not None:
+            scheduler.page_done(response.request)
