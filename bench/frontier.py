@@ -95,6 +95,7 @@ SEED = 20070609
 GEN_PAGES = 256  # pages whose URLs are generated in one numpy batch
 TAKES_PER_PAGE = 8  # next_request() calls per page fed, robots.txt fetches included
 SAMPLE_SECONDS = 1.0
+PROGRESS_SECONDS = 60.0  # a "progress" line this often, whatever the unique count does
 #: Stock Scrapy, BENCHMARKS.md section 2(d), variant (a) dfo, 600 s run: RSS at open
 #: 90 MB, 2,898 bytes per unique URL (bfo 2,969; the 45-minute dfo run 2,818).
 STOCK_RSS_AT_OPEN = 90_000_000
@@ -242,7 +243,9 @@ class Driver:
         self.errors = ErrorCounter()
         self.proc = psutil.Process()
         self.points: list[dict[str, Any]] = []
-        self.next_report = REPORT_EVERY
+        self.every = min(REPORT_EVERY, max(1, target // 10))
+        self.next_report = self.every
+        self.next_progress = PROGRESS_SECONDS
         self.taken = self.robots = self.starved = 0
         self.peak_since = 0  # the highest RSS sampled since the previous point
         self.peak = 0
@@ -256,14 +259,27 @@ class Driver:
         self.scheduler.open(self.spider)
         gc.collect()
         self.open_mem = memory()
-        emit(BENCH_NAME, "setup", self.target, "unique urls", links_per_page=LINKS_PER_PAGE,
-             new_per_page=NEW_PER_PAGE, plds=PLDS, hosts_top=HOSTS_TOP, seed=SEED,
-             rss_at_open_bytes=self.open_mem["rss"], state_dir=str(self.tmp),
-             stock_rss_at_open_bytes=STOCK_RSS_AT_OPEN,
-             stock_bytes_per_url=STOCK_BYTES_PER_URL)
-        print(f"# {'unique URLs':>12} {'generated':>11} {'pages':>10} {'RSS MB':>8} "
-              f"{'anon MB':>8} {'file MB':>8} {'peak MB':>8} {'stock MB':>9} {'ratio':>7} "
-              f"{'pages/s':>8}", flush=True)
+        emit(
+            BENCH_NAME,
+            "setup",
+            self.target,
+            "unique urls",
+            links_per_page=LINKS_PER_PAGE,
+            new_per_page=NEW_PER_PAGE,
+            plds=PLDS,
+            hosts_top=HOSTS_TOP,
+            seed=SEED,
+            rss_at_open_bytes=self.open_mem["rss"],
+            state_dir=str(self.tmp),
+            stock_rss_at_open_bytes=STOCK_RSS_AT_OPEN,
+            stock_bytes_per_url=STOCK_BYTES_PER_URL,
+        )
+        print(
+            f"# {'unique URLs':>12} {'generated':>11} {'pages':>10} {'RSS MB':>8} "
+            f"{'anon MB':>8} {'file MB':>8} {'peak MB':>8} {'stock MB':>9} {'ratio':>7} "
+            f"{'pages/s':>8}",
+            flush=True,
+        )
         self.t0 = time.monotonic()
         self.cpu0 = sum(self.proc.cpu_times()[:2])
         self.main_cpu0 = time.thread_time()
@@ -288,7 +304,7 @@ class Driver:
                 unique = self.stats.get_value("irl/urlseen/unique", 0)
                 while unique >= self.next_report:
                     self.point(unique)
-                    self.next_report += REPORT_EVERY
+                    self.next_report += self.every
                 if unique >= self.target:
                     return
                 yield None
@@ -315,6 +331,38 @@ class Driver:
         rss = memory()["rss"]
         self.peak_since = max(self.peak_since, rss)
         self.peak = max(self.peak, rss)
+        elapsed = time.monotonic() - self.t0
+        if elapsed >= self.next_progress:
+            self.next_progress += PROGRESS_SECONDS
+            emit(
+                BENCH_NAME,
+                "progress",
+                round(elapsed),
+                "s",
+                pages=self.source.pages,
+                generated_urls=self.source.generated,
+                unique_urls=self.stats.get_value("irl/urlseen/unique", 0),
+                rss_bytes=rss,
+                peak_rss_bytes=self.peak,
+                **self.sizes(),
+            )
+
+    def sizes(self) -> dict[str, int]:
+        """What the frontier holds in RAM, counted (for reading the curve)."""
+        frontier = self.scheduler.frontier
+        if frontier is None:
+            return {}
+        workbench = frontier.workbench
+        return {
+            "beast_urls": len(frontier.beast),
+            "beast_domains": len(getattr(frontier.beast, "_domains", ())),
+            "workbench_urls": len(workbench),
+            "workbench_hosts": len(workbench.hosts),
+            "workbench_ips": len(workbench.ips),
+            "robots_hosts": len(frontier.robots),
+            "dns_entries_in_ram": len(self.scheduler.dns),
+            "urlseen_pending": self.scheduler.df.pending,
+        }
 
     def point(self, unique: int) -> None:
         mem = memory()
@@ -335,19 +383,23 @@ class Driver:
             "peak_rss_bytes_since_last": peak,
             "stock_rss_bytes": round(stock),
             "rss_to_stock_ratio": round(mem["rss"] / stock, 4),
-            "beast_urls": len(self.scheduler.frontier.beast) if self.scheduler.frontier else 0,
-            "workbench_urls": len(self.scheduler.frontier.workbench)
-            if self.scheduler.frontier
-            else 0,
-            "urlseen_pending": self.scheduler.df.pending,
+            **self.sizes(),
         }
         self.points.append(point)
-        emit(BENCH_NAME, "point", unique, "unique urls",
-             **{k: v for k, v in point.items() if k != "unique_urls"})
-        print(f"# {unique:>12,} {self.source.generated:>11,} {pages:>10,} "
-              f"{mem['rss'] / 1e6:>8.1f} {mem['rss_anon'] / 1e6:>8.1f} "
-              f"{mem['rss_file'] / 1e6:>8.1f} {peak / 1e6:>8.1f} {stock / 1e6:>9.1f} "
-              f"{mem['rss'] / stock:>7.4f} {pages / max(elapsed, 1e-9):>8.0f}", flush=True)
+        emit(
+            BENCH_NAME,
+            "point",
+            unique,
+            "unique urls",
+            **{k: v for k, v in point.items() if k != "unique_urls"},
+        )
+        print(
+            f"# {unique:>12,} {self.source.generated:>11,} {pages:>10,} "
+            f"{mem['rss'] / 1e6:>8.1f} {mem['rss_anon'] / 1e6:>8.1f} "
+            f"{mem['rss_file'] / 1e6:>8.1f} {peak / 1e6:>8.1f} {stock / 1e6:>9.1f} "
+            f"{mem['rss'] / stock:>7.4f} {pages / max(elapsed, 1e-9):>8.0f}",
+            flush=True,
+        )
 
     # -- the end ---------------------------------------------------------------------
     def report(self) -> bool:
@@ -370,15 +422,26 @@ class Driver:
         stock = stock_rss(unique)
         reactor_cpu = main_cpu - self.source.seconds
         stats = self.stats.get_stats()
-        emit(BENCH_NAME, "run", "irl", "scheduler", reached_target=reached, failure=self.failure,
-             pages=pages, generated_urls=self.source.generated, seconds=round(elapsed, 1),
-             page_requests_taken=self.taken, robots_requests_taken=self.robots,
-             next_request_none=self.starved, dns_queries=self.resolver.queries,
-             urlseen_merges=stats.get("irl/urlseen/merges", 0),
-             dupefilter_filtered=stats.get("dupefilter/filtered", 0),
-             frontier_deferred=stats.get("irl/frontier/deferred", 0),
-             dns_spilled=stats.get("irl/dns/spilled", 0),
-             beast_urls=len(self.scheduler.frontier.beast) if self.scheduler.frontier else 0)
+        emit(
+            BENCH_NAME,
+            "run",
+            "irl",
+            "scheduler",
+            reached_target=reached,
+            failure=self.failure,
+            pages=pages,
+            generated_urls=self.source.generated,
+            seconds=round(elapsed, 1),
+            page_requests_taken=self.taken,
+            robots_requests_taken=self.robots,
+            next_request_none=self.starved,
+            dns_queries=self.resolver.queries,
+            urlseen_merges=stats.get("irl/urlseen/merges", 0),
+            dupefilter_filtered=stats.get("dupefilter/filtered", 0),
+            frontier_deferred=stats.get("irl/frontier/deferred", 0),
+            dns_spilled=stats.get("irl/dns/spilled", 0),
+            **self.sizes(),
+        )
         figures: list[tuple[str, Any, str]] = [
             ("unique_urls", unique, "urls"),
             ("rss_bytes_at_end", mem["rss"], "bytes"),
@@ -387,40 +450,61 @@ class Driver:
             ("rss_bytes_at_open", open_rss, "bytes"),
             ("peak_rss_bytes", self.peak, "bytes"),
             ("vm_hwm_bytes", mem["hwm"], "bytes"),
-            ("rss_bytes_per_unique_url", round((mem["rss"] - open_rss) / max(unique, 1), 1),
-             "bytes"),
+            (
+                "rss_bytes_per_unique_url",
+                round((mem["rss"] - open_rss) / max(unique, 1), 1),
+                "bytes",
+            ),
             ("marginal_rss_bytes_per_unique_url", round(slope, 1), "bytes"),
             ("stock_rss_bytes_extrapolated", round(stock), "bytes"),
             ("rss_to_stock_ratio", round(mem["rss"] / stock, 4), "ratio"),
-            ("bytes_per_url_to_stock_ratio",
-             round((mem["rss"] - open_rss) / max(unique, 1) / STOCK_BYTES_PER_URL, 4), "ratio"),
+            (
+                "bytes_per_url_to_stock_ratio",
+                round((mem["rss"] - open_rss) / max(unique, 1) / STOCK_BYTES_PER_URL, 4),
+                "ratio",
+            ),
             ("rss_to_bar_ratio", round(mem["rss"] / RSS_BAR, 4), "ratio"),
             ("peak_rss_to_bar_ratio", round(self.peak / RSS_BAR, 4), "ratio"),
             ("pages_per_s", round(pages / max(elapsed, 1e-9), 1), "pages/s"),
             ("unique_urls_per_s", round(unique / max(elapsed, 1e-9), 1), "urls/s"),
             ("cpu_s_per_page", round(cpu / max(pages, 1), 7), "s/page"),
             ("reactor_cpu_s_per_page", round(reactor_cpu / max(pages, 1), 7), "s/page"),
-            ("reactor_cpu_per_page_to_budget_ratio",
-             round(reactor_cpu / max(pages, 1) / PAGE_BUDGET_S, 4), "ratio"),
-            ("driver_generation_cpu_s_per_page", round(self.source.seconds / max(pages, 1), 7),
-             "s/page"),
+            (
+                "reactor_cpu_per_page_to_budget_ratio",
+                round(reactor_cpu / max(pages, 1) / PAGE_BUDGET_S, 4),
+                "ratio",
+            ),
+            (
+                "driver_generation_cpu_s_per_page",
+                round(self.source.seconds / max(pages, 1), 7),
+                "s/page",
+            ),
             ("worker_threads_cpu_s", round(cpu - main_cpu, 1), "s"),
         ]
         for q_name, q in (("p50", 50.0), ("p99", 99.0), ("p999", 99.9)):
-            figures.append((f"reactor_lag_{q_name}_ms", round(percentile(self.lag.hist, q) * 1e3,
-                                                              2), "ms"))
+            figures.append(
+                (f"reactor_lag_{q_name}_ms", round(percentile(self.lag.hist, q) * 1e3, 2), "ms")
+            )
         figures.append(("reactor_lag_max_ms", round(self.lag.max_lag * 1e3, 1), "ms"))
         for name, value, unit in figures:
             emit(BENCH_NAME, name, value, unit, unique_urls=unique)
         met = reached and mem["rss"] <= RSS_BAR and self.failure is None
-        emit(BENCH_NAME, "bar_rss_400mb_at_target", met, "bool", target=self.target,
-             peak_within_bar=self.peak <= RSS_BAR)
-        print(f"# {unique:,} unique URLs in {elapsed:.0f} s ({pages:,} pages, "
-              f"{pages / max(elapsed, 1e-9):.0f} pages/s): RSS {mem['rss'] / 1e6:.1f} MB "
-              f"(peak {self.peak / 1e6:.1f} MB), {(mem['rss'] - open_rss) / max(unique, 1):.1f} "
-              f"bytes/URL above open; stock extrapolated {stock / 1e6:.0f} MB "
-              f"(ratio {mem['rss'] / stock:.4f}); bar {'met' if met else 'NOT met'}",
-              flush=True)
+        emit(
+            BENCH_NAME,
+            "bar_rss_400mb_at_target",
+            met,
+            "bool",
+            target=self.target,
+            peak_within_bar=self.peak <= RSS_BAR,
+        )
+        print(
+            f"# {unique:,} unique URLs in {elapsed:.0f} s ({pages:,} pages, "
+            f"{pages / max(elapsed, 1e-9):.0f} pages/s): RSS {mem['rss'] / 1e6:.1f} MB "
+            f"(peak {self.peak / 1e6:.1f} MB), {(mem['rss'] - open_rss) / max(unique, 1):.1f} "
+            f"bytes/URL above open; stock extrapolated {stock / 1e6:.0f} MB "
+            f"(ratio {mem['rss'] / stock:.4f}); bar {'met' if met else 'NOT met'}",
+            flush=True,
+        )
         return met
 
     def close(self) -> defer.Deferred[Any]:
@@ -436,11 +520,18 @@ class Driver:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--urls", type=int, default=URLSEEN_TARGET,
-                        help=f"unique URLs to reach ({URLSEEN_TARGET:,})")
+    parser.add_argument(
+        "--urls",
+        type=int,
+        default=URLSEEN_TARGET,
+        help=f"unique URLs to reach ({URLSEEN_TARGET:,})",
+    )
     args = parser.parse_args()
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                        format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+    )
     install_reactor(REACTOR)
     from twisted.internet import reactor
 
@@ -450,8 +541,10 @@ def main() -> int:
     def finish(result: Any) -> Any:
         if isinstance(result, Exception) or hasattr(result, "getTraceback"):
             driver.failure = driver.failure or str(getattr(result, "value", result))
-            print(result.getTraceback() if hasattr(result, "getTraceback") else result,
-                  file=sys.stderr)
+            print(
+                result.getTraceback() if hasattr(result, "getTraceback") else result,
+                file=sys.stderr,
+            )
         outcome["met"] = driver.report()
         return driver.close()
 
@@ -463,8 +556,10 @@ def main() -> int:
 
     reactor.callWhenRunning(run)
     reactor.run()
-    print(f"# ru_maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
-          flush=True)
+    print(
+        f"# ru_maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
+        flush=True,
+    )
     return 0 if outcome.get("met") else 1
 
 

@@ -39,7 +39,7 @@ class LinksMiddleware:
     ) -> Iterator[Any]:
         for obj in result:
             if isinstance(obj, Links):
-                yield from self.hand_off(obj)
+                yield from self.hand_off(obj, response)
             else:
                 yield obj
 
@@ -48,16 +48,16 @@ class LinksMiddleware:
     ) -> AsyncIterator[Any]:
         async for obj in result:
             if isinstance(obj, Links):
-                for request in self.hand_off(obj):
+                for request in self.hand_off(obj, response):
                     yield request
             else:
                 yield obj
 
-    def hand_off(self, links: Links) -> Iterator[Request]:
-        """Give ``links`` to the IRL scheduler, or yield them as Requests."""
+    def hand_off(self, links: Links, response: Response | None) -> Iterator[Request]:
+        """Give ``links`` (of ``response``) to the IRL scheduler, or yield them as Requests."""
         sink = links_sink(self.crawler)
         if sink is not None:
-            sink.enqueue_links(links)
+            sink.enqueue_links(links, response)
             return iter(())
         return self.requests(links)
 

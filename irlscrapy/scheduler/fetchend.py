@@ -3,7 +3,10 @@
 ``FetchEndMiddleware`` (downloader middleware, outermost): a request that ends without
 leaving the downloader (dropped by a middleware, or answered by one, such as a cache)
 releases its host and IP at once; ``request_left_downloader`` covers the rest. An
-exception that reaches it is final: the URL is done (no page, no links).
+exception that reaches it is final: the URL is done (no page, no links). A request the
+frontier refused (robots.txt, DNS) comes back through it to fail as Scrapy's own
+components would fail it: IgnoreRequest("Forbidden by robots.txt") and stat
+``robotstxt/forbidden``, or CannotResolveHostError; so its errback runs.
 
 ``PageDoneMiddleware`` (spider middleware, outermost): once the spider's output for a
 response has been consumed (its links handed to the frontier), the URL is done in the
@@ -21,10 +24,10 @@ from typing import Any
 
 from scrapy import Request
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigured
 from scrapy.http import Response
 
-from irlscrapy.scheduler.irl import IRLScheduler, links_sink
+from irlscrapy.scheduler.irl import REFUSED_KEY, IRLScheduler, links_sink
 
 #: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's
 #: lowest (OffsiteMiddleware 50; StartSpiderMiddleware 25).
@@ -48,6 +51,16 @@ class FetchEndMiddleware:
         if not _scheduler_class_is_irl(crawler):
             raise NotConfigured("the IRL scheduler is not the crawl's scheduler")
         return cls(crawler)
+
+    def process_request(self, request: Request) -> None:
+        why = request.meta.pop(REFUSED_KEY, None)
+        if why is None:
+            return
+        if why == "robots.txt":
+            assert self.crawler.stats is not None
+            self.crawler.stats.inc_value("robotstxt/forbidden")
+            raise IgnoreRequest("Forbidden by robots.txt")
+        raise CannotResolveHostError(why)
 
     def process_response(self, request: Request, response: Response) -> Response:
         self._ended(request)

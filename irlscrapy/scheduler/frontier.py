@@ -85,6 +85,16 @@ class Item:
     id: int
 
 
+@dataclass(slots=True)
+class MemoryItem:
+    """A Request that cannot be stored on disk (a callback that is no spider method, an
+    object in meta): it skips BEAST and the journal and lives in RAM, as in Scrapy's
+    memory queues; a kill -9 loses it."""
+
+    request: Any
+    url: str
+
+
 def record_batch(record: bytes) -> int:
     """The URLseen batch of a frontier record (see the module docstring)."""
     return int(_HEAD.unpack_from(record)[1])
@@ -105,6 +115,7 @@ class Frontier:
         user_agent: str,
         obey_robots: bool = True,
         on_ready: Callable[[], None] = lambda: None,
+        on_refused: Callable[[Item | MemoryItem, str], None] = lambda item, why: None,
     ) -> None:
         self.beast = beast
         self.workbench = workbench
@@ -117,8 +128,9 @@ class Frontier:
         self.user_agent = user_agent
         self.obey_robots = obey_robots
         self.on_ready = on_ready  # called when a host's URLs may have become due
+        self.on_refused = on_refused  # called for a URL dropped by robots.txt or DNS
         self.robots: dict[str, RobotsRules] = {}
-        self._resolving: dict[str, list[tuple[int, Item | RobotsFetch, bool]]] = {}
+        self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
         self._full_hosts: set[str] = set()  # hosts that made admission pause
 
@@ -139,6 +151,11 @@ class Frontier:
         id_ = self.journal.admit(-1, -1, 0, _HEAD.pack(priority, batch) + payload)
         self._to_host(url_host(url), priority, Item(payload, url, id_), front=True)
 
+    def push_memory(self, request: Any, front: bool = False) -> None:
+        """A Request that cannot be stored (see :class:`MemoryItem`)."""
+        item = MemoryItem(request, request.url)
+        self._to_host(url_host(request.url), request.priority, item, front=front)
+
     def push_robots(self, url: str, fetch: RobotsFetch) -> None:
         """A retry or redirect of a robots.txt fetch (not journaled: after a restart,
         robots.txt is fetched anew)."""
@@ -152,7 +169,13 @@ class Frontier:
             url = payload_url(payload)
             self._to_host(url_host(url), priority, Item(payload, url, a.id), front=a.slot < 0)
 
-    def finished(self, item: Item | RobotsFetch) -> None:
+    def _refuse(self, item: Item | MemoryItem | RobotsFetch, why: str) -> None:
+        if isinstance(item, RobotsFetch):
+            return
+        self.finished(item)
+        self.on_refused(item, why)
+
+    def finished(self, item: Item | MemoryItem | RobotsFetch) -> None:
         """The fetch of ``item`` is over (and its page, if any, processed)."""
         if isinstance(item, Item):
             self.journal.done(item.id)
@@ -191,7 +214,9 @@ class Frontier:
         held = self._resolving.get(host)
         return (len(state.urls) if state else 0) + (len(held) if held else 0)
 
-    def _to_host(self, host: str, priority: int, item: Item | RobotsFetch, front: bool) -> None:
+    def _to_host(
+        self, host: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
+    ) -> None:
         state = self.workbench.hosts.get(host)
         if state is not None:
             self._add(state.host, state.ip, priority, item, front)
@@ -219,29 +244,29 @@ class Frontier:
         held = self._resolving.pop(host, [])
         self.waiting_dns -= len(held)
         for _, item, _ in held:
-            self.finished(item)
+            self._refuse(item, f"DNS lookup of {host} failed: {failure.getErrorMessage()}")
         self.stats.inc_value("irl/dns/dropped_hosts")
         self.stats.inc_value("irl/dns/dropped_urls", len(held))
         logger.debug("dropped %s and %d URLs: %s", host, len(held), failure.getErrorMessage())
         self.on_ready()
 
     def _add(
-        self, host: str, ip: str, priority: int, item: Item | RobotsFetch, front: bool
+        self, host: str, ip: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
     ) -> None:
         rules = self.robots.get(host)
         if (
             rules is not None
-            and isinstance(item, Item)
+            and not isinstance(item, RobotsFetch)
             and not rules.allowed(item.url, self.user_agent)
         ):
             self.stats.inc_value("irl/robots/disallowed")
-            self.finished(item)
+            self._refuse(item, "robots.txt")
             return
         budget = self.budget_of(domain_key(pld(host)))
         self.workbench.add(host, ip, item, priority=priority, budget=budget, front=front)
 
     # -- out ---------------------------------------------------------------------------
-    def take(self, now: float) -> tuple[VisitState, Item | RobotsFetch] | None:
+    def take(self, now: float) -> tuple[VisitState, Item | MemoryItem | RobotsFetch] | None:
         """The next URL whose host and IP are due, both put in flight."""
         self.workbench.forget_idle(now)
         got = self.workbench.take(now)
@@ -258,9 +283,11 @@ class Frontier:
             return
         dropped = self.workbench.remove_urls(
             state,
-            lambda item: isinstance(item, Item) and not rules.allowed(item.url, self.user_agent),
+            lambda item: (
+                not isinstance(item, RobotsFetch) and not rules.allowed(item.url, self.user_agent)
+            ),
         )
         for item in dropped:
-            self.finished(item)
+            self._refuse(item, "robots.txt")
         if dropped:
             self.stats.inc_value("irl/robots/disallowed", len(dropped))

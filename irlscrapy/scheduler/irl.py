@@ -38,12 +38,11 @@ Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import struct
 import tempfile
 import weakref
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +52,6 @@ from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.http import Response
-from scrapy.spidermiddlewares.referer import RefererMiddleware
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 from scrapy.utils.log import failure_to_exc_info
@@ -63,7 +61,6 @@ from twisted.python.failure import Failure
 
 from irlscrapy import defaults
 from irlscrapy.dirlock import DirectoryLock
-from irlscrapy.domains import host_name, url_host
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError
@@ -73,9 +70,11 @@ from irlscrapy.scheduler.admitted import AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.delays import Politeness
 from irlscrapy.scheduler.dns import DNSCache, dns_cache
-from irlscrapy.scheduler.frontier import Frontier, Item, RobotsFetch, record_batch
+from irlscrapy.scheduler.frontier import Frontier, Item, MemoryItem, RobotsFetch, record_batch
+from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.requestcodec import (
     LINK,
+    RequestCodecError,
     decode_request,
     encode_link,
     encode_request,
@@ -93,6 +92,8 @@ TO_BEAST, TO_HOST = 0, 1
 #: meta key of the fetch a request belongs to (removed before a request is stored)
 FETCH_KEY = "irl_fetch"
 ROBOTS_KEY = "irl_robots"
+#: meta key of a request refused by robots.txt or DNS (see FetchEndMiddleware)
+REFUSED_KEY = "irl_refused"
 #: Statuses a robots.txt callback sees: all but redirects (RedirectMiddleware follows
 #: those, as RFC 9309 asks) and 2xx (which reach it anyway).
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
@@ -139,23 +140,20 @@ class IRLScheduler(BaseScheduler):
         settings = crawler.settings
         self.obey_robots = settings.getbool("ROBOTSTXT_OBEY")
         self.user_agent = settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT")
-        self.depth_limit = settings.getint("DEPTH_LIMIT")
-        self.url_length_limit = settings.getint("URLLENGTH_LIMIT")
-        self.referer_policy: Any = None
-        if settings.getbool("REFERER_ENABLED"):
-            self.referer_policy = RefererMiddleware(settings).default_policy()
+        self.link_rules = LinkRules.from_crawler(crawler)
         self.spider: Spider | None = None
         self.frontier: Frontier | None = None
         self.waker = EngineWaker(crawler, _installed_reactor())
         self._lock: DirectoryLock | None = None
         self._temporary = state_dir is None
-        self._allowed: re.Pattern[str] | None = None
         self._in_flight: dict[int, _Fetch] = {}
         #: fetches released whose page is not processed yet: token -> (released, item)
-        self._pages: dict[int, tuple[float, Item | RobotsFetch]] = {}
+        self._pages: dict[int, tuple[float, Item | MemoryItem | RobotsFetch]] = {}
         #: (URLseen batch, its URLs stored) of the last batch found in the state on open
         self._stored_before_restart = (-1, 0)
         self.journal: AdmittedJournal | None = None
+        self._memory_seen: set[int] = set()  # keys of requests kept in RAM
+        self._refusals: deque[Request] = deque()  # refused requests, back to the engine
         self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
@@ -234,6 +232,7 @@ class IRLScheduler(BaseScheduler):
             user_agent=self.user_agent,
             obey_robots=self.obey_robots,
             on_ready=self._ready,
+            on_refused=self._refused,
         )
         if admitted or len(beast):
             logger.info(
@@ -243,10 +242,7 @@ class IRLScheduler(BaseScheduler):
                 len(admitted),
             )
         self.frontier.readmit(admitted)
-        domains = [d for d in getattr(spider, "allowed_domains", None) or [] if d]
-        if domains:
-            names = "|".join(re.escape(d.lower()) for d in domains)
-            self._allowed = re.compile(rf"^(.*\.)?({names})$")
+        self.link_rules.set_allowed_domains(getattr(spider, "allowed_domains", None))
         self._start_drain()  # results a previous run merged but did not store
         return None
 
@@ -283,70 +279,75 @@ class IRLScheduler(BaseScheduler):
         own = token is not None and ("retry_times" in meta or "redirect_times" in meta)
         if robots_host is not None:  # robots.txt retried or redirected
             frontier.push_robots(request.url, RobotsFetch(robots_host, request))
-        elif request.dont_filter:
-            payload = encode_request(request, self.spider)
-            if own:
-                frontier.push_direct(payload, request.priority)
-            else:
-                frontier.push(payload, request.priority)
         else:
-            payload = encode_request(request, self.spider)
-            aux = _AUX.pack(TO_HOST if own else TO_BEAST, request.priority) + payload
-            self.df.submit_requests([request], [aux])
-            self._submitted()
+            try:
+                payload = encode_request(request, self.spider)
+            except RequestCodecError:
+                self._keep_in_memory(request, own)
+            else:
+                if request.dont_filter:
+                    if own:
+                        frontier.push_direct(payload, request.priority)
+                    else:
+                        frontier.push(payload, request.priority)
+                else:
+                    aux = _AUX.pack(TO_HOST if own else TO_BEAST, request.priority) + payload
+                    self.df.submit_requests([request], [aux])
+                    self._submitted()
         if token is not None:  # stored first, then the fetch it replaces is over
             self._end(token)
             self._page_done(token)
         self._ready()
         return True
 
-    def enqueue_links(self, links: Links) -> None:
-        """Queue a page's links (the fast path: strings, no Request objects)."""
-        self._frontier()
-        depth = links.depth + 1
-        if self.depth_limit and depth > self.depth_limit:
-            logger.debug(
-                "Ignoring %d links of %s (depth > %d)",
-                len(links.urls),
-                links.source,
-                self.depth_limit,
-            )
+    def _keep_in_memory(self, request: Request, own: bool) -> None:
+        """A request the codec cannot store: deduplicated by a set in RAM, queued in RAM
+        (as Scrapy's scheduler does with requests its disk queues refuse)."""
+        self.stats.inc_value("scheduler/unserializable")
+        if not request.dont_filter:
+            key = self.df.identity.request_key(request)
+            if key in self._memory_seen:
+                self.stats.inc_value("dupefilter/filtered")
+                return
+            self._memory_seen.add(key)
+        self._frontier().push_memory(request, front=own)
+
+    def _refused(self, item: Item | MemoryItem, why: str) -> None:
+        """A URL dropped by robots.txt or DNS: a Request (not a link) goes back to the
+        engine marked so, and FetchEndMiddleware fails it as Scrapy would have (its
+        errback sees IgnoreRequest, or CannotResolveHostError)."""
+        if isinstance(item, MemoryItem):
+            request = item.request
+        elif payload_kind(item.payload) != LINK:
+            request = decode_request(item.payload, self.spider)
+        else:
             return
-        self.stats.max_value("request_depth_max", depth)
-        urls = list(links.urls)
-        if self.url_length_limit:
-            kept = [u for u in urls if len(u) <= self.url_length_limit]
-            if len(kept) != len(urls):
-                self.stats.inc_value("urllength/request_ignored_count", len(urls) - len(kept))
-            urls = kept
-        if self._allowed is not None:
-            allowed = self._allowed
-            kept = [u for u in urls if allowed.match(host_name(url_host(u)))]
-            if len(kept) != len(urls):
-                self.stats.inc_value("offsite/filtered", len(urls) - len(kept))
-            urls = kept
+        request.meta[REFUSED_KEY] = why
+        self._refusals.append(request)
+        self._ready()
+
+    def enqueue_links(self, links: Links, response: Response | None = None) -> None:
+        """Queue a page's links (the fast path: strings, no Request objects), under the
+        rules Scrapy's spider middlewares apply to Requests (:mod:`.linkrules`);
+        ``response``: the page, whose Referrer-Policy header counts."""
+        self._frontier()
+        rules = self.link_rules
+        depth = rules.depth(links.depth)
+        if depth is None:
+            logger.debug("Ignoring the links of %s (depth > %d)", links.source, rules.depth_limit)
+            return
+        urls = rules.keep(links.urls)
         if not urls:
             return
         self.stats.inc_value("irl/scheduler/enqueued/links", len(urls))
-        head = _AUX.pack(TO_BEAST, 0)
-        referers = self._referers(links.source, urls)
+        head = _AUX.pack(TO_BEAST, rules.priority(depth))
+        referers = rules.referers(links.source, urls, response)
         aux = [
-            head + encode_link(url, depth, links.callback, referers.get(_origin(url)))
+            head + encode_link(url, depth, links.callback, referers.get(origin(url)))
             for url in urls
         ]
         self.df.submit_urls(urls, aux)
         self._submitted()
-
-    def _referers(self, source: str, urls: list[str]) -> dict[str, str | None]:
-        """The Referer for each target origin (referrer policies look at origins only)."""
-        if self.referer_policy is None:
-            return {}
-        out: dict[str, str | None] = {}
-        for url in urls:
-            origin = _origin(url)
-            if origin not in out:
-                out[origin] = self.referer_policy.referrer(source, origin + "/")
-        return out
 
     # -- URLseen -------------------------------------------------------------------------
     def _submitted(self) -> None:
@@ -426,13 +427,15 @@ class IRLScheduler(BaseScheduler):
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:
         frontier = self._frontier()
-        return bool(len(frontier) or self._merging or self.df.pending)
+        return bool(len(frontier) or self._refusals or self._merging or self.df.pending)
 
     def __len__(self) -> int:
         return len(self._frontier()) + self.df.pending
 
     def next_request(self) -> Request | None:
         frontier = self._frontier()
+        if self._refusals:
+            return self._refusals.popleft()
         frontier.admit()
         now = self.waker.clock.seconds()
         self._sweep_pages(now)
@@ -457,7 +460,7 @@ class IRLScheduler(BaseScheduler):
         if not len(frontier.beast) and not self._merging and self.df.pending:
             self._flush()  # the early flush: nothing else can feed the workbench
 
-    def _request(self, state: VisitState, item: Item | RobotsFetch) -> Request:
+    def _request(self, state: VisitState, item: Item | MemoryItem | RobotsFetch) -> Request:
         if isinstance(item, RobotsFetch):
             if item.request is not None:
                 return item.request
@@ -468,6 +471,8 @@ class IRLScheduler(BaseScheduler):
                 meta={ROBOTS_KEY: item.host, "handle_httpstatus_list": ROBOTS_STATUSES},
                 dont_filter=True,
             )
+        if isinstance(item, MemoryItem):
+            return item.request
         payload = item.payload
         if payload_kind(payload) != LINK:
             return decode_request(payload, self.spider)
@@ -572,7 +577,7 @@ class _Fetch:
     """A request handed out and not released yet."""
 
     state: VisitState
-    item: Item | RobotsFetch
+    item: Item | MemoryItem | RobotsFetch
     ended: float | None = None  # when a robots.txt fetch left the downloader
 
     @property
@@ -584,12 +589,6 @@ def _installed_reactor() -> Any:
     from twisted.internet import reactor  # the one Scrapy installed: import it late
 
     return reactor
-
-
-def _origin(url: str) -> str:
-    """``scheme://authority`` of an absolute URL."""
-    cut = url.find("/", url.find("://") + 3)
-    return url if cut < 0 else url[:cut]
 
 
 def _scheme_of(state: VisitState) -> str:

@@ -1,0 +1,129 @@
+"""What Scrapy's spider middlewares do to Requests, done to a page's ``Links`` in bulk.
+
+On the Request path, Scrapy's DepthMiddleware, UrlLengthMiddleware, the offsite check
+(``allowed_domains``) and RefererMiddleware act on each Request. On the Links path there
+are no Requests until a URL leaves the frontier, so :class:`LinkRules` applies the same
+rules to the URL strings of one page, with the same settings and the same stats:
+
+- ``DEPTH_LIMIT``: links of a page at depth d have depth d + 1 and are all dropped past
+  the limit; ``DEPTH_PRIORITY`` lowers their priority by ``depth * DEPTH_PRIORITY``;
+  stat ``request_depth_max``;
+- ``URLLENGTH_LIMIT``: measured on the URL as Scrapy's Request stores it (escaped by
+  ``safe_url_string``); stat ``urllength/request_ignored_count``;
+- ``allowed_domains`` of the spider: a host must be one of them or a subdomain; stat
+  ``offsite/filtered``;
+- Referer: the policy of ``REFERRER_POLICY``, or the one the page's own
+  ``Referrer-Policy`` header names, applied per target origin (a referrer policy looks
+  at origins only); nothing when ``REFERER_ENABLED`` is off.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+from scrapy.spidermiddlewares.referer import RefererMiddleware
+from w3lib.url import safe_url_string
+
+from irlscrapy.domains import host_name, url_host
+
+logger = logging.getLogger(__name__)
+
+#: safe_url_string turns one character into at most 12 (4 UTF-8 bytes, "%XX" each):
+#: a URL this many times shorter than the limit cannot exceed it once escaped.
+MAX_ESCAPE_GROWTH = 12
+_NO_META = Request("http://example.invalid/")  # policy() reads a request's meta only
+
+
+class LinkRules:
+    def __init__(
+        self,
+        *,
+        depth_limit: int,
+        depth_priority: int,
+        url_length_limit: int,
+        referer: RefererMiddleware | None,
+        stats: Any,
+    ) -> None:
+        self.depth_limit = depth_limit
+        self.depth_priority = depth_priority
+        self.url_length_limit = url_length_limit
+        self.referer = referer
+        self.default_policy = referer.default_policy() if referer is not None else None
+        self.stats = stats
+        self.allowed: re.Pattern[str] | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> LinkRules:
+        settings = crawler.settings
+        referer = RefererMiddleware(settings) if settings.getbool("REFERER_ENABLED") else None
+        return cls(
+            depth_limit=settings.getint("DEPTH_LIMIT"),
+            depth_priority=settings.getint("DEPTH_PRIORITY"),
+            url_length_limit=settings.getint("URLLENGTH_LIMIT"),
+            referer=referer,
+            stats=crawler.stats,
+        )
+
+    def set_allowed_domains(self, domains: Sequence[str] | None) -> None:
+        names = [d.lower() for d in domains or () if d]
+        if names:
+            alternatives = "|".join(re.escape(d) for d in names)
+            self.allowed = re.compile(rf"^(.*\.)?({alternatives})$")
+
+    def depth(self, source_depth: int) -> int | None:
+        """The depth of a page's links, or None when DEPTH_LIMIT drops them all."""
+        depth = source_depth + 1
+        if self.depth_limit and depth > self.depth_limit:
+            return None
+        self.stats.max_value("request_depth_max", depth)
+        return depth
+
+    def priority(self, depth: int) -> int:
+        return -depth * self.depth_priority
+
+    def keep(self, urls: Sequence[str]) -> list[str]:
+        """The URLs that pass the length limit and allowed_domains."""
+        kept = list(urls)
+        limit = self.url_length_limit
+        if limit:
+            short = limit // MAX_ESCAPE_GROWTH
+            fits = [u for u in kept if len(u) <= short or len(safe_url_string(u)) <= limit]
+            if len(fits) != len(kept):
+                self.stats.inc_value("urllength/request_ignored_count", len(kept) - len(fits))
+            kept = fits
+        if self.allowed is not None:
+            allowed = self.allowed
+            onsite = [u for u in kept if allowed.match(host_name(url_host(u)))]
+            if len(onsite) != len(kept):
+                self.stats.inc_value("offsite/filtered", len(kept) - len(onsite))
+            kept = onsite
+        return kept
+
+    def referers(
+        self, source: str, urls: Sequence[str], response: Response | None
+    ) -> dict[str, str | None]:
+        """The Referer for each target origin (see :func:`origin`)."""
+        if self.referer is None:
+            return {}
+        policy = self.default_policy
+        if response is not None and b"Referrer-Policy" in response.headers:
+            policy = self.referer.policy(response, _NO_META)
+        assert policy is not None
+        out: dict[str, str | None] = {}
+        for url in urls:
+            target = origin(url)
+            if target not in out:
+                out[target] = policy.referrer(source, target + "/")
+        return out
+
+
+def origin(url: str) -> str:
+    """``scheme://authority`` of an absolute URL."""
+    cut = url.find("/", url.find("://") + 3)
+    return url if cut < 0 else url[:cut]
