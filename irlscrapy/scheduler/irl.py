@@ -37,16 +37,18 @@ Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
 
 from __future__ import annotations
 
+import errno
+import functools
 import logging
 import shutil
 import struct
 import tempfile
 import weakref
 from collections import Counter, deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
@@ -63,7 +65,7 @@ from irlscrapy import defaults
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.links import Links
 from irlscrapy.scheduler.admitted import AdmittedJournal
@@ -99,6 +101,8 @@ REFUSED_KEY = "irl_refused"
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
 #: Records handled per reactor turn when draining URLseen results into BEAST.
 DRAIN_SLICE = 2048
+#: The close reason of a crawl stopped by a full disk.
+DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
 PAGE_DONE_AFTER = 60.0
 
@@ -113,6 +117,50 @@ def links_sink(crawler: Crawler) -> IRLScheduler | None:
     (or another) is in use, and Links must become Requests.
     """
     return _schedulers.get(crawler)
+
+
+def _forget_environment_proxy(request: Request) -> None:
+    """A retry or redirect carries the proxy HttpProxyMiddleware took from the
+    environment (``_scheme_proxy``); stored, it would outlive the run and point a resumed
+    crawl at a proxy that may have moved. The middleware sets it again at download."""
+    meta = request.meta
+    if meta.pop("_scheme_proxy", None):
+        meta.pop("proxy", None)
+        if meta.pop("_auth_proxy", None) is not None:
+            request.headers.pop(b"Proxy-Authorization", None)
+
+
+def disk_full(exc: BaseException | None) -> bool:
+    """Is ``exc`` a write that failed for want of space (OSError, or LevelDB's IOError)?"""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return exc is not None and "No space left on device" in str(exc)
+
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _stops_when_disk_is_full(default: Any) -> Callable[[_Method], _Method]:
+    """An entry point that stops the crawl cleanly when the disk is full, and once it
+    has stopped does nothing and returns ``default`` (what is not stored then is
+    fetched again on resume: the page that found it is not done)."""
+
+    def decorate(method: _Method) -> _Method:
+        @functools.wraps(method)
+        def guarded(self: IRLScheduler, *args: Any, **kwargs: Any) -> Any:
+            if self._stopped:
+                return default
+            try:
+                return method(self, *args, **kwargs)
+            except Exception as exc:
+                if not disk_full(exc):
+                    raise
+                self._stop_disk_full(exc)
+                return default
+
+        return cast(_Method, guarded)
+
+    return decorate
 
 
 class IRLScheduler(BaseScheduler):
@@ -153,6 +201,7 @@ class IRLScheduler(BaseScheduler):
         self._stored_before_restart = (-1, 0)
         self.journal: AdmittedJournal | None = None
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
+        self._stopped = False  # the disk is full: take no more work
         self._refusals: deque[Request] = deque()  # refused requests, back to the engine
         self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
@@ -198,6 +247,18 @@ class IRLScheduler(BaseScheduler):
 
     # -- open / close --------------------------------------------------------------------
     def open(self, spider: Spider) -> defer.Deferred[None] | None:
+        try:
+            self._open(spider)
+        except Exception as exc:
+            if disk_full(exc):
+                raise IrlscrapyError(
+                    f"the disk holding {self.state_dir} is full ({exc}): free some space, "
+                    "then start the crawl again"
+                ) from exc
+            raise
+        return None
+
+    def _open(self, spider: Spider) -> None:
         self.spider = spider
         if self.state_dir is None:
             self.state_dir = Path(tempfile.mkdtemp(prefix="irlscrapy-state-"))
@@ -244,7 +305,6 @@ class IRLScheduler(BaseScheduler):
         self.frontier.readmit(admitted)
         self.link_rules.set_allowed_domains(getattr(spider, "allowed_domains", None))
         self._start_drain()  # results a previous run merged but did not store
-        return None
 
     def close(self, reason: str) -> defer.Deferred[None] | None:
         self.waker.cancel()
@@ -270,6 +330,7 @@ class IRLScheduler(BaseScheduler):
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
     # -- in ------------------------------------------------------------------------------
+    @_stops_when_disk_is_full(default=False)
     def enqueue_request(self, request: Request) -> bool:
         frontier = self._frontier()
         meta = request.meta
@@ -280,6 +341,7 @@ class IRLScheduler(BaseScheduler):
         if robots_host is not None:  # robots.txt retried or redirected
             frontier.push_robots(request.url, RobotsFetch(robots_host, request))
         else:
+            _forget_environment_proxy(request)
             try:
                 payload = encode_request(request, self.spider)
             except RequestCodecError:
@@ -326,6 +388,7 @@ class IRLScheduler(BaseScheduler):
         self._refusals.append(request)
         self._ready()
 
+    @_stops_when_disk_is_full(default=None)
     def enqueue_links(self, links: Links, response: Response | None = None) -> None:
         """Queue a page's links (the fast path: strings, no Request objects), under the
         rules Scrapy's spider middlewares apply to Requests (:mod:`.linkrules`);
@@ -414,15 +477,36 @@ class IRLScheduler(BaseScheduler):
         return len(batch.unique)
 
     def _fatal(self, failure: Failure, what: str) -> None:
+        self._merging = False
+        if disk_full(failure.value):
+            self._stop_disk_full(failure.value)
+            return
         logger.error(
             "irlscrapy: %s failed; closing the spider",
             what,
             exc_info=failure_to_exc_info(failure),
         )
-        self._merging = False
+        self._close_spider("irlscrapy_error")
+
+    def _stop_disk_full(self, exc: BaseException | None) -> None:
+        """Out of disk space: stop taking work, close the spider, say how to go on.
+        Everything written before is whole (each store appends whole records), so the
+        state directory resumes once there is room."""
+        if self._stopped:
+            return
+        self._stopped = True
+        logger.error(
+            "irlscrapy: the disk holding %s is full (%s); the crawl stops. Free some space, "
+            "then run the crawl again with the same JOBDIR (or IRL_STATE_DIR) to resume.",
+            self.state_dir,
+            exc,
+        )
+        self._close_spider(DISK_FULL_REASON)
+
+    def _close_spider(self, reason: str) -> None:
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
-            deferred_from_coro(engine.close_spider_async(reason="irlscrapy_error"))
+            deferred_from_coro(engine.close_spider_async(reason=reason))
 
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:
@@ -432,6 +516,7 @@ class IRLScheduler(BaseScheduler):
     def __len__(self) -> int:
         return len(self._frontier()) + self.df.pending
 
+    @_stops_when_disk_is_full(default=None)
     def next_request(self) -> Request | None:
         frontier = self._frontier()
         if self._refusals:
@@ -484,6 +569,7 @@ class IRLScheduler(BaseScheduler):
     def _left_downloader(self, request: Request, spider: Spider) -> None:
         self.fetch_ended(request)
 
+    @_stops_when_disk_is_full(default=None)
     def fetch_ended(self, request: Request) -> None:
         """The request left the downloader, or ended before reaching it (see
         FetchEndMiddleware): release its host and IP. A robots.txt fetch keeps its host
@@ -513,6 +599,7 @@ class IRLScheduler(BaseScheduler):
         """The request failed for good (no retry follows): no page, nothing to hand over."""
         self.page_done(request)
 
+    @_stops_when_disk_is_full(default=None)
     def page_done(self, request: Request) -> None:
         """The spider has handled the response of ``request`` (see PageDoneMiddleware):
         its URL is done for good, its links already submitted."""

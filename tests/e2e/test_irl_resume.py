@@ -116,3 +116,27 @@ def test_kill_9_then_rerun_loses_no_discovered_url(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-3000:]
     stopped_at, again = check_two_runs(first, second)
     print(f"kill -9 at {stopped_at} pages; {again} answered URLs fetched again")
+
+
+def test_a_full_disk_stops_the_crawl_with_a_clear_message_and_resumes(tmp_path: Path) -> None:
+    """JOBDIR on a 3 MiB tmpfs: the crawl fills it, stops cleanly and says what to do;
+    with room made (the tmpfs grown), the same JOBDIR resumes to the ground truth."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)], check=True)
+    try:
+        job, first, second = disk / "job", tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+        small = (*SETTINGS, "IRL_DRUM_MEMORY=1048576")
+        stopped = crawl_tiny(first, f"JOBDIR={job}", *small)
+        assert stopped.returncode == 0, stopped.stderr[-3000:]
+        assert "Spider closed (irlscrapy_disk_full)" in stopped.stderr, stopped.stderr[-3000:]
+        assert f"the disk holding {job} is full" in stopped.stderr
+        assert "rerun" in stopped.stderr or "run the crawl again" in stopped.stderr
+        subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+        resumed = crawl_tiny(second, f"JOBDIR={job}", *small)
+        assert resumed.returncode == 0, resumed.stderr[-3000:]
+        assert "summary (finished)" in resumed.stderr
+        stopped_at, again = check_two_runs(first, second)
+        print(f"disk full at {stopped_at} pages; {again} answered URLs fetched again")
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
