@@ -33,7 +33,10 @@ robots.txt obeyed, Referer on.
   request (at most :data:`TAKES_PER_PAGE` calls): one page taken per page fed. Every
   request taken "ends" at once: ``request_left_downloader`` is sent, and a robots.txt
   request gets its callback called with a 404 response (allow all), as the downloader
-  would. So hosts are released immediately and their URLs flow.
+  would. So hosts are released immediately and their URLs flow. The page of a request
+  taken is the next page fed (its source and depth); once its links are enqueued,
+  ``page_done(request)`` is called, as ``PageDoneMiddleware`` would (robots.txt
+  requests: after their callback).
 - The feed runs as one ``task.cooperate`` task (the scheduler's drain is another), one
   page per iteration, so the reactor stays free for URLseen merges finishing in their
   worker thread; a :class:`irlscrapy.report.reactorlag.ReactorLag` timer measures how
@@ -297,6 +300,8 @@ class Driver:
                 source = take_from.url if take_from is not None else "http://seed.example/"
                 depth = take_from.meta.get("depth", 0) if take_from is not None else 0
                 self.scheduler.enqueue_links(Links(source, urls, depth))
+                if take_from is not None:  # its links are handed over: as PageDoneMiddleware
+                    self.scheduler.page_done(take_from)
                 take_from = self.take()
                 if self.errors.count:
                     self.failure = f"{self.errors.count} ERROR log records (see above)"
@@ -322,6 +327,7 @@ class Driver:
             if ROBOTS_KEY in request.meta:
                 self.robots += 1
                 request.callback(Response(request.url, status=404, request=request))
+                self.scheduler.page_done(request)  # as PageDoneMiddleware would
                 continue
             self.taken += 1
             return request

@@ -179,6 +179,14 @@ SETTINGS: tuple[Setting, ...] = (
         "the most URLs of one host in the workbench; more go back to a later BEAST queue, so "
         "one huge site cannot fill the workbench",
     ),
+    Setting(
+        "IRL_REACTOR_LAG",
+        False,
+        "bool",
+        "on/off",
+        "measure reactor lag with a 10 ms timer (stats irl/reactor/lag_*_ms); needs the "
+        "extension irlscrapy.report.reactorlag.ReactorLag in EXTENSIONS",
+    ),
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -20,6 +20,7 @@ LOG_LEVEL = "INFO"
 EXTENSIONS = {
     "irlscrapy.report.progress.CrawlProgress": 500,
     "irlscrapy.report.logflood.FetchErrorLogLimit": 0,
+    "irlscrapy.report.reactorlag.ReactorLag": 0,  # off unless IRL_REACTOR_LAG
 }
 IRL_PROGRESS_INTERVAL = 5.0
 

@@ -604,9 +604,13 @@ class IRLScheduler(BaseScheduler):
         """The spider has handled the response of ``request`` (see PageDoneMiddleware):
         its URL is done for good, its links already submitted."""
         token = request.meta.get(FETCH_KEY)
-        if token is not None:
-            self._end(token)
-            self._page_done(token)
+        if token is None:
+            return
+        fetch = self._in_flight.get(token)
+        if fetch is not None and fetch.robots:
+            return  # a robots.txt fetch ends with its outcome (_robots_outcome)
+        self._end(token)
+        self._page_done(token)
 
     def _page_done(self, token: int) -> None:
         entry = self._pages.pop(token, None)
