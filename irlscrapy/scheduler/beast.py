@@ -34,7 +34,8 @@ Files under the directory::
                     "resplit": null | {"slot_sizes": {"<s>": bytes, ...}}}
 
 Crash semantics: every push is appended and flushed before push() returns, so a kill -9
-loses none. ``state.json`` is replaced atomically (write, fsync, rename) whenever the
+loses none. ``state.json`` is replaced atomically (write, rename; like the record files it is not
+fsynced: a power loss is out of scope, a kill -9 is not) whenever the
 reader moves to the next slot, and before and after a QF re-split; a re-split records
 the sizes of the slot files it may append to, so one cut short by a crash is undone
 (slot files truncated back, the new QF removed) and done again on open. Where the
@@ -81,6 +82,7 @@ class Beast:
         self._domains: dict[int, tuple[int, int]] = {}  # domain -> (slot, fill)
         self._writers: dict[int, RecordWriter] = {}
         self._counts: dict[int, int] = {}  # slot -> records not yet popped
+        self._slot_records = 0  # the sum of _counts (len() is called per admitted record)
         self._reader: Iterator[tuple[int, bytes]] | None = None
         #: (slot, offset) of the record the last pop() returned
         self.position: tuple[int, int] = (-1, -1)
@@ -157,6 +159,7 @@ class Beast:
                 ):
                     continue  # taken before the restart
                 self._counts[slot] = self._counts.get(slot, 0) + 1
+                self._slot_records += 1
                 if visit is not None:
                     visit(record[_DOMAIN.size :])
                 last, fill = self._domains.get(domain, (-1, 0))
@@ -188,9 +191,7 @@ class Beast:
         tmp = self.path / "state.json.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(state, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path / "state.json")
+        os.replace(tmp, self.path / "state.json")  # atomic; no fsync, as recordfile
 
     def close(self) -> None:
         for writer in self._writers.values():
@@ -201,7 +202,7 @@ class Beast:
             self._qf = None
 
     def __len__(self) -> int:
-        return sum(self._counts.values()) + self.qf_records
+        return self._slot_records + self.qf_records
 
     # -- placement -------------------------------------------------------------------
     def push(self, domain: int, payload: bytes) -> int | None:
@@ -219,6 +220,7 @@ class Beast:
             writer = self._writers[slot] = self._writer(self._slot_path(slot))
         writer.append(record)
         self._counts[slot] = self._counts.get(slot, 0) + 1
+        self._slot_records += 1
         return slot
 
     def _place(self, domain: int) -> int | None:
@@ -246,6 +248,7 @@ class Beast:
                 if offset <= self._skip:
                     continue  # taken before a restart (not counted)
                 self._counts[self.reading] -= 1
+                self._slot_records -= 1
                 self.position = (self.reading, offset)
                 return _DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :]
             self._advance()

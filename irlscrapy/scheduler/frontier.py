@@ -60,6 +60,8 @@ from irlscrapy.scheduler.workbench import VisitState, Workbench
 logger = logging.getLogger(__name__)
 
 _HEAD = struct.Struct(">iQ")
+#: Records admit() reads from BEAST per call.
+ADMIT_SLICE = 64
 #: Consecutive deferrals after which admission waits for a full host to take a URL.
 DEFERRAL_RUN = 256
 
@@ -181,16 +183,20 @@ class Frontier:
             self.journal.done(item.id)
 
     # -- admission ---------------------------------------------------------------------
-    def admit(self) -> int:
-        """Move records from BEAST into RAM while there is room; return how many."""
-        admitted = deferred_run = 0
+    def admit(self, limit: int = ADMIT_SLICE) -> int:
+        """Move up to ``limit`` records from BEAST into RAM while there is room; return
+        how many were read. Called often (each next_request), so it does little each
+        time: the reactor must not wait for a whole queue's admission."""
+        deferred_run = read = 0
         while (
-            not self._full_hosts
+            read < limit
+            and not self._full_hosts
             and self.waiting_dns + len(self.workbench) < self.capacity
             and len(self.beast)
         ):
             popped = self.beast.pop()
             assert popped is not None
+            read += 1
             domain, record = popped
             priority = _HEAD.unpack_from(record)[0]
             payload = record[_HEAD.size :]
@@ -206,8 +212,7 @@ class Frontier:
             deferred_run = 0
             id_ = self.journal.admit(*self.beast.position, domain, record)
             self._to_host(host, priority, Item(payload, url, id_), front=False)
-            admitted += 1
-        return admitted
+        return read
 
     def _host_urls(self, host: str) -> int:
         state = self.workbench.hosts.get(host)

@@ -100,7 +100,7 @@ REFUSED_KEY = "irl_refused"
 #: those, as RFC 9309 asks) and 2xx (which reach it anyway).
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
 #: Records handled per reactor turn when draining URLseen results into BEAST.
-DRAIN_SLICE = 2048
+DRAIN_SLICE = 128
 #: The close reason of a crawl stopped by a full disk.
 DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
@@ -620,9 +620,11 @@ class IRLScheduler(BaseScheduler):
     def _sweep_pages(self, now: float) -> None:
         """Pages whose end no middleware reported (a response no callback saw, a
         download error) are done PAGE_DONE_AFTER seconds after their fetch ended."""
-        for token, (released, _) in list(self._pages.items()):
+        pages = self._pages
+        while pages:
+            token, (released, _) = next(iter(pages.items()))  # the oldest: release order
             if released > now - PAGE_DONE_AFTER:
-                break  # in release order: the rest are younger
+                return
             self._page_done(token)
 
     def _ready(self) -> None:
