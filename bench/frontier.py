@@ -2,6 +2,7 @@
 
     python bench/frontier.py                 # until 10,000,000 unique URLs (URLSEEN_TARGET)
     python bench/frontier.py --urls 200000   # a smoke run
+    python bench/frontier.py -s IRL_WORKBENCH_URLS=25000   # a setting on top (repeatable)
 
 The issue's bar: *RSS <= 400 MB at 10 million unique discovered URLs (after URLseen),
 with the RSS-vs-discovered curve printed beside stock Scrapy's*.
@@ -229,11 +230,12 @@ class ErrorCounter(logging.Handler):
 
 
 class Driver:
-    def __init__(self, target: int, reactor: Any) -> None:
+    def __init__(self, target: int, reactor: Any, overrides: dict[str, str] | None = None) -> None:
         self.target = target
         self.reactor = reactor
         self.tmp = Path(tempfile.mkdtemp(prefix="irlscrapy-bench-frontier-"))
-        settings = {**SETTINGS, "IRL_STATE_DIR": str(self.tmp / "state")}
+        self.overrides = dict(overrides or {})
+        settings = {**SETTINGS, **self.overrides, "IRL_STATE_DIR": str(self.tmp / "state")}
         self.crawler = get_crawler(FrontierSpider, settings)
         self.crawler.engine = IdleEngine()  # type: ignore[assignment]
         self.resolver = LoopbackResolver(reactor)
@@ -274,6 +276,7 @@ class Driver:
             seed=SEED,
             rss_at_open_bytes=self.open_mem["rss"],
             state_dir=str(self.tmp),
+            settings=self.overrides,
             stock_rss_at_open_bytes=STOCK_RSS_AT_OPEN,
             stock_bytes_per_url=STOCK_BYTES_PER_URL,
         )
@@ -532,7 +535,16 @@ def main() -> int:
         default=URLSEEN_TARGET,
         help=f"unique URLs to reach ({URLSEEN_TARGET:,})",
     )
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting on top of the driver's (e.g. IRL_WORKBENCH_URLS=25000)",
+    )
     args = parser.parse_args()
+    overrides = dict(item.split("=", 1) for item in args.set)
     logging.basicConfig(
         level=logging.WARNING,
         stream=sys.stderr,
@@ -541,7 +553,7 @@ def main() -> int:
     install_reactor(REACTOR)
     from twisted.internet import reactor
 
-    driver = Driver(args.urls, reactor)
+    driver = Driver(args.urls, reactor, overrides)
     outcome: dict[str, bool] = {}
 
     def finish(result: Any) -> Any:

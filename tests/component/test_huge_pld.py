@@ -91,8 +91,8 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
     now, done, started_at = 0.0, 0, 0.0
     flying: list[tuple[float, int, VisitState, Item]] = []
     while done < FETCHES:
-        frontier.admit()
         while len(flying) < IN_FLIGHT:
+            frontier.admit()  # as IRLScheduler.next_request does before each take
             got = frontier.take(now)
             if got is None:
                 break
