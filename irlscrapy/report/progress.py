@@ -96,7 +96,12 @@ class CrawlProgress:
             pages / elapsed,
             links,
             stats.get_value("dupefilter/filtered", 0),
-            stats.get_value("robotstxt/forbidden", 0),
+            # Scrapy's RobotsTxtMiddleware counts Requests; the IRL frontier counts URLs
+            # (robotstxt/forbidden too, for Requests it refuses): irl/robots/disallowed
+            max(
+                stats.get_value("robotstxt/forbidden", 0),
+                stats.get_value("irl/robots/disallowed", 0),
+            ),
             dict(sorted(statuses.items())),
             _peak_rss_mb(),
         )
