@@ -412,7 +412,8 @@ class Driver:
 
     # -- the end ---------------------------------------------------------------------
     def report(self) -> bool:
-        """Print the final figures; True if the bar is met."""
+        """Print the final figures; True if the run reached its target without failure
+        (whether the bar is met is a printed figure, not the exit status)."""
         elapsed = time.monotonic() - self.t0
         cpu = sum(self.proc.cpu_times()[:2]) - self.cpu0
         main_cpu = time.thread_time() - self.main_cpu0
@@ -497,24 +498,29 @@ class Driver:
         figures.append(("reactor_lag_max_ms", round(self.lag.max_lag * 1e3, 1), "ms"))
         for name, value, unit in figures:
             emit(BENCH_NAME, name, value, unit, unique_urls=unique)
-        met = reached and mem["rss"] <= RSS_BAR and self.failure is None
-        emit(
-            BENCH_NAME,
-            "bar_rss_400mb_at_target",
-            met,
-            "bool",
-            target=self.target,
-            peak_within_bar=self.peak <= RSS_BAR,
-        )
+        ok = reached and self.failure is None
+        # The bar is set at URLSEEN_TARGET unique URLs; a smaller run is not judged.
+        judged = self.target >= URLSEEN_TARGET
+        met = ok and mem["rss"] <= RSS_BAR
+        if judged:
+            emit(
+                BENCH_NAME,
+                "bar_rss_400mb_at_10m",
+                met,
+                "bool",
+                target=self.target,
+                peak_within_bar=self.peak <= RSS_BAR,
+            )
+        verdict = ("met" if met else "NOT met") if judged else "not judged below 10 M URLs"
         print(
             f"# {unique:,} unique URLs in {elapsed:.0f} s ({pages:,} pages, "
             f"{pages / max(elapsed, 1e-9):.0f} pages/s): RSS {mem['rss'] / 1e6:.1f} MB "
             f"(peak {self.peak / 1e6:.1f} MB), {(mem['rss'] - open_rss) / max(unique, 1):.1f} "
             f"bytes/URL above open; stock extrapolated {stock / 1e6:.0f} MB "
-            f"(ratio {mem['rss'] / stock:.4f}); bar {'met' if met else 'NOT met'}",
+            f"(ratio {mem['rss'] / stock:.4f}); bar {verdict}",
             flush=True,
         )
-        return met
+        return ok
 
     def close(self) -> defer.Deferred[Any]:
         closing = self.scheduler.close("finished") or defer.succeed(None)
@@ -563,7 +569,7 @@ def main() -> int:
                 result.getTraceback() if hasattr(result, "getTraceback") else result,
                 file=sys.stderr,
             )
-        outcome["met"] = driver.report()
+        outcome["ok"] = driver.report()
         return driver.close()
 
     def run() -> None:
@@ -578,7 +584,7 @@ def main() -> int:
         f"# ru_maxrss {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
         flush=True,
     )
-    return 0 if outcome.get("met") else 1
+    return 0 if outcome.get("ok") else 1
 
 
 if __name__ == "__main__":

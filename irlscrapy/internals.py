@@ -70,7 +70,10 @@ class EngineWaker:
         self.wake()
 
     def _nextcall(self) -> Any:
-        engine = self.crawler.engine
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # Scrapy 2.19 raises when no crawl has started
+            return None
         if engine is None:
             return None
         try:

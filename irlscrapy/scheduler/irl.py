@@ -504,7 +504,10 @@ class IRLScheduler(BaseScheduler):
         self._close_spider(DISK_FULL_REASON)
 
     def _close_spider(self, reason: str) -> None:
-        engine = self.crawler.engine
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # no crawl started (a driver without an engine)
+            return
         if engine is not None and engine.spider is not None:
             deferred_from_coro(engine.close_spider_async(reason=reason))
 
@@ -522,6 +525,8 @@ class IRLScheduler(BaseScheduler):
         if self._refusals:
             return self._refusals.popleft()
         frontier.admit()
+        if not len(frontier.beast) and not self._merging and self.df.pending:
+            self._flush()  # the early flush: BEAST is dry, the workbench will be next
         now = self.waker.clock.seconds()
         self._sweep_pages(now)
         got = frontier.take(now)
@@ -538,12 +543,10 @@ class IRLScheduler(BaseScheduler):
         return request
 
     def _idle(self, frontier: Frontier) -> None:
-        """Nothing is due: wake the engine when something will be; flush if starving."""
+        """Nothing is due: wake the engine when something will be."""
         due = frontier.workbench.next_due()
         if due is not None:
             self.waker.wake_at(due)
-        if not len(frontier.beast) and not self._merging and self.df.pending:
-            self._flush()  # the early flush: nothing else can feed the workbench
 
     def _request(self, state: VisitState, item: Item | MemoryItem | RobotsFetch) -> Request:
         if isinstance(item, RobotsFetch):
