@@ -58,7 +58,7 @@ class InVitroResolver(common.ResolverBase):
         return defer.succeed(result)
 
 
-class _Factory(server.DNSServerFactory):
+class QuietServerFactory(server.DNSServerFactory):
     """Answers SERVFAIL for a modelled failure without logging it as an unhandled error."""
 
     def gotResolverError(self, failure: Any, protocol: Any, message: Any, address: Any) -> None:
@@ -71,6 +71,6 @@ class _Factory(server.DNSServerFactory):
 
 def dns_protocol(web: InVitroWeb, clock: IReactorTime) -> dns.DNSDatagramProtocol:
     """A UDP protocol to pass to ``reactor.listenUDP``."""
-    factory = _Factory(clients=[InVitroResolver(web, clock)])
+    factory = QuietServerFactory(clients=[InVitroResolver(web, clock)])
     factory.noisy = False
     return dns.DNSDatagramProtocol(factory)

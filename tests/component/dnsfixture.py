@@ -15,9 +15,9 @@ from scrapy.utils.reactor import is_reactor_installed
 from twisted.internet import defer
 from twisted.internet.asyncioreactor import AsyncioSelectorReactor
 from twisted.internet.defer import Deferred
-from twisted.names import dns, server
+from twisted.names import dns
 
-from irlscrapy.invitro.dnsserver import InVitroResolver, ModelledServerFailure
+from irlscrapy.invitro.dnsserver import InVitroResolver, QuietServerFactory
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.scheduler.dns import Answer, DNSLookupFailed, HostResolver
@@ -40,17 +40,6 @@ class CountingResolver(InVitroResolver):
         return super()._lookup(name, cls, type, timeout)
 
 
-class QuietFactory(server.DNSServerFactory):
-    """Answers SERVFAIL for a modelled failure without logging it as an error."""
-
-    def gotResolverError(self, failure: Any, protocol: Any, message: Any, address: Any) -> None:
-        if failure.check(ModelledServerFailure):
-            response = self._responseFromMessage(message=message, rCode=dns.ESERVER)
-            self.sendReply(protocol, response, address)
-            return
-        super().gotResolverError(failure, protocol, message, address)
-
-
 class Net:
     """A private reactor with the tiny web's DNS server listening on 127.0.0.1:<port>."""
 
@@ -62,7 +51,7 @@ class Net:
         self.model = CountingResolver(self.web, self.reactor)
         # irlscrapy.invitro.dnsserver.dns_protocol() builds the same stack, but its
         # protocol gets no reactor, so it would import (and install) the global one.
-        factory = QuietFactory(clients=[self.model])
+        factory = QuietServerFactory(clients=[self.model])
         factory.noisy = False
         protocol = dns.DNSDatagramProtocol(factory, reactor=self.reactor)
         self.port = self.reactor.listenUDP(0, protocol, interface=LOOPBACK)

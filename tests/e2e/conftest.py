@@ -32,9 +32,9 @@ QUICK_IRL = (
 )
 
 
-def crawl_tiny(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
-    """``scrapy crawl broad`` of the tiny web (its own in-vitro server), as the demo runs
-    (with the IRL components on unless ``STOCK`` is among the settings)."""
+def tiny_crawl_args(log: Path, *settings: str) -> list[str]:
+    """The command line of ``scrapy crawl broad`` of the tiny web (its own in-vitro
+    server), as the demo runs (the IRL components on unless ``STOCK`` is a setting)."""
     args = [
         sys.executable,
         "-m",
@@ -56,6 +56,12 @@ def crawl_tiny(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
     ]
     for setting in settings:
         args += ["-s", setting]
+    return args
+
+
+def crawl_tiny(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
+    """Run :func:`tiny_crawl_args` to the end."""
+    args = tiny_crawl_args(log, *settings)
     return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=240)
 
 

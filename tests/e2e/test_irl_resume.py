@@ -14,7 +14,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 
-from .conftest import QUICK_IRL, ROOT, SEED, crawl_tiny, downloads, read_log
+from .conftest import QUICK_IRL, ROOT, SEED, crawl_tiny, downloads, read_log, tiny_crawl_args
 
 RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}
 WORKBENCH_URLS = 100
@@ -31,29 +30,7 @@ SETTINGS = (*QUICK_IRL, f"IRL_WORKBENCH_URLS={WORKBENCH_URLS}")
 
 
 def start_crawl(log: Path, job: Path) -> subprocess.Popen[bytes]:
-    args = [
-        sys.executable,
-        "-m",
-        "scrapy",
-        "crawl",
-        "broad",
-        "-a",
-        "seeds=invitro",
-        "-a",
-        "profile=tiny",
-        "-a",
-        f"seed={SEED}",
-        "-a",
-        f"invitro_log={log}",
-        "-s",
-        "DOWNLOAD_TIMEOUT=6",
-        "-s",
-        "TELNETCONSOLE_ENABLED=0",
-        "-s",
-        f"JOBDIR={job}",
-    ]
-    for setting in SETTINGS:
-        args += ["-s", setting]
+    args = tiny_crawl_args(log, f"JOBDIR={job}", *SETTINGS)
     with open(log.with_name(log.stem + "-crawler.err"), "wb") as err:
         return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
 
