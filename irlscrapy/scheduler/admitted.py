@@ -2,29 +2,43 @@
 
 The workbench lives in RAM. So that a kill -9 loses no URL it held, every URL admitted
 into it (taken from BEAST, or a retry or redirect sent straight to its host) is first
-appended here with an id, and a line marks it done when its fetch ends or it is dropped.
-On open, the URLs admitted and not done are handed back (to be admitted again: they
-are downloaded again at most once more, as the contract allows for what was in RAM),
-with the BEAST position of the last record taken, where BEAST's reading resumes.
+appended here with an id, and a record marks it done when its fetch ends or it is
+dropped. On open, the URLs admitted and not done are handed back (to be admitted again:
+they are downloaded again at most once more, as the contract allows for what was in
+RAM), with the BEAST position of the last record taken, where BEAST's reading resumes.
 
-Format: an :mod:`irlscrapy.recordfile` ``admitted.rec`` whose records are::
+RAM holds one small entry per live id (the segment its record is in), never the items:
+the workbench holds those already.
+
+Format: *segments* ``admitted-<n>.rec`` in the state directory, read in order of ``n``,
+each an :mod:`irlscrapy.recordfile` of::
 
     record := "A" id: u64be slot: i64be offset: i64be domain: u64be item   admitted
             | "D" id: u64be                                                done
             | "C" slot: i64be offset: i64be                                BEAST cursor
     slot = -1: the item did not come from BEAST (a retry or redirect)
 
-When the file holds many more done records than live ones it is rewritten (a new file
-with a "C" record and the live "A" records, fsynced, then renamed over the old one).
+An id's state is its last record in that order. Appends go to the newest segment; once
+it holds :data:`SEGMENT_RATIO` records per live id (and at least :data:`SEGMENT_MIN`)
+a new one starts, opening with a "C" record. The live "A" records of older segments are
+copied forward a few at a time (:data:`COPY_STEP` records of the oldest segment read per
+admit() or done()), and the oldest segment is deleted once none of its "A" records is
+the last word on a live id. Only the oldest: a newer segment may hold the "D" records
+that shadow "A" records of an older one. So the files stay within a few times the live
+set, and no call does more than a bounded amount of I/O (a rewrite in one go would stall
+the reactor).
 
-Invariant: *after open(), live() is exactly the items admitted and not marked done,
-whatever point of an earlier run a kill -9 stopped.*
+Invariant: *after open(), the items returned are exactly those admitted and not marked
+done, whatever point of an earlier run a kill -9 stopped* (a copy is appended before its
+old segment can be deleted; segments are deleted oldest first).
 """
 
 from __future__ import annotations
 
-import os
+import re
 import struct
+from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,10 +47,13 @@ from irlscrapy.recordfile import RecordWriter, scan
 _ADMIT = struct.Struct(">cQqqQ")
 _DONE = struct.Struct(">cQ")
 _CURSOR = struct.Struct(">cqq")
-#: Rewrite the file once it holds this many records per live one (and at least
-#: COMPACT_MIN records).
-COMPACT_RATIO = 4
-COMPACT_MIN = 100_000
+_SEGMENT = re.compile(r"admitted-(\d+)\.rec")
+#: A new segment starts once the newest holds this many records per live id ...
+SEGMENT_RATIO = 4
+#: ... and at least this many records.
+SEGMENT_MIN = 100_000
+#: Records of the oldest segment read (and copied forward if live) per admit() or done().
+COPY_STEP = 4
 
 
 @dataclass(slots=True)
@@ -49,39 +66,68 @@ class Admitted:
 
 
 class AdmittedJournal:
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(
+        self, directory: Path, *, segment_ratio: int = SEGMENT_RATIO, segment_min: int = SEGMENT_MIN
+    ) -> None:
+        self.directory = directory
+        self.segment_ratio = segment_ratio
+        self.segment_min = segment_min
         self._writer: RecordWriter | None = None
-        self._live: dict[int, Admitted] = {}
-        self._records = 0
+        self._files: deque[int] = deque([0])  # segments on disk, oldest first
+        self._segment_records = 0
+        self._live: dict[int, int] = {}  # id -> the segment of its last "A" record
+        self._live_in: dict[int, int] = {}  # segment -> live ids whose "A" is there
+        self._copying: tuple[int, Iterator[tuple[int, bytes]]] | None = None
         self.next_id = 1
         self.cursor: tuple[int, int] | None = None  # BEAST position of the last record taken
 
+    @property
+    def _segment(self) -> int:
+        """The newest segment: appends go there."""
+        return self._files[-1]
+
+    def _path(self, segment: int) -> Path:
+        return self.directory / f"admitted-{segment}.rec"
+
+    def _segments(self) -> list[int]:
+        found = (_SEGMENT.fullmatch(p.name) for p in self.directory.glob("admitted-*.rec"))
+        return sorted(int(m.group(1)) for m in found if m)
+
     def open(self) -> list[Admitted]:
         """Open (or create) the journal; return the items admitted and not done."""
-        if self.path.exists():
-            for _, record in scan(self.path):
-                self._records += 1
+        self.directory.mkdir(parents=True, exist_ok=True)
+        live: dict[int, Admitted] = {}
+        segments = self._segments()
+        for segment in segments:
+            for _, record in scan(self._path(segment)):
                 kind = record[:1]
                 if kind == b"A":
                     _, id_, slot, offset, domain = _ADMIT.unpack_from(record)
-                    self._live[id_] = Admitted(id_, slot, offset, domain, record[_ADMIT.size :])
+                    live[id_] = Admitted(id_, slot, offset, domain, record[_ADMIT.size :])
+                    self._set_live(id_, segment)
                     self.next_id = max(self.next_id, id_ + 1)
                     if slot >= 0:
                         self._advance((slot, offset))
                 elif kind == b"D":
-                    self._live.pop(_DONE.unpack(record)[1], None)
+                    id_ = _DONE.unpack(record)[1]
+                    live.pop(id_, None)
+                    self._unset_live(id_)
                 elif kind == b"C":
                     _, slot, offset = _CURSOR.unpack(record)
                     self._advance((slot, offset))
-        self._writer = RecordWriter(self.path)
+                if segment == segments[-1]:
+                    self._segment_records += 1
+        self._files = deque(segments or [0])
+        self._drop_finished()
+        self._writer = RecordWriter(self._path(self._segment))
         self._writer.open()
-        return list(self._live.values())
+        return list(live.values())
 
     def close(self) -> None:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        self._copying = None
 
     def __len__(self) -> int:
         return len(self._live)
@@ -90,44 +136,87 @@ class AdmittedJournal:
         """Journal one admitted item; return its id."""
         id_ = self.next_id
         self.next_id += 1
-        self._live[id_] = Admitted(id_, slot, offset, domain, item)
         self._append(_ADMIT.pack(b"A", id_, slot, offset, domain) + item)
+        self._set_live(id_, self._segment)
         if slot >= 0:
             self._advance((slot, offset))
+        self._copy_forward()
         return id_
+
+    def done(self, id_: int) -> None:
+        if id_ not in self._live:
+            return
+        self._append(_DONE.pack(b"D", id_))
+        self._unset_live(id_)
+        self._copy_forward()
+
+    # -- bookkeeping -----------------------------------------------------------------
+    def _set_live(self, id_: int, segment: int) -> None:
+        old = self._live.get(id_)
+        if old is not None:
+            self._live_in[old] -= 1
+        self._live[id_] = segment
+        self._live_in[segment] = self._live_in.get(segment, 0) + 1
+
+    def _unset_live(self, id_: int) -> None:
+        segment = self._live.pop(id_, None)
+        if segment is not None:
+            self._live_in[segment] -= 1
 
     def _advance(self, position: tuple[int, int]) -> None:
         """BEAST positions grow in reading order: the cursor is the largest seen."""
         if self.cursor is None or position > self.cursor:
             self.cursor = position
 
-    def done(self, id_: int) -> None:
-        if self._live.pop(id_, None) is None:
-            return
-        self._append(_DONE.pack(b"D", id_))
-        if self._records >= COMPACT_MIN and self._records > COMPACT_RATIO * len(self._live):
-            self._compact()
-
+    # -- segments --------------------------------------------------------------------
     def _append(self, record: bytes) -> None:
         assert self._writer is not None, "open() first"
+        if self._segment_records >= max(self.segment_min, self.segment_ratio * len(self._live)):
+            self._start_segment()
         self._writer.append(record)
-        self._records += 1
+        self._segment_records += 1
 
-    def _compact(self) -> None:
+    def _start_segment(self) -> None:
         assert self._writer is not None
         self._writer.close()
-        tmp = self.path.with_suffix(".tmp")
-        tmp.unlink(missing_ok=True)
-        writer = RecordWriter(tmp)
-        writer.open()
-        if self.cursor is not None:
-            writer.append(_CURSOR.pack(b"C", *self.cursor))
-        for a in self._live.values():
-            writer.append(_ADMIT.pack(b"A", a.id, a.slot, a.offset, a.domain) + a.item)
-        writer.close()
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        self._records = len(self._live) + 1
-        self._writer = RecordWriter(self.path)
+        self._files.append(self._segment + 1)
+        self._segment_records = 0
+        self._writer = RecordWriter(self._path(self._segment))
         self._writer.open()
+        if self.cursor is not None:
+            self._writer.append(_CURSOR.pack(b"C", *self.cursor))
+            self._segment_records += 1
+        self._drop_finished()
+
+    def _copy_forward(self) -> None:
+        """Read up to COPY_STEP records of the oldest segment (if it is not the newest);
+        append its live "A" records to the newest."""
+        self._drop_finished()
+        if len(self._files) < 2:
+            return
+        oldest = self._files[0]
+        if self._copying is None or self._copying[0] != oldest:
+            self._copying = (oldest, scan(self._path(oldest)))
+        records = self._copying[1]
+        for _ in range(COPY_STEP):
+            got = next(records, None)
+            if got is None:
+                assert not self._live_in.get(oldest), f"segment {oldest}: live ids not found"
+                break
+            record = got[1]
+            if record[:1] == b"A":
+                id_ = _ADMIT.unpack_from(record)[1]
+                if self._live.get(id_) == oldest:
+                    self._append(record)
+                    self._set_live(id_, self._segment)
+        self._drop_finished()
+
+    def _drop_finished(self) -> None:
+        """Delete the oldest segments while none of their records is the last word on a
+        live id (never the newest)."""
+        while len(self._files) > 1 and not self._live_in.get(self._files[0]):
+            segment = self._files.popleft()
+            if self._copying is not None and self._copying[0] == segment:
+                self._copying = None
+            self._live_in.pop(segment, None)
+            self._path(segment).unlink(missing_ok=True)

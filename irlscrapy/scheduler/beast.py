@@ -16,9 +16,11 @@ the larger window, and what still does not fit is written to a new QF. So QF is
 re-read at exponentially growing intervals, which bounds disk I/O per crawled page
 (Theorem 7) where re-reading it after every queue does not (Theorem 6).
 
-RAM per domain is one (slot, fill) pair: the slot where the domain's next record goes
-and how many of its records that slot already holds. Placement is per-domain FIFO: a
-domain's records are read in the order they were pushed.
+RAM per domain is one (slot, fill) pair, packed in one int: the slot where the domain's
+next record goes and how many of its records that slot already holds; and only for
+domains placed in a slot not yet read (a pair whose slot was read means the same as no
+pair, so such pairs are dropped whenever they outnumber the others). Placement is
+per-domain FIFO: a domain's records are read in the order they were pushed.
 
 Invariants:
 *Every pushed record is popped exactly once*, across close and reopen; after a kill -9,
@@ -57,6 +59,8 @@ from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.recordfile import RECORD_OVERHEAD, RecordWriter, scan
 
 _DOMAIN = struct.Struct(">Q")
+_FILL_BITS = 32  # a (slot, fill) pair is slot << _FILL_BITS | fill
+_FILL_MASK = (1 << _FILL_BITS) - 1
 STATE_VERSION = 1  # DO NOT CHANGE: the version of state.json's layout
 
 
@@ -79,7 +83,8 @@ class Beast:
         self.j = initial_queues
         self.reading = 0  # slot r
         self.cycle_end = initial_queues  # the slot that starts the next cycle
-        self._domains: dict[int, tuple[int, int]] = {}  # domain -> (slot, fill)
+        self._domains: dict[int, int] = {}  # domain -> slot << _FILL_BITS | fill
+        self._domains_kept = 0  # len(_domains) after the last drop of read slots' pairs
         self._writers: dict[int, RecordWriter] = {}
         self._counts: dict[int, int] = {}  # slot -> records not yet popped
         self._slot_records = 0  # the sum of _counts (len() is called per admitted record)
@@ -162,11 +167,11 @@ class Beast:
                 self._slot_records += 1
                 if visit is not None:
                     visit(record[_DOMAIN.size :])
-                last, fill = self._domains.get(domain, (-1, 0))
-                if slot > last:
-                    self._domains[domain] = (slot, 1)
-                elif slot == last:
-                    self._domains[domain] = (slot, fill + 1)
+                pair = self._domains.get(domain)
+                if pair is None or slot > pair >> _FILL_BITS:
+                    self._domains[domain] = slot << _FILL_BITS | 1
+                elif slot == pair >> _FILL_BITS:
+                    self._domains[domain] = pair + 1
             if slot == self.reading and read_past and read_past[0] == slot:
                 self._skip = read_past[1]
         qf = self._qf_path(self._qf_generation)
@@ -225,14 +230,15 @@ class Beast:
 
     def _place(self, domain: int) -> int | None:
         budget = max(1, self.budget_of(domain))
-        slot, fill = self._domains.get(domain, (0, 0))
+        pair = self._domains.get(domain, 0)
+        slot, fill = pair >> _FILL_BITS, pair & _FILL_MASK
         if slot <= self.reading:
             slot, fill = self.reading + 1, 0
         if fill >= budget:
             slot, fill = slot + 1, 0
         if slot > self.reading + self.j - 1:
             return None
-        self._domains[domain] = (slot, fill + 1)
+        self._domains[domain] = slot << _FILL_BITS | (fill + 1)
         return slot
 
     # -- reading ---------------------------------------------------------------------
@@ -262,6 +268,10 @@ class Beast:
         self._close_writer(self.reading)
         done = self._slot_path(self.reading)
         self.reading += 1
+        if len(self._domains) > 2 * self._domains_kept + 1024:
+            first = (self.reading + 1) << _FILL_BITS
+            self._domains = {d: p for d, p in self._domains.items() if p >= first}
+            self._domains_kept = len(self._domains)
         if self.reading >= self.cycle_end:
             self.j = min(2 * self.j, self.max_queues)
             self.cycle_end = self.reading + self.j

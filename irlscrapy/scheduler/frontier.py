@@ -80,11 +80,15 @@ class RobotsFetch:
 
 @dataclass(slots=True)
 class Item:
-    """What the workbench holds for one URL: its payload, URL and journal id."""
+    """What the workbench holds for one URL: its payload and journal id. The URL is read
+    from the payload when asked for (the workbench holds many items and reads few URLs)."""
 
     payload: bytes
-    url: str
     id: int
+
+    @property
+    def url(self) -> str:
+        return payload_url(self.payload)
 
 
 @dataclass(slots=True)
@@ -151,7 +155,7 @@ class Frontier:
         """A retry or redirect of a host's own request: to the front of its host."""
         url = payload_url(payload)
         id_ = self.journal.admit(-1, -1, 0, _HEAD.pack(priority, batch) + payload)
-        self._to_host(url_host(url), priority, Item(payload, url, id_), front=True)
+        self._to_host(url_host(url), priority, Item(payload, id_), front=True)
 
     def push_memory(self, request: Any, front: bool = False) -> None:
         """A Request that cannot be stored (see :class:`MemoryItem`)."""
@@ -169,7 +173,7 @@ class Frontier:
             priority = _HEAD.unpack_from(a.item)[0]
             payload = a.item[_HEAD.size :]
             url = payload_url(payload)
-            self._to_host(url_host(url), priority, Item(payload, url, a.id), front=a.slot < 0)
+            self._to_host(url_host(url), priority, Item(payload, a.id), front=a.slot < 0)
 
     def _refuse(self, item: Item | MemoryItem | RobotsFetch, why: str) -> None:
         if isinstance(item, RobotsFetch):
@@ -211,7 +215,7 @@ class Frontier:
                 continue
             deferred_run = 0
             id_ = self.journal.admit(*self.beast.position, domain, record)
-            self._to_host(host, priority, Item(payload, url, id_), front=False)
+            self._to_host(host, priority, Item(payload, id_), front=False)
         return read
 
     def _host_urls(self, host: str) -> int:

@@ -270,7 +270,7 @@ class IRLScheduler(BaseScheduler):
         self.df.open()
         self.dns.open(self.state_dir / "dns")
         budget = self.politeness.default_budget
-        self.journal = AdmittedJournal(self.state_dir / "admitted.rec")
+        self.journal = AdmittedJournal(self.state_dir)
         admitted = self.journal.open()
         beast = Beast(self.state_dir / "beast", lambda _: budget, max_queues=self.max_queues)
         found: Counter[int] = Counter()

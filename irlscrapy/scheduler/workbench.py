@@ -41,39 +41,65 @@ from __future__ import annotations
 import heapq
 import itertools
 import sys
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 #: The priority a ``front`` URL is held at: above any Request.priority.
 FRONT = sys.maxsize
 
 
-@dataclass(eq=False)
 class VisitState:
-    host: str
-    ip: str
-    urls: deque[tuple[int, Any]] = field(default_factory=deque)  # (priority, URL)
-    next_fetch: float = 0.0
-    in_flight: bool = False
-    version: int = 0
-    budget: float = 1.0  # the budget of the host's PLD (scales tau_h)
-    crawl_delay: float = 0.0  # what the host's robots.txt asks for; 0: nothing
-    backoff: float = 0.0  # delay earned by errors, 429 and 503; 0: none
+    """One host. ``urls``: (priority, URL) pairs in the order they leave, a list (not a
+    deque: a host holds at most a few dozen URLs, and an empty deque costs 600 bytes;
+    there are as many visit states as hosts in RAM)."""
+
+    __slots__ = (
+        "backoff",
+        "budget",
+        "crawl_delay",
+        "host",
+        "in_flight",
+        "ip",
+        "next_fetch",
+        "urls",
+        "version",
+    )
+
+    def __init__(self, host: str, ip: str, budget: float = 1.0) -> None:
+        self.host = host
+        self.ip = ip
+        self.urls: list[tuple[int, Any]] = []
+        self.next_fetch = 0.0
+        self.in_flight = False
+        self.version = 0
+        self.budget = budget  # the budget of the host's PLD (scales tau_h)
+        self.crawl_delay = 0.0  # what the host's robots.txt asks for; 0: nothing
+        self.backoff = 0.0  # delay earned by errors, 429 and 503; 0: none
 
 
-@dataclass(eq=False)
 class IPEntry:
-    ip: str
-    next_fetch: float = 0.0
-    in_flight: bool = False
-    version: int = 0
-    hosts: list[tuple[float, int, int, VisitState]] = field(default_factory=list)
-    host_count: int = 0  # visit states of this IP that the workbench holds
-    budget_sum: float = 0.0  # of those visit states (for the mean budget that scales tau_s)
-    urls: int = 0  # admitted URLs of this IP's hosts, not handed out
-    backoff: float = 0.0
+    __slots__ = (
+        "backoff",
+        "budget_sum",
+        "host_count",
+        "hosts",
+        "in_flight",
+        "ip",
+        "next_fetch",
+        "urls",
+        "version",
+    )
+
+    def __init__(self, ip: str) -> None:
+        self.ip = ip
+        self.next_fetch = 0.0
+        self.in_flight = False
+        self.version = 0
+        self.hosts: list[tuple[float, int, int, VisitState]] = []  # heap of visit states
+        self.host_count = 0  # visit states of this IP that the workbench holds
+        self.budget_sum = 0.0  # of those visit states (for the mean budget that scales tau_s)
+        self.urls = 0  # admitted URLs of this IP's hosts, not handed out
+        self.backoff = 0.0
 
     @property
     def mean_budget(self) -> float:
@@ -130,7 +156,7 @@ class Workbench:
         assert state.ip == ip, f"{host} moved from {state.ip} to {ip}"
         urls = state.urls
         if front:
-            urls.appendleft((FRONT, url))
+            urls.insert(0, (FRONT, url))
         elif not urls or urls[-1][0] >= priority:
             urls.append((priority, url))
         else:
@@ -144,7 +170,7 @@ class Workbench:
 
     def remove_urls(self, state: VisitState, drop: Callable[[Any], bool]) -> list[Any]:
         """Take out of ``state`` the URLs for which ``drop`` is true; return them."""
-        kept: deque[tuple[int, Any]] = deque()
+        kept: list[tuple[int, Any]] = []
         dropped = []
         for item in state.urls:
             if drop(item[1]):
@@ -173,7 +199,7 @@ class Workbench:
         state = entry.top()
         assert state is not None and state.next_fetch <= now and entry.next_fetch <= now
         heapq.heappop(entry.hosts)
-        _, url = state.urls.popleft()
+        _, url = state.urls.pop(0)
         self.urls -= 1
         entry.urls -= 1
         state.in_flight = entry.in_flight = True

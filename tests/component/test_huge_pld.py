@@ -61,7 +61,7 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
 
     beast = Beast(work / "beast", lambda _: 10)
     beast.open()
-    journal = AdmittedJournal(work / "admitted.rec")
+    journal = AdmittedJournal(work / "admitted")
     journal.open()
     workbench = Workbench(host_delay, ip_delay)
     frontier = Frontier(
