@@ -15,7 +15,7 @@ The real ``IRLScheduler`` and its ``DRUMDupeFilter``, built by Scrapy
 politeness delays 0 (``IRL_HOST_DELAY``, ``IRL_IP_DELAY`` and their floors), and a state
 directory under a temporary directory. ``crawler.engine`` is None: the scheduler's engine
 waker has nothing to wake, which it tolerates. Everything else is the default: 64 MiB
-for URLseen, a 100,000-URL workbench, 64 URLs per host, the 100,000-entry DNS cache,
+for URLseen, a 100,000-URL workbench, 64 URLs per host, the 25,000-entry DNS cache,
 robots.txt obeyed, Referer on.
 
 - **DNS** is answered in process: the crawl's one ``DNSCache`` (``dns_cache(crawler)``)
@@ -144,6 +144,9 @@ class LoopbackResolver:
     def __init__(self, reactor: Any) -> None:
         self.reactor = reactor
         self.queries = 0
+
+    def close(self) -> None:
+        pass  # nothing open
 
     def query(self, host: str) -> defer.Deferred[tuple[str, float | None]]:
         self.queries += 1

@@ -114,7 +114,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "IRL_DNS_CACHE_ENTRIES",
-        100_000,
+        25_000,
         "int",
         "entries",
         "DNS cache entries held in RAM; older ones spill to LevelDB under the state directory",
@@ -186,6 +186,15 @@ SETTINGS: tuple[Setting, ...] = (
         "on/off",
         "measure reactor lag with a 10 ms timer (stats irl/reactor/lag_*_ms); needs the "
         "extension irlscrapy.report.reactorlag.ReactorLag in EXTENSIONS",
+    ),
+    Setting(
+        "IRL_GC_FREEZE",
+        True,
+        "bool",
+        "on/off",
+        "when the spider opens, freeze the objects built at start-up out of the cyclic GC "
+        "(shorter full collections); extension irlscrapy.gcfreeze.FreezeStartupObjects, "
+        "enabled by the add-on",
     ),
 )
 

@@ -12,12 +12,14 @@ is its own PLD. BEAST budgets and STAR in-degrees are per PLD, keyed by
 from __future__ import annotations
 
 import hashlib
-from functools import lru_cache
 
 import tldextract
 
 #: Hosts whose PLD is remembered; a broad crawl meets each host many times in a row.
+#: A plain dict of strings, emptied when full: unlike functools.lru_cache's linked
+#: nodes it is invisible to the cyclic GC (whose full collections stall the reactor).
 PLD_CACHE_HOSTS = 1 << 16
+_PLDS: dict[str, str] = {}
 
 _EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
@@ -41,11 +43,15 @@ def host_name(host: str) -> str:
     return host.partition(":")[0]
 
 
-@lru_cache(maxsize=PLD_CACHE_HOSTS)
 def pld(host: str) -> str:
     """The pay-level domain of a host (see the module docstring)."""
-    name = host_name(host)
-    return _EXTRACT(name).top_domain_under_public_suffix or name
+    found = _PLDS.get(host)
+    if found is None:
+        if len(_PLDS) >= PLD_CACHE_HOSTS:
+            _PLDS.clear()
+        name = host_name(host)
+        found = _PLDS[host] = _EXTRACT(name).top_domain_under_public_suffix or name
+    return found
 
 
 def domain_key(domain: str) -> int:

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,8 +61,11 @@ from irlscrapy.scheduler.workbench import VisitState, Workbench
 logger = logging.getLogger(__name__)
 
 _HEAD = struct.Struct(">iQ")
-#: Records admit() reads from BEAST per call.
+#: Records admit() reads from BEAST per call, at most ...
 ADMIT_SLICE = 64
+#: ... and for at most this long (seconds): reading, deferring, journaling and asking
+#: DNS for new hosts cost up to ~0.3 ms a record, and the reactor must not wait long.
+ADMIT_SECONDS = 0.002
 #: Consecutive deferrals after which admission waits for a full host to take a URL.
 DEFERRAL_RUN = 256
 
@@ -78,17 +82,11 @@ class RobotsFetch:
         self.request = request
 
 
-@dataclass(slots=True)
-class Item:
-    """What the workbench holds for one URL: its payload and journal id. The URL is read
-    from the payload when asked for (the workbench holds many items and reads few URLs)."""
-
-    payload: bytes
-    id: int
-
-    @property
-    def url(self) -> str:
-        return payload_url(self.payload)
+#: What the workbench holds for one stored URL: (payload, journal id). A plain tuple of
+#: atomic values, so the cyclic GC stops tracking it: the workbench holds ~10^5 of them,
+#: and a full collection's pause grows with every tracked object (an object of a class
+#: is always tracked). The URL is read from the payload when asked for.
+Item = tuple[bytes, int]
 
 
 @dataclass(slots=True)
@@ -99,6 +97,10 @@ class MemoryItem:
 
     request: Any
     url: str
+
+
+def item_url(item: Item | MemoryItem) -> str:
+    return payload_url(item[0]) if isinstance(item, tuple) else item.url
 
 
 def record_batch(record: bytes) -> int:
@@ -139,6 +141,14 @@ class Frontier:
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
         self._full_hosts: set[str] = set()  # hosts that made admission pause
+        self.closed = False
+
+    def close(self) -> None:
+        """Close BEAST and the journal. What ends later (a DNS answer, a fetch) changes
+        nothing: its URLs stay admitted in the journal, and are admitted again on resume."""
+        self.closed = True
+        self.beast.close()
+        self.journal.close()
 
     def __len__(self) -> int:
         """URLs not handed out yet: in BEAST, waiting for DNS, or in the workbench."""
@@ -155,7 +165,7 @@ class Frontier:
         """A retry or redirect of a host's own request: to the front of its host."""
         url = payload_url(payload)
         id_ = self.journal.admit(-1, -1, 0, _HEAD.pack(priority, batch) + payload)
-        self._to_host(url_host(url), priority, Item(payload, id_), front=True)
+        self._to_host(url_host(url), priority, (payload, id_), front=True)
 
     def push_memory(self, request: Any, front: bool = False) -> None:
         """A Request that cannot be stored (see :class:`MemoryItem`)."""
@@ -173,7 +183,7 @@ class Frontier:
             priority = _HEAD.unpack_from(a.item)[0]
             payload = a.item[_HEAD.size :]
             url = payload_url(payload)
-            self._to_host(url_host(url), priority, Item(payload, a.id), front=a.slot < 0)
+            self._to_host(url_host(url), priority, (payload, a.id), front=a.slot < 0)
 
     def _refuse(self, item: Item | MemoryItem | RobotsFetch, why: str) -> None:
         if isinstance(item, RobotsFetch):
@@ -183,8 +193,8 @@ class Frontier:
 
     def finished(self, item: Item | MemoryItem | RobotsFetch) -> None:
         """The fetch of ``item`` is over (and its page, if any, processed)."""
-        if isinstance(item, Item):
-            self.journal.done(item.id)
+        if isinstance(item, tuple) and not self.closed:
+            self.journal.done(item[1])
 
     # -- admission ---------------------------------------------------------------------
     def admit(self, limit: int = ADMIT_SLICE) -> int:
@@ -192,12 +202,8 @@ class Frontier:
         how many were read. Called often (each next_request), so it does little each
         time: the reactor must not wait for a whole queue's admission."""
         deferred_run = read = 0
-        while (
-            read < limit
-            and not self._full_hosts
-            and self.waiting_dns + len(self.workbench) < self.capacity
-            and len(self.beast)
-        ):
+        deadline = time.perf_counter() + ADMIT_SECONDS
+        while read < limit and (read % 8 or time.perf_counter() < deadline) and self.can_admit():
             popped = self.beast.pop()
             assert popped is not None
             read += 1
@@ -215,8 +221,16 @@ class Frontier:
                 continue
             deferred_run = 0
             id_ = self.journal.admit(*self.beast.position, domain, record)
-            self._to_host(host, priority, Item(payload, id_), front=False)
+            self._to_host(host, priority, (payload, id_), front=False)
         return read
+
+    def can_admit(self) -> bool:
+        """BEAST has records, RAM has room, and admission is not paused by a full host."""
+        return (
+            not self._full_hosts
+            and self.waiting_dns + len(self.workbench) < self.capacity
+            and len(self.beast) > 0
+        )
 
     def _host_urls(self, host: str) -> int:
         state = self.workbench.hosts.get(host)
@@ -240,6 +254,8 @@ class Frontier:
         d.addCallbacks(self._resolved, self._unresolved, callbackArgs=(host,), errbackArgs=(host,))
 
     def _resolved(self, ip: str, host: str) -> None:
+        if self.closed:
+            return
         held = self._resolving.pop(host, [])
         self.waiting_dns -= len(held)
         if host not in self.workbench.hosts and self.obey_robots and host not in self.robots:
@@ -250,6 +266,8 @@ class Frontier:
         self.on_ready()
 
     def _unresolved(self, failure: Failure, host: str) -> None:
+        if self.closed:
+            return
         held = self._resolving.pop(host, [])
         self.waiting_dns -= len(held)
         for _, item, _ in held:
@@ -266,7 +284,7 @@ class Frontier:
         if (
             rules is not None
             and not isinstance(item, RobotsFetch)
-            and not rules.allowed(item.url, self.user_agent)
+            and not rules.allowed(item_url(item), self.user_agent)
         ):
             self.stats.inc_value("irl/robots/disallowed")
             self._refuse(item, "robots.txt")
@@ -293,7 +311,8 @@ class Frontier:
         dropped = self.workbench.remove_urls(
             state,
             lambda item: (
-                not isinstance(item, RobotsFetch) and not rules.allowed(item.url, self.user_agent)
+                not isinstance(item, RobotsFetch)
+                and not rules.allowed(item_url(item), self.user_agent)
             ),
         )
         for item in dropped:

@@ -72,7 +72,14 @@ from irlscrapy.scheduler.admitted import AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.delays import Politeness
 from irlscrapy.scheduler.dns import DNSCache, dns_cache
-from irlscrapy.scheduler.frontier import Frontier, Item, MemoryItem, RobotsFetch, record_batch
+from irlscrapy.scheduler.frontier import (
+    Frontier,
+    Item,
+    MemoryItem,
+    RobotsFetch,
+    item_url,
+    record_batch,
+)
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.requestcodec import (
     LINK,
@@ -96,6 +103,11 @@ FETCH_KEY = "irl_fetch"
 ROBOTS_KEY = "irl_robots"
 #: meta key of a request refused by robots.txt or DNS (see FetchEndMiddleware)
 REFUSED_KEY = "irl_refused"
+#: The downloader slot of every request the scheduler hands out (unless the request names
+#: its own ``download_slot``): the workbench already keeps each host and IP polite, so
+#: Scrapy's per-domain slots would only cost RAM and GC time (one slot object, with its
+#: queues, per host fetched in the last minute: tens of thousands in a broad crawl).
+DOWNLOAD_SLOT = "irl"
 #: Statuses a robots.txt callback sees: all but redirects (RedirectMiddleware follows
 #: those, as RFC 9309 asks) and 2xx (which reach it anyway).
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
@@ -203,6 +215,7 @@ class IRLScheduler(BaseScheduler):
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
         self._stopped = False  # the disk is full: take no more work
         self._refusals: deque[Request] = deque()  # refused requests, back to the engine
+        self._admitted_this_turn = False  # see next_request
         self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
@@ -320,8 +333,8 @@ class IRLScheduler(BaseScheduler):
 
     def _close_files(self) -> None:
         if self.frontier is not None:
-            self.frontier.beast.close()
-        if self.journal is not None:
+            self.frontier.close()
+        elif self.journal is not None:
             self.journal.close()
         self.dns.close()
         if self._lock is not None:
@@ -380,8 +393,8 @@ class IRLScheduler(BaseScheduler):
         errback sees IgnoreRequest, or CannotResolveHostError)."""
         if isinstance(item, MemoryItem):
             request = item.request
-        elif payload_kind(item.payload) != LINK:
-            request = decode_request(item.payload, self.spider)
+        elif payload_kind(item[0]) != LINK:
+            request = decode_request(item[0], self.spider)
         else:
             return
         request.meta[REFUSED_KEY] = why
@@ -524,7 +537,12 @@ class IRLScheduler(BaseScheduler):
         frontier = self._frontier()
         if self._refusals:
             return self._refusals.popleft()
-        frontier.admit()
+        if not self._admitted_this_turn:
+            # Once per reactor turn: the engine asks for a request per free downloader
+            # slot, dozens in one turn; admitting on each call made turns of 50-100 ms.
+            self._admitted_this_turn = True
+            self.waker.clock.callLater(0, self._turn_over)
+            frontier.admit()
         if not len(frontier.beast) and not self._merging and self.df.pending:
             self._flush()  # the early flush: BEAST is dry, the workbench will be next
         now = self.waker.clock.seconds()
@@ -539,8 +557,16 @@ class IRLScheduler(BaseScheduler):
         self._in_flight[token] = _Fetch(state, item)
         request = self._request(state, item)
         request.meta[FETCH_KEY] = token
+        request.meta.setdefault("download_slot", DOWNLOAD_SLOT)
         self.stats.inc_value("irl/scheduler/dequeued")
         return request
+
+    def _turn_over(self) -> None:
+        """A new reactor turn: admission may run again; if it has work, wake the engine."""
+        self._admitted_this_turn = False
+        frontier = self.frontier
+        if frontier is not None and not frontier.closed and frontier.can_admit():
+            self.waker.wake()
 
     def _idle(self, frontier: Frontier) -> None:
         """Nothing is due: wake the engine when something will be."""
@@ -561,7 +587,7 @@ class IRLScheduler(BaseScheduler):
             )
         if isinstance(item, MemoryItem):
             return item.request
-        payload = item.payload
+        payload = item[0]
         if payload_kind(payload) != LINK:
             return decode_request(payload, self.spider)
         link = link_from_payload(payload)
@@ -690,6 +716,6 @@ def _installed_reactor() -> Any:
 def _scheme_of(state: VisitState) -> str:
     """The scheme of a host's URLs (its robots.txt is fetched with it)."""
     for _, item in state.urls:
-        if isinstance(item, Item):
-            return item.url.partition(":")[0]
+        if isinstance(item, tuple):
+            return item_url(item).partition(":")[0]
     return "http"

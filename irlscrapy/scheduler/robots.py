@@ -13,15 +13,23 @@ What an outcome means (RFC 9309 section 2.3.1):
                         a redirect not followed counts as 4xx
 
 Rules live in RAM for now, one entry per host; bounding them with a disk cache and
-expiry is the robots issue's work.
+expiry is the robots issue's work. Hosts whose robots.txt bodies are the same share one
+parsed :class:`RobotsRules` (:data:`SHARED_BODIES` distinct bodies are remembered; many
+sites serve a stock robots.txt): a parsed robots.txt is dozens of objects, each of which
+the cyclic GC's full collections visit.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from protego import Protego
 
 #: RFC 9309 section 2.5: crawlers must parse at least 500 KiB; we parse exactly that.
 PARSE_LIMIT = 500 * 1024
+#: Distinct robots.txt bodies whose parsed rules are shared (emptied when full).
+SHARED_BODIES = 4096
+_PARSED: dict[bytes, RobotsRules] = {}
 
 
 class RobotsRules:
@@ -53,8 +61,15 @@ DISALLOW_ALL = RobotsRules("unreachable", verdict=False)
 def rules_for(status: int, body: bytes) -> RobotsRules:
     """The rules a robots.txt response with this status and body stands for."""
     if 200 <= status < 300:
-        text = body[:PARSE_LIMIT].decode("utf-8", errors="replace")
-        return RobotsRules("parsed", Protego.parse(text))
+        body = body[:PARSE_LIMIT]
+        digest = hashlib.blake2b(body, digest_size=16).digest()
+        rules = _PARSED.get(digest)
+        if rules is None:
+            if len(_PARSED) >= SHARED_BODIES:
+                _PARSED.clear()
+            text = body.decode("utf-8", errors="replace")
+            rules = _PARSED[digest] = RobotsRules("parsed", Protego.parse(text))
+        return rules
     if status >= 500:
         return DISALLOW_ALL
     return ALLOW_ALL

@@ -26,8 +26,13 @@ Forgetting: a visit state with no URLs and nothing in flight is kept until its
 dropped by :meth:`forget_idle`; so is an IP entry with no hosts left. RAM therefore
 holds the admitted URLs plus the hosts and IPs fetched within one delay.
 
-Heaps use lazy deletion: every (re)insertion carries the object's current version, and
-stale heap items are skipped when they reach the top.
+Heaps use lazy deletion: every (re)insertion draws a new number from one counter and
+stores it in the object (``version``) and in the heap item, and an item whose number is
+not its object's current one is skipped when it reaches the top. Heap items name their
+object by its key (host or address), never hold it: a tuple of floats, ints and strings
+is one the cyclic GC stops tracking, and the GC's full collections (which stall the
+reactor) take time in proportion to the objects it tracks; there are as many heap items
+as hosts and IPs in RAM.
 
 Invariants:
 *Nothing is handed out before its host and its IP are due.*
@@ -95,7 +100,7 @@ class IPEntry:
         self.next_fetch = 0.0
         self.in_flight = False
         self.version = 0
-        self.hosts: list[tuple[float, int, int, VisitState]] = []  # heap of visit states
+        self.hosts: list[tuple[float, int, str]] = []  # heap of (next_fetch, version, host)
         self.host_count = 0  # visit states of this IP that the workbench holds
         self.budget_sum = 0.0  # of those visit states (for the mean budget that scales tau_s)
         self.urls = 0  # admitted URLs of this IP's hosts, not handed out
@@ -104,15 +109,6 @@ class IPEntry:
     @property
     def mean_budget(self) -> float:
         return self.budget_sum / self.host_count if self.host_count else 1.0
-
-    def top(self) -> VisitState | None:
-        """The visit state due first, after dropping stale heap items."""
-        while self.hosts:
-            _, _, version, state = self.hosts[0]
-            if version == state.version and not state.in_flight and state.urls:
-                return state
-            heapq.heappop(self.hosts)
-        return None
 
 
 class Workbench:
@@ -123,9 +119,10 @@ class Workbench:
         self.ip_delay = ip_delay
         self.hosts: dict[str, VisitState] = {}
         self.ips: dict[str, IPEntry] = {}
-        self._heap: list[tuple[float, int, int, IPEntry]] = []
-        self._idle: list[tuple[float, int, int, VisitState | IPEntry]] = []
-        self._seq = itertools.count()
+        self._heap: list[tuple[float, int, str]] = []  # (priority, version, address)
+        #: (next_fetch, version, host or address) of idle visit states and IP entries
+        self._idle: list[tuple[float, int, str]] = []
+        self._seq = itertools.count(1)  # versions; 0: in no heap
         self.urls = 0  # admitted and not handed out
         self.in_flight = 0
 
@@ -196,15 +193,14 @@ class Workbench:
         if entry is None or self._priority(entry) > now:
             return None
         heapq.heappop(self._heap)
-        state = entry.top()
+        state = self._top_host(entry)
         assert state is not None and state.next_fetch <= now and entry.next_fetch <= now
         heapq.heappop(entry.hosts)
         _, url = state.urls.pop(0)
         self.urls -= 1
         entry.urls -= 1
         state.in_flight = entry.in_flight = True
-        state.version += 1
-        entry.version += 1
+        state.version = entry.version = 0
         self.in_flight += 1
         return state, url
 
@@ -228,31 +224,29 @@ class Workbench:
         docstring); return how many were dropped."""
         dropped = 0
         while self._idle and self._idle[0][0] <= now:
-            _, _, version, obj = heapq.heappop(self._idle)
-            if version != obj.version or obj.in_flight:
-                continue
-            if isinstance(obj, VisitState):
-                if obj.urls or self.hosts.get(obj.host) is not obj:
+            _, version, key = heapq.heappop(self._idle)
+            state = self.hosts.get(key)
+            if state is not None and state.version == version:
+                if state.in_flight or state.urls:
                     continue
-                del self.hosts[obj.host]
-                entry = self.ips[obj.ip]
+                del self.hosts[key]
+                entry = self.ips[state.ip]
                 entry.host_count -= 1
-                entry.budget_sum -= obj.budget
+                entry.budget_sum -= state.budget
                 if not entry.host_count:
-                    entry.version += 1
-                    heapq.heappush(
-                        self._idle, (entry.next_fetch, next(self._seq), entry.version, entry)
-                    )
-            elif not obj.host_count and self.ips.get(obj.ip) is obj:
-                del self.ips[obj.ip]
+                    entry.version = next(self._seq)
+                    heapq.heappush(self._idle, (entry.next_fetch, entry.version, entry.ip))
             else:
-                continue
+                idle = self.ips.get(key)
+                if idle is None or idle.version != version or idle.in_flight or idle.host_count:
+                    continue
+                del self.ips[key]
             dropped += 1
         return dropped
 
     def _retire(self, state: VisitState) -> None:
-        state.version += 1
-        heapq.heappush(self._idle, (state.next_fetch, next(self._seq), state.version, state))
+        state.version = next(self._seq)
+        heapq.heappush(self._idle, (state.next_fetch, state.version, state.host))
 
     # -- heaps -----------------------------------------------------------------------
     def _schedule_host(self, state: VisitState) -> None:
@@ -264,30 +258,41 @@ class Workbench:
             self._push_entry(entry)
 
     def _push_host(self, entry: IPEntry, state: VisitState) -> None:
-        state.version += 1
-        heapq.heappush(entry.hosts, (state.next_fetch, next(self._seq), state.version, state))
+        state.version = next(self._seq)
+        heapq.heappush(entry.hosts, (state.next_fetch, state.version, state.host))
 
     def _push_entry(self, entry: IPEntry) -> None:
-        if entry.top() is None:
+        if self._top_host(entry) is None:
             return
-        entry.version += 1
-        heapq.heappush(self._heap, (self._priority(entry), next(self._seq), entry.version, entry))
+        entry.version = next(self._seq)
+        heapq.heappush(self._heap, (self._priority(entry), entry.version, entry.ip))
 
-    @staticmethod
-    def _priority(entry: IPEntry) -> float:
-        top = entry.top()
+    def _top_host(self, entry: IPEntry) -> VisitState | None:
+        """The visit state of ``entry`` due first, after dropping stale heap items."""
+        heap = entry.hosts
+        while heap:
+            _, version, host = heap[0]
+            state = self.hosts.get(host)
+            if state is not None and state.version == version:
+                return state  # (a host in the heap is not in flight and has URLs)
+            heapq.heappop(heap)
+        return None
+
+    def _priority(self, entry: IPEntry) -> float:
+        top = self._top_host(entry)
         assert top is not None
         return max(entry.next_fetch, top.next_fetch)
 
     def _top_entry(self) -> IPEntry | None:
         while self._heap:
-            priority, _, version, entry = self._heap[0]
-            if version == entry.version and not entry.in_flight and entry.top() is not None:
-                if priority == self._priority(entry):
+            priority, version, ip = self._heap[0]
+            entry = self.ips.get(ip)
+            if entry is not None and entry.version == version and self._top_host(entry):
+                current = self._priority(entry)
+                if priority == current:
                     return entry
-                heapq.heapreplace(
-                    self._heap, (self._priority(entry), next(self._seq), entry.version, entry)
-                )
+                entry.version = next(self._seq)
+                heapq.heapreplace(self._heap, (current, entry.version, ip))
                 continue
             heapq.heappop(self._heap)
         return None

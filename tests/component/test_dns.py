@@ -33,6 +33,7 @@ from twisted.internet.task import Clock
 
 from irlscrapy.dirlock import DirectoryLocked
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.scheduler import dnsclient
 from irlscrapy.scheduler.dns import (
     DNSCache,
     DNSLookupFailed,
@@ -125,6 +126,29 @@ class TestHostResolver:
     def test_an_ok_host_answers_its_modelled_address_and_ttl(self, net: Net) -> None:
         (host,) = net.hosts("ok")
         assert net.wait(net.resolver().query(host)) == (net.ip(host), 300.0)
+
+    def test_queries_share_a_few_ports_that_are_replaced_as_they_age(
+        self, net: Net, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        monkeypatch.setattr(dnsclient, "QUERIES_PER_PORT", 5)
+        opened: list[Any] = []
+        real_listen = net.reactor.listenUDP
+        monkeypatch.setattr(
+            net.reactor, "listenUDP", lambda *a, **kw: opened.append(real_listen(*a, **kw))
+        )
+        resolver = net.resolver()
+        hosts = net.hosts("ok", 60)
+        answers = net.wait(defer.gatherResults([resolver.query(h) for h in hosts]))
+        assert [address for address, _ in answers] == [net.ip(h) for h in hosts]
+        # queries go round the 8 ports; each port is replaced at its 5th query
+        per_port = [len(range(i, len(hosts), dnsclient.PORTS)) for i in range(dnsclient.PORTS)]
+        assert len(opened) == sum(1 + queries // 5 for queries in per_port)
+        net.sleep(0.05)
+        listening = [port for port in opened if port.connected]
+        assert len(listening) == dnsclient.PORTS  # every retired port was closed
+        resolver.close()
+        net.sleep(0.05)
+        assert not any(port.connected for port in opened)
 
     def test_failures_are_named_by_kind(self, net: Net) -> None:
         resolver = net.resolver(timeout=0.3)

@@ -97,7 +97,7 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
             if got is None:
                 break
             state, item = got
-            assert isinstance(item, Item)
+            assert isinstance(item, tuple)
             heapq.heappush(flying, (now + FETCH_SECONDS, id(item), state, item))
         due = workbench.next_due()
         if len(flying) >= IN_FLIGHT or due is None or due <= now:
