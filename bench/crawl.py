@@ -1,6 +1,7 @@
 """Stock Scrapy crawling the in-vitro ``broad`` web: throughput, CPU and memory baselines.
 
-    python bench/crawl.py [--pages N] [--quick]      # throughput: variants a, b, c
+    python bench/crawl.py [--pages N] [--quick]      # throughput: variants a, b, c, d
+    python bench/crawl.py --no-stock                 # throughput: the floor (c) and irl (d)
     python bench/crawl.py --memory [--quick]         # memory curve: variants a, b
 
 Every variant gets a fresh in-vitro web (``InVitroProcess``, profile broad, seed 0)
@@ -313,7 +314,7 @@ def bfo_settings() -> list[str]:
     return as_args({**STOCK_SETTINGS, **BFO_SETTINGS})
 
 
-def throughput(budget: int) -> None:
+def throughput(budget: int, stock: bool = True) -> None:
     emit(BENCH_NAME, "setup", budget, "pages", profile=PROFILE, seed=SEED,
          server_cpu=SERVER_CPU, crawler_cpu=CRAWLER_CPU, sample_seconds=SAMPLE_SECONDS)
     RESULTS.mkdir(exist_ok=True)
@@ -324,12 +325,14 @@ def throughput(budget: int) -> None:
     runs = {
         "fetch": run_variant("fetch", fetch_cmd(url_file, budget), CRAWL_WALL_S),
         "irl": run_variant("irl", broad_cmd(page_budget + as_args(IRL_SETTINGS)), CRAWL_WALL_S),
-        "dfo": run_variant("dfo", broad_cmd(page_budget + as_args(STOCK_SETTINGS)), CRAWL_WALL_S),
-        "bfo": run_variant("bfo", broad_cmd(page_budget + bfo_settings()), CRAWL_WALL_S),
     }
+    if stock:
+        runs["dfo"] = run_variant("dfo", broad_cmd(page_budget + as_args(STOCK_SETTINGS)),
+                                  CRAWL_WALL_S)
+        runs["bfo"] = run_variant("bfo", broad_cmd(page_budget + bfo_settings()), CRAWL_WALL_S)
     figures = {name: throughput_figures(run, budget) for name, run in runs.items()}
     floor = figures["fetch"]
-    for name in ("irl", "dfo", "bfo"):
+    for name in [n for n in runs if n != "fetch"]:
         f = figures[name]
         emit(BENCH_NAME, "pages_per_s_to_floor_ratio",
              round(f["pages_per_s"] / floor["pages_per_s"], 3), "ratio", variant=name)
@@ -338,11 +341,13 @@ def throughput(budget: int) -> None:
              round(f["html_pages_per_s"] / floor["pages_per_s"], 3), "ratio", variant=name)
         emit(BENCH_NAME, "cpu_per_page_to_floor_ratio",
              round(f["cpu_s_per_page"] / floor["cpu_s_per_page"], 3), "ratio", variant=name)
+    irl_figures(runs["irl"])
+    if not stock:
+        return
     for name in ("dfo", "bfo"):
         emit(BENCH_NAME, "irl_to_stock_pages_per_s_ratio",
              round(figures["irl"]["pages_per_s"] / figures[name]["pages_per_s"], 3), "ratio",
              variant=name)
-    irl_figures(runs["irl"])
     emit(BENCH_NAME, "bfo_to_dfo_pages_per_s_ratio",
          round(figures["bfo"]["pages_per_s"] / figures["dfo"]["pages_per_s"], 3), "ratio")
 
@@ -371,6 +376,8 @@ def main() -> int:
                         help=f"memory curve up to {MEMORY_UNIQUE} unique URLs instead")
     parser.add_argument("--wall", type=float, default=MEMORY_WALL_S,
                         help=f"memory mode: seconds per variant before SIGINT ({MEMORY_WALL_S})")
+    parser.add_argument("--no-stock", action="store_true",
+                        help="throughput: the floor and the IRL crawl only (no stock variants)")
     parser.add_argument("--variant", choices=("dfo", "bfo"), action="append",
                         help="memory mode: only these variants (default both)")
     args = parser.parse_args()
@@ -378,7 +385,7 @@ def main() -> int:
         memory(QUICK_MEMORY_UNIQUE if args.quick else MEMORY_UNIQUE, args.wall,
                args.variant or ["dfo", "bfo"])
     else:
-        throughput(QUICK_PAGES if args.quick else args.pages)
+        throughput(QUICK_PAGES if args.quick else args.pages, stock=not args.no_stock)
     return 0
 
 

@@ -20,8 +20,9 @@ settings still win):
   0: the workbench alone decides when a host and an IP may be fetched (one request at a
   time per host and per IP, delays IRL_HOST_DELAY and IRL_IP_DELAY); a downloader delay
   on top would only add idle time.
-- ``EXTENSIONS``: FreezeStartupObjects, which keeps start-up objects out of the cyclic
-  GC's full collections (they stalled the reactor; ``IRL_GC_FREEZE`` false turns it off).
+- ``EXTENSIONS``: GCTuning, which keeps CPython's full GC collections from stalling the
+  reactor (start-up objects frozen out of them, and fewer of them; ``IRL_GC_FREEZE``,
+  ``IRL_GC_FULL_EVERY``).
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
   grows without bound.
 """
@@ -41,7 +42,7 @@ HTTP_HANDLER = "irlscrapy.internals.PoliteHTTPDownloadHandler"
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
 LINKS_ORDER = 950  # irlscrapy.middlewares.links.ORDER (not imported: keep this light)
-GC_FREEZE_EXTENSION = "irlscrapy.gcfreeze.FreezeStartupObjects"
+GC_TUNING_EXTENSION = "irlscrapy.gctuning.GCTuning"
 
 
 class Addon:
@@ -68,6 +69,6 @@ class Addon:
             ("DOWNLOADER_MIDDLEWARES", FETCH_END_MIDDLEWARE, FETCH_END_ORDER),
             ("SPIDER_MIDDLEWARES", LINKS_MIDDLEWARE, LINKS_ORDER),
             ("SPIDER_MIDDLEWARES", PAGE_DONE_MIDDLEWARE, PAGE_DONE_ORDER),
-            ("EXTENSIONS", GC_FREEZE_EXTENSION, 0),
+            ("EXTENSIONS", GC_TUNING_EXTENSION, 0),
         ):
             settings.setdefault_in_component_priority_dict(setting, component, order)

@@ -193,8 +193,17 @@ SETTINGS: tuple[Setting, ...] = (
         "bool",
         "on/off",
         "when the spider opens, freeze the objects built at start-up out of the cyclic GC "
-        "(shorter full collections); extension irlscrapy.gcfreeze.FreezeStartupObjects, "
-        "enabled by the add-on",
+        "(shorter full collections); extension irlscrapy.gctuning.GCTuning, enabled by "
+        "the add-on",
+    ),
+    Setting(
+        "IRL_GC_FULL_EVERY",
+        1000,
+        "int",
+        "collections",
+        "a full cyclic-GC collection after this many generation-1 collections (CPython: "
+        "10), set when the spider opens; 0: leave CPython's; extension "
+        "irlscrapy.gctuning.GCTuning",
     ),
 )
 

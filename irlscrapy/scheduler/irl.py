@@ -112,7 +112,7 @@ DOWNLOAD_SLOT = "irl"
 #: those, as RFC 9309 asks) and 2xx (which reach it anyway).
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
 #: Records handled per reactor turn when draining URLseen results into BEAST.
-DRAIN_SLICE = 128
+DRAIN_SLICE = 32
 #: The close reason of a crawl stopped by a full disk.
 DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
