@@ -35,11 +35,12 @@ from scrapy.dupefilters import BaseDupeFilter
 from scrapy.statscollectors import StatsCollector
 from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
-from twisted.internet import defer, threads
+from twisted.internet import defer
 
 from irlscrapy import defaults
 from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM, UPDATE, ResultBatch
 from irlscrapy.dupefilters.identity import RequestIdentity
+from irlscrapy.dupefilters.mergethread import MergeThread
 from irlscrapy.dupefilters.sizing import DrumSizes
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.exceptions import ConfigurationError
@@ -58,7 +59,7 @@ class DRUMDupeFilter(BaseDupeFilter):
         memory: int = 64 << 20,
         debug: bool = False,
         stats: StatsCollector | None = None,
-        in_thread: Callable[..., defer.Deferred[Any]] = threads.deferToThread,
+        in_thread: Callable[..., defer.Deferred[Any]] | None = None,
     ) -> None:
         self.temporary = path is None
         self.path = path
@@ -72,7 +73,11 @@ class DRUMDupeFilter(BaseDupeFilter):
         self._pending: set[int] = set()  # submitted, not in a merge yet
         self._merging: set[int] = set()  # in the merge running now
         self._merge: defer.Deferred[Any] | None = None
-        self._in_thread = in_thread  # runs a merge off the reactor thread
+        # runs a merge off the reactor thread (the default: in a low-priority thread)
+        self._merge_thread: MergeThread | None = None
+        if in_thread is None:
+            self._merge_thread = in_thread = MergeThread()
+        self._in_thread = in_thread
         #: True when a consumer reads results() and acknowledges them itself (the IRL
         #: scheduler sets it before open()); False for request_seen(), which needs no results
         self.batched = False
@@ -200,6 +205,8 @@ class DRUMDupeFilter(BaseDupeFilter):
         return done
 
     def _close_drum(self) -> None:
+        if self._merge_thread is not None:
+            self._merge_thread.stop()
         if self.drum is not None:
             self.drum.close()
             self.drum = None

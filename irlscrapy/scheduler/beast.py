@@ -36,9 +36,12 @@ Files under the directory::
                     "resplit": null | {"slot_sizes": {"<s>": bytes, ...}}}
 
 Crash semantics: every push is appended and flushed before push() returns, so a kill -9
-loses none. ``state.json`` is replaced atomically (write, rename; like the record files it is not
-fsynced: a power loss is out of scope, a kill -9 is not) whenever the
-reader moves to the next slot, and before and after a QF re-split; a re-split records
+loses none. ``state.json`` is replaced atomically (write, rename; like the record files
+it is not fsynced: a power loss is out of scope, a kill -9 is not) before and after a QF
+re-split and on close, not each time the reader moves to the next slot (a rename can
+block the reactor for 100 ms under write load): a slot's file is deleted once it is
+read, so after a kill -9 a ``reading`` that lags behind finds the slots it missed gone,
+and the caller's position (below) moves it to the slot really being read. A re-split records
 the sizes of the slot files it may append to, so one cut short by a crash is undone
 (slot files truncated back, the new QF removed) and done again on open. Where the
 reader stood inside slot ``r`` is the caller's to remember (the scheduler journals each
@@ -136,6 +139,8 @@ class Beast:
                 f"reads version {STATE_VERSION}: start with a new state directory"
             )
         self.reading = int(state["reading"])  # type: ignore[call-overload]
+        if read_past is not None and read_past[0] > self.reading:
+            self.reading = read_past[0]  # state.json is not saved at every slot change
         self.j = int(state["j"])  # type: ignore[call-overload]
         self.cycle_end = int(state["cycle_end"])  # type: ignore[call-overload]
         self._qf_generation = int(state["qf"])  # type: ignore[call-overload]
@@ -199,6 +204,8 @@ class Beast:
         os.replace(tmp, self.path / "state.json")  # atomic; no fsync, as recordfile
 
     def close(self) -> None:
+        if self._qf is not None:
+            self._save_state()
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
@@ -276,8 +283,6 @@ class Beast:
             self.j = min(2 * self.j, self.max_queues)
             self.cycle_end = self.reading + self.j
             self._resplit_qf()
-        else:
-            self._save_state()
         done.unlink(missing_ok=True)
 
     def _resplit_qf(self) -> None:

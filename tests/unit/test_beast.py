@@ -59,6 +59,16 @@ class Model:
         return sum(len(v) for v in self.slots.values())
 
 
+def kill(beast: Beast) -> None:
+    """What a kill -9 leaves: every append flushed, nothing else done (the files are
+    closed without the work close() does)."""
+    for writer in [*beast._writers.values(), beast._qf]:
+        if writer is not None:
+            writer.close()
+    if beast._reader is not None:
+        beast._reader.close()
+
+
 class BeastMachine(RuleBasedStateMachine):
     @initialize(j=st.integers(2, 4), extra=st.integers(0, 8))
     def setup(self, j: int, extra: int) -> None:
@@ -95,6 +105,19 @@ class BeastMachine(RuleBasedStateMachine):
         """A restart: the caller gives back the position of the last record it took."""
         position = self.beast.position
         self.beast.close()
+        self.beast = Beast(
+            self.dir,
+            self.beast.budget_of,
+            initial_queues=2,
+            max_queues=self.beast.max_queues,
+        )
+        self.beast.open(read_past=position)
+
+    @rule()
+    def killed_and_reopened(self) -> None:
+        """A kill -9: no close (state.json as it was last saved), then a restart."""
+        position = self.beast.position
+        kill(self.beast)
         self.beast = Beast(
             self.dir,
             self.beast.budget_of,
@@ -161,11 +184,7 @@ def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path)
         while True:
             popped.append(beast.pop())
             position = beast.position
-    for writer in [*beast._writers.values(), beast._qf]:  # a killed process leaves its
-        assert writer is not None  # appends flushed: close the files without more work
-        writer.close()
-    if beast._reader is not None:
-        beast._reader.close()
+    kill(beast)
     resumed = Beast(tmp_path, lambda d: 1, initial_queues=2, max_queues=64)
     resumed.open(read_past=position)
     while (item := resumed.pop()) is not None:
