@@ -293,9 +293,9 @@ class Beast:
             for slot in range(self.reading, self.reading + self.j)
             if self._slot_path(slot).exists()
         }
-        for writer in self._writers.values():
-            writer.close()  # reopened on the next append, after its file is in ``sizes``
-        self._writers.clear()
+        # The open writers stay open (their files are in ``sizes``: every slot file of the
+        # window is): reopening one re-checks its whole file for a torn tail, which only a
+        # restart needs.
         self._save_state({"slot_sizes": sizes})
         self._qf.close()
         old = self._qf_path(self._qf_generation)
