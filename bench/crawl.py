@@ -18,7 +18,8 @@ Variants
 ``fetch`` c. the fetch-only floor: ``bench/fetchonly.py`` downloads the first pages of
           ``irlscrapy invitro urls --profile broad --seed 0`` with a callback that does
           nothing, on Scrapy's defaults plus the same CONCURRENT_REQUESTS (64),
-          DOWNLOAD_TIMEOUT, LOG_LEVEL and DOWNLOAD_MAXSIZE as the broad crawl.
+          DOWNLOAD_TIMEOUT, LOG_LEVEL and DOWNLOAD_MAXSIZE as the broad crawl, and the
+          reactor-lag timer (:data:`REACTOR_LAG`), whose figures are the floor's lag.
 ``irl``   d. ``scrapy crawl broad`` with the project's settings as shipped: the IRL
           scheduler (add-on), politeness binding with tau_h = 4 s and tau_s = 0.5 s
           (:data:`IRL_SETTINGS`), reactor lag measured (stats ``irl/reactor/*``). Its
@@ -95,6 +96,9 @@ IRL_SETTINGS = {
 }
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
 SAMPLER = "sampler.Sampler"
+#: The reactor-lag extension; the floor runs it too, as the lag a crawl that does no
+#: work of its own shows on the same machine.
+REACTOR_LAG = "irlscrapy.report.reactorlag.ReactorLag"
 
 
 @dataclass
@@ -282,11 +286,16 @@ def irl_figures(run: Run) -> None:
     if ticks:
         emit(BENCH_NAME, "irl_due_sample_share",
              round(sum(s["due"] for s in ticks) / len(ticks), 4), "share", samples=len(ticks))
+    lag_figures(run, "irl")
+
+
+def lag_figures(run: Run, prefix: str) -> None:
+    """The reactor-lag stats (ReactorLag) the run's log dumped."""
     log = run.log.read_text(errors="replace")
     for key in ("lag_p50_ms", "lag_p99_ms", "lag_p999_ms", "lag_max_ms"):
         found = re.search(rf"'irl/reactor/{key}': ([0-9.]+)", log)
         if found:
-            emit(BENCH_NAME, f"irl_reactor_{key}", float(found.group(1)), "ms")
+            emit(BENCH_NAME, f"{prefix}_reactor_{key}", float(found.group(1)), "ms")
 
 
 def broad_cmd(extra: list[str]) -> Callable[[dict[str, Any], Path], list[str]]:
@@ -302,7 +311,8 @@ def broad_cmd(extra: list[str]) -> Callable[[dict[str, Any], Path], list[str]]:
 def fetch_cmd(url_file: Path, budget: int) -> Callable[[dict[str, Any], Path], list[str]]:
     def make(info: dict[str, Any], sample_file: Path) -> list[str]:
         return [sys.executable, str(BENCH / "fetchonly.py"), str(url_file),
-                "-s", f"CLOSESPIDER_PAGECOUNT={budget}", *sampler_settings(sample_file, {})]
+                "-s", f"CLOSESPIDER_PAGECOUNT={budget}", "-s", "IRL_REACTOR_LAG=True",
+                *sampler_settings(sample_file, {REACTOR_LAG: 0})]
     return make
 
 
@@ -342,6 +352,7 @@ def throughput(budget: int, stock: bool = True) -> None:
         emit(BENCH_NAME, "cpu_per_page_to_floor_ratio",
              round(f["cpu_s_per_page"] / floor["cpu_s_per_page"], 3), "ratio", variant=name)
     irl_figures(runs["irl"])
+    lag_figures(runs["fetch"], "floor")
     if not stock:
         return
     for name in ("dfo", "bfo"):
