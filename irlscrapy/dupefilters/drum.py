@@ -500,27 +500,37 @@ class DRUM:
 
     # -- delivery ------------------------------------------------------------------------
     def _deliver(self, gen: int) -> Iterator[ResultBatch]:
+        """The results of generation ``gen``, batch by batch in arrival order. Slots are
+        read with plain sequential reads, not a memory map: a map's pages read so far
+        would stay resident (and count in the crawler's RSS) for the whole delivery."""
         total = self._generations[gen].tuples
-        slots = self._open_slots(gen, total, "r") if total else None
-        arrival = 0
-        for payload in self._payloads(gen):
-            batch = drumjournal.decode(payload, self.value_dtype)
-            n = len(batch.keys)
-            if slots is None or n == 0:
-                yield ResultBatch(batch.seq, batch.keys, np.zeros(0, bool), None, batch.aux)
-                continue
-            part = slots[arrival : arrival + n]
-            values = part["value"].copy() if self.value_dtype is not None else None
-            yield ResultBatch(batch.seq, batch.keys, part["unique"].astype(bool), values, batch.aux)
-            arrival += n
+        dtype = self._slot_dtype()
+        with contextlib.ExitStack() as stack:
+            results = stack.enter_context(open(self._results_path(gen), "rb")) if total else None
+            for payload in self._payloads(gen):
+                batch = drumjournal.decode(payload, self.value_dtype)
+                n = len(batch.keys)
+                if results is None or n == 0:
+                    yield ResultBatch(batch.seq, batch.keys, np.zeros(0, bool), None, batch.aux)
+                    continue
+                part = np.fromfile(results, dtype=dtype, count=n)
+                if len(part) != n:
+                    raise DrumFormatError(f"{self._results_path(gen)} is shorter than its journal")
+                values = part["value"] if self.value_dtype is not None else None
+                yield ResultBatch(
+                    batch.seq, batch.keys, part["unique"].astype(bool), values, batch.aux
+                )
 
-    def _open_slots(
-        self, gen: int, total: int, mode: Literal["r", "r+", "w+"]
-    ) -> np.memmap[Any, Any]:
+    def _slot_dtype(self) -> np.dtype[Any]:
         fields: list[tuple[str, Any]] = [("unique", "u1")]
         if self.value_dtype is not None:
             fields.append(("value", self.value_dtype.str))
-        return np.memmap(self._results_path(gen), dtype=np.dtype(fields), mode=mode, shape=(total,))
+        return np.dtype(fields)
+
+    def _open_slots(self, gen: int, total: int, mode: Literal["r+", "w+"]) -> np.memmap[Any, Any]:
+        return np.memmap(
+            self._results_path(gen), dtype=self._slot_dtype(), mode=mode, shape=(total,)
+        )
 
     def _payloads(self, gen: int) -> Iterator[bytes]:
         for _, payload in scan(self._journal_path(gen)):
