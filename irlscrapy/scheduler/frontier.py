@@ -199,8 +199,9 @@ class Frontier:
     # -- admission ---------------------------------------------------------------------
     def admit(self, limit: int = ADMIT_SLICE) -> int:
         """Move up to ``limit`` records from BEAST into RAM while there is room; return
-        how many were read. Called often (each next_request), so it does little each
-        time: the reactor must not wait for a whole queue's admission."""
+        how many were read. Called often (the scheduler: once per reactor turn), so it
+        does little each time (at most ADMIT_SECONDS): the reactor must not wait for a
+        whole queue's admission."""
         deferred_run = read = 0
         deadline = time.perf_counter() + ADMIT_SECONDS
         while read < limit and (read % 8 or time.perf_counter() < deadline) and self.can_admit():
