@@ -100,24 +100,15 @@ class BeastMachine(RuleBasedStateMachine):
     def pop(self) -> None:
         assert self.beast.pop() == self.model.pop(self.budgets)
 
-    @rule()
-    def close_and_reopen(self) -> None:
-        """A restart: the caller gives back the position of the last record it took."""
+    @rule(killed=st.booleans())
+    def reopen(self, killed: bool) -> None:
+        """A restart, after a close or a kill -9 (no close: state.json as it was last
+        saved); the caller gives back the position of the last record it took."""
         position = self.beast.position
-        self.beast.close()
-        self.beast = Beast(
-            self.dir,
-            self.beast.budget_of,
-            initial_queues=2,
-            max_queues=self.beast.max_queues,
-        )
-        self.beast.open(read_past=position)
-
-    @rule()
-    def killed_and_reopened(self) -> None:
-        """A kill -9: no close (state.json as it was last saved), then a restart."""
-        position = self.beast.position
-        kill(self.beast)
+        if killed:
+            kill(self.beast)
+        else:
+            self.beast.close()
         self.beast = Beast(
             self.dir,
             self.beast.budget_of,
