@@ -14,6 +14,10 @@ cut short by a crash during ``append`` is detected on read (short length or bad 
 and ignored, and :func:`repair` truncates the file before it, so appends continue
 after the last whole record. A bad record that is *not* at the end is corruption and
 raises :class:`CorruptRecordFile`.
+
+A new file appears under its name only with its header whole: the header is written
+to ``<name>.tmp`` and renamed into place, so a kill -9 while a file is being created
+leaves no headerless file behind (only a stray ``.tmp``, overwritten next time).
 """
 
 from __future__ import annotations
@@ -87,11 +91,11 @@ class RecordWriter:
     def open(self) -> None:
         if self.path.exists():
             repair(self.path)
-            self._file = open(self.path, "ab")  # noqa: SIM115 -- held until close()
         else:
-            self._file = open(self.path, "wb")  # noqa: SIM115 -- held until close()
-            self._file.write(MAGIC)
-            self._file.flush()
+            fresh = self.path.with_name(self.path.name + ".tmp")
+            fresh.write_bytes(MAGIC)
+            os.replace(fresh, self.path)
+        self._file = open(self.path, "ab")  # noqa: SIM115 -- held until close()
 
     def append(self, payload: bytes) -> int:
         """Append one record; return the file size after it."""
