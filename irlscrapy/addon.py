@@ -9,7 +9,8 @@ settings still win):
 - ``DOWNLOADER_MIDDLEWARES``: Scrapy's RobotsTxtMiddleware off (it would fetch robots.txt
   behind the scheduler's back, outside politeness; the scheduler fetches it first and
   obeys it when ``ROBOTSTXT_OBEY`` is true); FetchEndMiddleware on, outermost, to release
-  a host whose request ends before reaching the downloader.
+  a host whose request ends before reaching the downloader; HostHealthMiddleware on,
+  inside RetryMiddleware, to back off hosts that answer 429/503 or fail.
 - ``DOWNLOAD_HANDLERS`` for http and https: Scrapy's HTTP/1.1 handler without Twisted's
   silent re-send of a request whose reused connection failed (that re-send reaches the
   server with no delay: a politeness violation; see irlscrapy/internals.py).
@@ -38,6 +39,8 @@ FETCH_END_MIDDLEWARE = "irlscrapy.scheduler.fetchend.FetchEndMiddleware"
 FETCH_END_ORDER = 10  # irlscrapy.scheduler.fetchend (not imported: keep this light)
 PAGE_DONE_MIDDLEWARE = "irlscrapy.scheduler.fetchend.PageDoneMiddleware"
 PAGE_DONE_ORDER = 5
+HOST_HEALTH_MIDDLEWARE = "irlscrapy.scheduler.fetchend.HostHealthMiddleware"
+HOST_HEALTH_ORDER = 880  # irlscrapy.scheduler.fetchend.HOST_HEALTH_ORDER
 HTTP_HANDLER = "irlscrapy.internals.PoliteHTTPDownloadHandler"
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
@@ -67,6 +70,7 @@ class Addon:
         for setting, component, order in (
             ("DOWNLOADER_MIDDLEWARES", ROBOTS_MIDDLEWARE, None),
             ("DOWNLOADER_MIDDLEWARES", FETCH_END_MIDDLEWARE, FETCH_END_ORDER),
+            ("DOWNLOADER_MIDDLEWARES", HOST_HEALTH_MIDDLEWARE, HOST_HEALTH_ORDER),
             ("SPIDER_MIDDLEWARES", LINKS_MIDDLEWARE, LINKS_ORDER),
             ("SPIDER_MIDDLEWARES", PAGE_DONE_MIDDLEWARE, PAGE_DONE_ORDER),
             ("EXTENSIONS", GC_TUNING_EXTENSION, 0),

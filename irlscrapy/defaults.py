@@ -180,6 +180,111 @@ SETTINGS: tuple[Setting, ...] = (
         "one huge site cannot fill the workbench",
     ),
     Setting(
+        "IRL_ROBOTS_TTL",
+        86400.0,
+        "float",
+        "seconds",
+        "how long a robots.txt answer holds; after that it is fetched again before the "
+        "host's next URL",
+    ),
+    Setting(
+        "IRL_ROBOTS_RETRIES",
+        3,
+        "int",
+        "fetches",
+        "robots.txt fetches in a row that may end in 5xx or no answer before the host is "
+        "taken as disallowing everything for IRL_ROBOTS_TTL (its URLs are dropped, stat "
+        "irl/robots/disallowed); until then its URLs wait",
+    ),
+    Setting(
+        "IRL_ROBOTS_RETRY_DELAY",
+        60.0,
+        "float",
+        "seconds",
+        "wait before fetching an unreachable robots.txt again; doubles with each failure",
+    ),
+    Setting(
+        "IRL_ROBOTS_MAX_CRAWL_DELAY",
+        30.0,
+        "float",
+        "seconds",
+        "the most a robots.txt Crawl-delay raises its host's delay; a host asking for more "
+        "is crawled at this delay (stat irl/robots/crawl_delay_capped)",
+    ),
+    Setting(
+        "IRL_ROBOTS_RAM_HOSTS",
+        32768,
+        "int",
+        "hosts",
+        "robots.txt records held in RAM (an LRU); all of them are in LevelDB under the "
+        "state directory",
+    ),
+    Setting(
+        "IRL_ROBOTS_RAM_BODIES",
+        1024,
+        "int",
+        "parsed robots.txt",
+        "parsed robots.txt rules held in RAM (an LRU shared by hosts with the same body)",
+    ),
+    Setting(
+        "IRL_ALLOW_PRIVATE_ADDRESSES",
+        False,
+        "str",
+        "true/false or networks",
+        "the address guard: by default hosts resolving to loopback, private, link-local, "
+        "CGNAT, multicast, reserved or cloud-metadata addresses are refused (stat "
+        "irl/guard/refused_hosts); true allows all, a comma-separated list of networks "
+        "(127.0.0.0/8) allows those. The in-vitro web sets 127.0.0.0/8",
+    ),
+    Setting(
+        "IRL_BACKOFF_BASE",
+        10.0,
+        "float",
+        "seconds",
+        "a host's back-off after its first timeout, connection error, or 429/503 without "
+        "Retry-After; doubles with each failure in a row",
+    ),
+    Setting(
+        "IRL_BACKOFF_MAX",
+        600.0,
+        "float",
+        "seconds",
+        "the longest back-off, Retry-After included (a longer Retry-After is cut to this, "
+        "stat irl/hosts/retry_after_capped)",
+    ),
+    Setting(
+        "IRL_HOST_MAX_FAILURES",
+        5,
+        "int",
+        "failures",
+        "failures in a row after which a host is retired: its queued URLs go back to "
+        "BEAST (parked for a later cycle, not lost) and it rests IRL_HOST_RETIRE_DELAY; "
+        "0 never retires",
+    ),
+    Setting(
+        "IRL_HOST_RETIRE_DELAY",
+        3600.0,
+        "float",
+        "seconds",
+        "how long a retired host rests before its next request",
+    ),
+    Setting(
+        "IRL_MAX_PATH_DEPTH",
+        24,
+        "int",
+        "path segments",
+        "URLs whose path has more segments are dropped (crawler traps; stat "
+        "irl/traps/path_depth); 0: no limit",
+    ),
+    Setting(
+        "IRL_MAX_REPEATED_SEGMENTS",
+        3,
+        "int",
+        "occurrences",
+        "URLs whose path repeats one segment more often are dropped (crawler traps such "
+        "as /a/b/a/b/a/b/...; stat irl/traps/repeated_segments); 0: no limit",
+    ),
+    Setting(
         "IRL_REACTOR_LAG",
         False,
         "bool",

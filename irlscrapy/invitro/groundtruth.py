@@ -10,7 +10,9 @@ applying a :class:`CrawlPolicy`:
 - hosts whose DNS fails are never reached;
 - the broad spider's link filters (:mod:`irlscrapy.spiders.extract`), meta robots and
   X-Robots-Tag ``nofollow``, the content-type and size limits;
-- redirects followed.
+- redirects followed;
+- crawler-trap limits (:class:`irlscrapy.scheduler.traps.TrapLimits`; none by default,
+  as in stock Scrapy).
 
 The result is the set of URLs requested (robots.txt fetches excluded). For a finite
 profile :func:`reachable` enumerates it completely.
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.content import Reply
 from irlscrapy.invitro.web import Host, InVitroWeb
+from irlscrapy.scheduler.traps import NO_LIMITS, TrapLimits
 from irlscrapy.spiders.extract import absolute_url, crawlable
 
 ROBOTS_POLICIES = ("rfc9309", "scrapy")
@@ -36,6 +39,7 @@ DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 class CrawlPolicy:
     robots: str = "rfc9309"
     max_bytes: int = DEFAULT_MAX_BYTES
+    traps: TrapLimits = NO_LIMITS
 
     def __post_init__(self) -> None:
         if self.robots not in ROBOTS_POLICIES:
@@ -67,6 +71,8 @@ def crawl_order(
         host_name, path = split_url(url)
         host = web.host(host_name)
         if host is None or host.dns in ("nxdomain", "servfail", "timeout"):
+            continue
+        if policy.traps.trap(url) is not None:
             continue
         if any(path.startswith(prefix) for prefix in disallowed_prefixes(host, policy)):
             continue

@@ -96,6 +96,7 @@ class Profile:
     nofollow_meta_share: float = 0.02
     nofollow_header_share: float = 0.01
     seeds: int = 5
+    retry_after: int = 2  # Retry-After (seconds) of a flaky server's 429 and 503
 
     def __post_init__(self) -> None:
         problems = []
@@ -148,7 +149,7 @@ ROBOTS_VARIANTS = (
 SERVER_KINDS = (
     "normal",
     "slow",  # every reply after slow_delay
-    "flaky",  # a fifth of the paths answer 500 or 503
+    "flaky",  # a fifth of the paths answer 500, or 503 or 429 with Retry-After
     "resetting",  # a fifth of the paths reset the connection
     "hanging",  # a tenth of the paths hold the request hang_seconds, then close
 )
@@ -202,6 +203,7 @@ TINY = Profile(
     dns_slow_delay=1.0,
     dns_ttl=300,
     seeds=3,
+    retry_after=1,
 )
 
 BROAD = Profile(

@@ -33,7 +33,8 @@ def describe(web: InVitroWeb, proxy_port: int, dns_port: int, log: Path | None) 
         "proxy": proxy,
         "dns": dns,
         "seeds": web.seeds(),
-        "settings": {"IRL_DNS_SERVERS": dns},
+        # Its hosts live in 127.0.0.0/8, which the address guard refuses by default.
+        "settings": {"IRL_DNS_SERVERS": dns, "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8"},
         "env": {"http_proxy": proxy},
         "profile": web.profile.name,
         "seed": web.seed,

@@ -404,7 +404,10 @@ class InVitroWeb:
             return reply._replace(delay=p.slow_delay)
         u = self._unit("misbehave", host.name, path)
         if host.server == "flaky" and u < 0.2:
-            return plain(500 if u < 0.1 else 503, "error", "server error\n")
+            if u < 0.1:
+                return plain(500, "error", "server error\n")
+            busy = plain(503 if u < 0.15 else 429, "error", "busy, come back later\n")
+            return busy._replace(headers=(*busy.headers, ("Retry-After", str(p.retry_after))))
         if host.server == "resetting" and u < 0.2:
             return Reply(0, (), b"", "reset", action="reset")
         if host.server == "hanging" and u < 0.1:

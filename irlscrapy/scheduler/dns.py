@@ -69,7 +69,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
 
-import plyvel
 from twisted.internet import defer, threads
 from twisted.internet.defer import Deferred
 from twisted.internet.error import DNSLookupError
@@ -78,6 +77,7 @@ from twisted.names import dns, error
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from irlscrapy.cachedb import open_cache_db
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.scheduler.dnsclient import PooledPortResolver
@@ -108,7 +108,6 @@ DEFAULT_SPILL_BATCH = 1_000
 KINDS = ("nxdomain", "servfail", "timeout", "noanswer")  # in disk order: DO NOT CHANGE
 _RETRIED = frozenset({"servfail", "timeout"})
 FORMAT_VERSION = b"1"  # DO NOT CHANGE the constants below: they are the disk format
-_FORMAT_KEY = b"!format"
 _HOST_PREFIX = b"h"
 _ENTRY = struct.Struct(">Bd")
 _CODES = (None, *KINDS)
@@ -392,20 +391,7 @@ class DNSCache:
         self._lock = DirectoryLock(self.path, "DNS cache")
         self._lock.acquire()
         try:
-            self._db = plyvel.DB(
-                str(self.path / "cache"), create_if_missing=True, bloom_filter_bits=10
-            )
-            found = self._db.get(_FORMAT_KEY)
-            with self._db.iterator(include_value=False) as keys:
-                empty = next(keys, None) is None
-            if found is None and empty:
-                self._db.put(_FORMAT_KEY, FORMAT_VERSION)
-            elif found != FORMAT_VERSION:
-                raise ConfigurationError(
-                    f"{self.path} holds DNS cache format {found!r}; this version reads "
-                    f"{FORMAT_VERSION!r}. It is only a cache: delete it, or use another "
-                    "directory"
-                )
+            self._db = open_cache_db(self.path / "cache", FORMAT_VERSION, "DNS cache")
             self._hosts = self._db.prefixed_db(_HOST_PREFIX)
         except BaseException:
             self.close()

@@ -1,4 +1,5 @@
-"""The two middlewares that tell the IRL scheduler when a fetch, and its page, are over.
+"""The middlewares that tell the IRL scheduler when a fetch, and its page, are over, and
+how the host answered.
 
 ``FetchEndMiddleware`` (downloader middleware, outermost): a request that ends without
 leaving the downloader (dropped by a middleware, or answered by one, such as a cache)
@@ -6,7 +7,8 @@ releases its host and IP at once; ``request_left_downloader`` covers the rest. A
 exception that reaches it is final: the URL is done (no page, no links). A request the
 frontier refused (robots.txt, DNS) comes back through it to fail as Scrapy's own
 components would fail it: IgnoreRequest("Forbidden by robots.txt") and stat
-``robotstxt/forbidden``, or CannotResolveHostError; so its errback runs.
+``robotstxt/forbidden``, IgnoreRequest("address guard: ...") for a host the address
+guard refuses, or CannotResolveHostError; so its errback runs.
 
 ``PageDoneMiddleware`` (spider middleware, outermost): once the spider's output for a
 response has been consumed (its links handed to the frontier), the URL is done in the
@@ -14,7 +16,12 @@ admitted journal; before that, a kill -9 makes the URL be fetched again rather t
 links be lost. Pages no callback sees are taken as done a minute after their fetch
 (``irlscrapy.scheduler.irl.PAGE_DONE_AFTER``).
 
-Both do nothing (``NotConfigured``) unless the IRL scheduler is the crawl's scheduler.
+``HostHealthMiddleware`` (downloader middleware, order HOST_HEALTH_ORDER: above
+RetryMiddleware's 550, so it sees each answer and failure before a retry is made of it):
+a 429 or 503 (with its Retry-After), a network failure (``RETRY_EXCEPTIONS``) or any
+other answer goes to the scheduler's host health (:mod:`irlscrapy.scheduler.hosthealth`).
+
+All do nothing (``NotConfigured``) unless the IRL scheduler is the crawl's scheduler.
 """
 
 from __future__ import annotations
@@ -26,13 +33,17 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigured
 from scrapy.http import Response
+from scrapy.utils.misc import load_object
 
+from irlscrapy.scheduler.frontier import GUARD_REFUSAL
+from irlscrapy.scheduler.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import REFUSED_KEY, IRLScheduler, links_sink
 
 #: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's
 #: lowest (OffsiteMiddleware 50; StartSpiderMiddleware 25).
 FETCH_END_ORDER = 10
 PAGE_DONE_ORDER = 5
+HOST_HEALTH_ORDER = 880
 
 
 def _scheduler_class_is_irl(crawler: Crawler) -> bool:
@@ -60,6 +71,8 @@ class FetchEndMiddleware:
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("robotstxt/forbidden")
             raise IgnoreRequest("Forbidden by robots.txt")
+        if why.startswith(GUARD_REFUSAL):
+            raise IgnoreRequest(why)
         raise CannotResolveHostError(why)
 
     def process_response(self, request: Request, response: Response) -> Response:
@@ -109,3 +122,37 @@ class PageDoneMiddleware:
         scheduler = links_sink(self.crawler)
         if scheduler is not None and response is not None and response.request is not None:
             scheduler.page_done(response.request)
+
+
+class HostHealthMiddleware:
+    def __init__(self, crawler: Crawler, failures: tuple[type[BaseException], ...]) -> None:
+        self.crawler = crawler
+        self.failures = failures
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> HostHealthMiddleware:
+        if not _scheduler_class_is_irl(crawler):
+            raise NotConfigured("the IRL scheduler is not the crawl's scheduler")
+        failures = tuple(
+            load_object(x) if isinstance(x, str) else x
+            for x in crawler.settings.getlist("RETRY_EXCEPTIONS")
+        )
+        return cls(crawler, failures)
+
+    def process_response(self, request: Request, response: Response) -> Response:
+        scheduler = self._scheduler()
+        if scheduler is not None:
+            if response.status in FAILURE_STATUSES:
+                wait = retry_after_seconds(response.headers.get(b"Retry-After"))
+                scheduler.host_failed(request, wait)
+            else:
+                scheduler.host_answered(request)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception) -> None:
+        scheduler = self._scheduler()
+        if scheduler is not None and isinstance(exception, self.failures):
+            scheduler.host_failed(request, None)
+
+    def _scheduler(self) -> IRLScheduler | None:
+        return links_sink(self.crawler)

@@ -8,9 +8,10 @@ PLD. :meth:`Frontier.admit` moves records from BEAST's current queue into RAM wh
 there is room (``capacity`` URLs, counting those waiting for DNS):
 
 - a URL of a host not seen yet waits while the host is resolved, once, asynchronously;
-  when the address comes, the host's visit state joins the workbench under it, with its
-  robots.txt as the first fetch (IP delay only). A host whose DNS fails is dropped with
-  its waiting URLs (stats ``irl/dns/dropped_hosts`` and ``irl/dns/dropped_urls``);
+  when the address comes, the host's visit state joins the workbench under it. A host
+  whose DNS fails is dropped with its waiting URLs (stats ``irl/dns/dropped_hosts`` and
+  ``irl/dns/dropped_urls``); so is a host the address guard refuses
+  (:mod:`irlscrapy.scheduler.addressguard`; ``irl/guard/refused_hosts``, ``_urls``);
 - a host already holding ``host_cap`` URLs gets no more: the record goes back to BEAST,
   which places it in a later queue (``irl/frontier/deferred``). So a huge site cannot
   fill RAM with URLs that all wait on its one host (the paper's stall); and after a run
@@ -19,13 +20,27 @@ there is room (``capacity`` URLs, counting those waiting for DNS):
 - once a host's robots rules are known, its disallowed URLs are dropped
   (``irl/robots/disallowed``), at admission and once for those already admitted.
 
+robots.txt (:mod:`irlscrapy.scheduler.robotscache` keeps the outcomes): when
+:meth:`Frontier.take` draws a URL of a host whose rules are unknown or expired, the
+URL goes back to the front of its host and the fetch handed out is the host's robots.txt
+instead (a :class:`RobotsFetch`, which the scheduler releases under the IP delay only).
+So robots.txt is the first fetch of every host, and is fetched again when its TTL has
+passed, or when an unreachable robots.txt is due for a retry (until then the host is
+postponed). While a host's robots.txt is out (a redirect to another host can take a
+while), its URLs wait. ``Crawl-delay`` raises the host's delay, up to
+``max_crawl_delay`` (``irl/robots/crawl_delay_capped`` counts hosts asking for more).
+
+Host health (:mod:`irlscrapy.scheduler.hosthealth`) retires a failing host with
+:meth:`Frontier.park`: its stored URLs go back to BEAST, to come back in a later cycle.
+
 Retries and redirects of a host's own request skip BEAST (:meth:`push_direct`): they go
 to the front of that host's visit state.
 
 Invariants:
 *Every URL pushed is, exactly once, handed out by take(), or dropped with a stat.*
 *RAM holds at most ``capacity`` admitted URLs, plus retries and redirects.*
-*No URL of a host is handed out before its robots.txt has been answered.*
+*No URL of a host is handed out before its robots.txt has been answered, nor after its
+rules have expired.*
 
 Every URL that leaves BEAST for RAM, or reaches a host directly, is first journaled
 (:mod:`irlscrapy.scheduler.admitted`) and marked done by :meth:`Frontier.finished` or
@@ -52,10 +67,12 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from irlscrapy.domains import domain_key, host_name, pld, url_host
+from irlscrapy.scheduler.addressguard import AddressGuard
 from irlscrapy.scheduler.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.requestcodec import payload_url
 from irlscrapy.scheduler.robots import RobotsRules
+from irlscrapy.scheduler.robotscache import RobotsCache
 from irlscrapy.scheduler.workbench import VisitState, Workbench
 
 logger = logging.getLogger(__name__)
@@ -68,6 +85,11 @@ ADMIT_SLICE = 64
 ADMIT_SECONDS = 0.002
 #: Consecutive deferrals after which admission waits for a full host to take a URL.
 DEFERRAL_RUN = 256
+#: How the reason of a URL refused by the address guard begins.
+GUARD_REFUSAL = "address guard:"
+#: Seconds a host waits, when its turn comes while its robots.txt is still out, before
+#: it is looked at again.
+ROBOTS_PENDING_WAIT = 1.0
 
 
 class RobotsFetch:
@@ -121,7 +143,10 @@ class Frontier:
         capacity: int,
         host_cap: int,
         user_agent: str,
-        obey_robots: bool = True,
+        robots: RobotsCache | None = None,
+        clock: Callable[[], float] = time.time,
+        max_crawl_delay: float = float("inf"),
+        guard: AddressGuard | None = None,
         on_ready: Callable[[], None] = lambda: None,
         on_refused: Callable[[Item | MemoryItem, str], None] = lambda item, why: None,
     ) -> None:
@@ -134,10 +159,13 @@ class Frontier:
         self.capacity = capacity
         self.host_cap = host_cap
         self.user_agent = user_agent
-        self.obey_robots = obey_robots
+        self.robots = robots  # None: robots.txt is not obeyed
+        self.clock = clock
+        self.max_crawl_delay = max_crawl_delay
+        self.guard = guard if guard is not None else AddressGuard()
         self.on_ready = on_ready  # called when a host's URLs may have become due
         self.on_refused = on_refused  # called for a URL dropped by robots.txt or DNS
-        self.robots: dict[str, RobotsRules] = {}
+        self._robots_out: set[str] = set()  # hosts whose robots.txt fetch is out
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
         self._full_hosts: set[str] = set()  # hosts that made admission pause
@@ -186,7 +214,8 @@ class Frontier:
             self._to_host(url_host(url), priority, (payload, a.id), front=a.slot < 0)
 
     def _refuse(self, item: Item | MemoryItem | RobotsFetch, why: str) -> None:
-        if isinstance(item, RobotsFetch):
+        if isinstance(item, RobotsFetch):  # its redirect went where it cannot be fetched
+            self.robots_known(item.host, None, b"")
             return
         self.finished(item)
         self.on_refused(item, why)
@@ -259,11 +288,17 @@ class Frontier:
             return
         held = self._resolving.pop(host, [])
         self.waiting_dns -= len(held)
-        if host not in self.workbench.hosts and self.obey_robots and host not in self.robots:
-            budget = self.budget_of(domain_key(pld(host)))
-            self.workbench.add(host, ip, RobotsFetch(host), budget=budget, front=True)
-        for priority, item, front in held:
-            self._add(host, ip, priority, item, front)
+        refused = self.guard.refuses(ip)
+        if refused is not None:
+            why = f"{GUARD_REFUSAL} {host_name(host)} resolves to {ip}, a {refused} address"
+            for _, item, _ in held:
+                self._refuse(item, why)
+            self.stats.inc_value("irl/guard/refused_hosts")
+            self.stats.inc_value("irl/guard/refused_urls", len(held))
+            logger.info("%s; refused with %d URLs (IRL_ALLOW_PRIVATE_ADDRESSES)", why, len(held))
+        else:
+            for priority, item, front in held:
+                self._add(host, ip, priority, item, front)
         self.on_ready()
 
     def _unresolved(self, failure: Failure, host: str) -> None:
@@ -281,7 +316,7 @@ class Frontier:
     def _add(
         self, host: str, ip: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
     ) -> None:
-        rules = self.robots.get(host)
+        rules = self.robots.lookup(host)[0] if self.robots is not None else None
         if (
             rules is not None
             and not isinstance(item, RobotsFetch)
@@ -295,20 +330,49 @@ class Frontier:
 
     # -- out ---------------------------------------------------------------------------
     def take(self, now: float) -> tuple[VisitState, Item | MemoryItem | RobotsFetch] | None:
-        """The next URL whose host and IP are due, both put in flight."""
+        """The next fetch whose host and IP are due, both put in flight: a URL, or its
+        host's robots.txt when the host's rules are unknown or expired."""
         self.workbench.forget_idle(now)
-        got = self.workbench.take(now)
-        if got is not None and got[0].host in self._full_hosts:
-            self._full_hosts.clear()  # a full host took a URL: admission may go on
-        return got
+        while True:
+            got = self.workbench.take(now)
+            if got is None:
+                return None
+            state, item = got
+            if state.host in self._full_hosts:
+                self._full_hosts.clear()  # a full host took a URL: admission may go on
+            if isinstance(item, RobotsFetch) or self.robots is None:
+                return got
+            rules, refetch_at = self.robots.lookup(state.host)
+            if rules is not None and refetch_at > now:
+                if state.crawl_delay < 0:
+                    state.crawl_delay = self._crawl_delay(rules, count=False)
+                return got
+            # The rules are unknown or expired: the URL waits for them.
+            self.workbench.add(state.host, state.ip, item, front=True)
+            if state.host not in self._robots_out and refetch_at <= now:
+                self._robots_out.add(state.host)
+                return state, RobotsFetch(state.host)
+            # Its robots.txt is out, or unreachable and not due for a retry yet.
+            self.workbench.release(state, now, ip_only=True)
+            self.workbench.postpone(state, max(refetch_at, now + ROBOTS_PENDING_WAIT))
 
-    def robots_known(self, host: str, rules: RobotsRules) -> None:
-        """The robots.txt of ``host`` was answered: drop what it disallows."""
-        self.robots[host] = rules
-        self.stats.inc_value(f"irl/robots/{rules.outcome}")
+    def robots_known(self, host: str, status: int | None, body: bytes) -> None:
+        """The robots.txt of ``host`` answered ``status`` (None: no answer) with
+        ``body``: store the outcome; drop what it disallows; set the host's Crawl-delay;
+        postpone the host until a retry when the outcome is "try again later"."""
+        self._robots_out.discard(host)
+        assert self.robots is not None, "robots.txt is not obeyed"
+        rules, refetch_at = self.robots.learn(host, status, body, self.clock())
         state = self.workbench.hosts.get(host)
+        if rules is None:
+            self.stats.inc_value("irl/robots/retries")
+            if state is not None:
+                self.workbench.postpone(state, refetch_at)
+            return
+        self.stats.inc_value(f"irl/robots/{rules.outcome}")
         if state is None:
             return
+        state.crawl_delay = self._crawl_delay(rules, count=True)
         dropped = self.workbench.remove_urls(
             state,
             lambda item: (
@@ -320,3 +384,23 @@ class Frontier:
             self._refuse(item, "robots.txt")
         if dropped:
             self.stats.inc_value("irl/robots/disallowed", len(dropped))
+
+    def _crawl_delay(self, rules: RobotsRules, *, count: bool) -> float:
+        asked = rules.crawl_delay(self.user_agent)
+        if asked > self.max_crawl_delay:
+            if count:
+                self.stats.inc_value("irl/robots/crawl_delay_capped")
+            return self.max_crawl_delay
+        return asked
+
+    def park(self, state: VisitState, until: float) -> int:
+        """Retire ``state`` until ``until``: its stored URLs go back to BEAST (a later
+        cycle offers them again), then are done in the journal; what cannot be stored
+        (a Request kept in RAM, a robots.txt fetch) stays. Return how many were parked."""
+        parked = self.workbench.remove_urls(state, lambda item: isinstance(item, tuple))
+        domain = domain_key(pld(state.host))
+        for payload, id_ in parked:
+            self.beast.push(domain, _HEAD.pack(0, 0) + payload)
+            self.journal.done(id_)
+        self.workbench.postpone(state, until)
+        return len(parked)

@@ -27,10 +27,12 @@ Differences from Scrapy's stock scheduler, by design:
 
 Files under the state directory (``IRL_STATE_DIR``, else ``JOBDIR``, else a temporary
 directory removed at close): ``urlseen/`` (DRUM), ``beast/`` (BEAST queue files),
-``dns/`` (the DNS cache's spill), ``LOCK``.
+``dns/`` (the DNS cache's spill), ``robots/`` (the robots cache), ``admitted-*.rec``
+(the admitted journal), ``LOCK``.
 
 Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
-``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``, and Scrapy's
+``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``,
+``irl/guard/*``, ``irl/hosts/*`` (host health), and Scrapy's
 ``dupefilter/filtered``, ``offsite/filtered``, ``urllength/request_ignored_count``,
 ``request_depth_max``.
 """
@@ -53,6 +55,7 @@ from typing import Any, TypeVar, cast
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
@@ -63,11 +66,13 @@ from twisted.python.failure import Failure
 
 from irlscrapy import defaults
 from irlscrapy.dirlock import DirectoryLock
+from irlscrapy.domains import url_host
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.links import Links
+from irlscrapy.scheduler.addressguard import AddressGuard
 from irlscrapy.scheduler.admitted import AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.delays import Politeness
@@ -80,6 +85,7 @@ from irlscrapy.scheduler.frontier import (
     item_url,
     record_batch,
 )
+from irlscrapy.scheduler.hosthealth import HostHealth
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.requestcodec import (
     LINK,
@@ -90,7 +96,8 @@ from irlscrapy.scheduler.requestcodec import (
     link_from_payload,
     payload_kind,
 )
-from irlscrapy.scheduler.robots import DISALLOW_ALL, RobotsRules, rules_for
+from irlscrapy.scheduler.robots import REDIRECT_HOPS
+from irlscrapy.scheduler.robotscache import RobotsCache
 from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
 
 logger = logging.getLogger(__name__)
@@ -182,6 +189,9 @@ class IRLScheduler(BaseScheduler):
         dupefilter: DRUMDupeFilter,
         dns: DNSCache,
         politeness: Politeness,
+        robots: RobotsCache,
+        health: HostHealth,
+        guard: AddressGuard,
         *,
         state_dir: Path | None,
         max_queues: int,
@@ -193,6 +203,10 @@ class IRLScheduler(BaseScheduler):
         self.df = dupefilter
         self.dns = dns
         self.politeness = politeness
+        self.robots = robots
+        self.health = health
+        self.guard = guard
+        self.max_crawl_delay = defaults.get(crawler.settings, "IRL_ROBOTS_MAX_CRAWL_DELAY")
         self.state_dir = state_dir
         self.max_queues = max_queues
         self.capacity = capacity
@@ -244,11 +258,28 @@ class IRLScheduler(BaseScheduler):
         for name in ("IRL_WORKBENCH_URLS", "IRL_WORKBENCH_HOST_URLS"):
             if defaults.get(settings, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1")
+        robots = RobotsCache(
+            ttl=defaults.get(settings, "IRL_ROBOTS_TTL"),
+            retry_delay=defaults.get(settings, "IRL_ROBOTS_RETRY_DELAY"),
+            retries=defaults.get(settings, "IRL_ROBOTS_RETRIES"),
+            ram_hosts=defaults.get(settings, "IRL_ROBOTS_RAM_HOSTS"),
+            ram_bodies=defaults.get(settings, "IRL_ROBOTS_RAM_BODIES"),
+        )
+        health = HostHealth(
+            backoff_base=defaults.get(settings, "IRL_BACKOFF_BASE"),
+            backoff_max=defaults.get(settings, "IRL_BACKOFF_MAX"),
+            max_failures=defaults.get(settings, "IRL_HOST_MAX_FAILURES"),
+            retire_delay=defaults.get(settings, "IRL_HOST_RETIRE_DELAY"),
+        )
+        guard = AddressGuard.from_setting(defaults.get(settings, "IRL_ALLOW_PRIVATE_ADDRESSES"))
         scheduler = cls(
             crawler,
             dupefilter,
             dns_cache(crawler),
             politeness,
+            robots,
+            health,
+            guard,
             state_dir=Path(base) if base else None,
             max_queues=defaults.get(settings, "IRL_BEAST_MAX_QUEUES"),
             capacity=defaults.get(settings, "IRL_WORKBENCH_URLS"),
@@ -282,6 +313,7 @@ class IRLScheduler(BaseScheduler):
         self.df.path = self.state_dir / "urlseen"
         self.df.open()
         self.dns.open(self.state_dir / "dns")
+        self.robots.open(self.state_dir / "robots")
         budget = self.politeness.default_budget
         self.journal = AdmittedJournal(self.state_dir)
         admitted = self.journal.open()
@@ -304,7 +336,10 @@ class IRLScheduler(BaseScheduler):
             capacity=self.capacity,
             host_cap=self.host_cap,
             user_agent=self.user_agent,
-            obey_robots=self.obey_robots,
+            robots=self.robots if self.obey_robots else None,
+            clock=self.waker.clock.seconds,
+            max_crawl_delay=self.max_crawl_delay,
+            guard=self.guard,
             on_ready=self._ready,
             on_refused=self._refused,
         )
@@ -336,6 +371,7 @@ class IRLScheduler(BaseScheduler):
             self.frontier.close()
         elif self.journal is not None:
             self.journal.close()
+        self.robots.close()
         self.dns.close()
         if self._lock is not None:
             self._lock.release()
@@ -353,6 +389,12 @@ class IRLScheduler(BaseScheduler):
         own = token is not None and ("retry_times" in meta or "redirect_times" in meta)
         if robots_host is not None:  # robots.txt retried or redirected
             frontier.push_robots(request.url, RobotsFetch(robots_host, request))
+        elif not request.dont_filter and not own and self.link_rules.trapped(request.url):
+            logger.debug("Ignoring a crawler trap: %s", request.url)
+            if token is not None:
+                self._end(token)
+                self._page_done(token)
+            return False
         else:
             _forget_environment_proxy(request)
             try:
@@ -582,7 +624,11 @@ class IRLScheduler(BaseScheduler):
                 f"{_scheme_of(state)}://{state.host}/robots.txt",
                 callback=self._robots_answered,
                 errback=self._robots_failed,
-                meta={ROBOTS_KEY: item.host, "handle_httpstatus_list": ROBOTS_STATUSES},
+                meta={
+                    ROBOTS_KEY: item.host,
+                    "handle_httpstatus_list": ROBOTS_STATUSES,
+                    "redirect_ttl": REDIRECT_HOPS,
+                },
                 dont_filter=True,
             )
         if isinstance(item, MemoryItem):
@@ -668,19 +714,80 @@ class IRLScheduler(BaseScheduler):
 
     # -- robots.txt ----------------------------------------------------------------------
     def _robots_answered(self, response: Response) -> None:
-        self._robots_outcome(response.request, rules_for(response.status, response.body))
+        self._robots_outcome(response.request, response.status, response.body)
+        if 200 <= response.status < 300:
+            host = response.meta[ROBOTS_KEY]
+            rules, _ = self.robots.lookup(host)
+            if rules is not None:  # Scrapy's signal, for extensions of RobotsTxtMiddleware
+                self.crawler.signals.send_catch_log(
+                    signals.robots_parsed, robotparser=rules, request=response.request
+                )
 
     def _robots_failed(self, failure: Failure) -> None:
         response = getattr(failure.value, "response", None)
-        rules = DISALLOW_ALL if response is None else rules_for(response.status, response.body)
-        self._robots_outcome(failure.request, rules)  # type: ignore[attr-defined]
+        request = failure.request  # type: ignore[attr-defined]
+        if response is not None:
+            self._robots_outcome(request, response.status, response.body)
+        elif failure.check(IgnoreRequest) and request.meta.get("redirect_times"):
+            # Redirected more than REDIRECT_HOPS times: RFC 9309 2.3.1.2 counts a
+            # redirect not followed as "unavailable" (4xx).
+            self._robots_outcome(request, 400, b"")
+        else:
+            self._robots_outcome(request, None, b"")
 
-    def _robots_outcome(self, request: Request | None, rules: RobotsRules) -> None:
+    def _robots_outcome(self, request: Request | None, status: int | None, body: bytes) -> None:
         assert request is not None
-        self._frontier().robots_known(request.meta[ROBOTS_KEY], rules)
+        self._frontier().robots_known(request.meta[ROBOTS_KEY], status, body)
         token = request.meta.get(FETCH_KEY)
         if token is not None:
             self._end(token)
+
+    # -- host health ---------------------------------------------------------------------
+    def host_answered(self, request: Request) -> None:
+        """The host of ``request`` answered (with anything but 429 or 503)."""
+        state = self._host_of(request)
+        if state is not None and state.failures:
+            state.failures = 0
+            state.backoff = 0.0
+
+    @_stops_when_disk_is_full(default=None)
+    def host_failed(self, request: Request, retry_after: float | None) -> None:
+        """The host of ``request`` answered 429 or 503 (asking to wait ``retry_after``
+        seconds, if it said) or could not be reached: back off, or retire it."""
+        state = self._host_of(request)
+        if state is None:
+            return
+        frontier = self._frontier()
+        now = self.waker.clock.seconds()
+        state.failures += 1
+        if self.health.retires(state.failures):
+            state.failures = 0
+            state.backoff = 0.0
+            parked = frontier.park(state, now + self.health.retire_delay)
+            self.stats.inc_value("irl/hosts/retired")
+            self.stats.inc_value("irl/hosts/parked_urls", parked)
+            logger.info(
+                "host health: %s failed %d times in a row; retired for %.0f s, %d URLs "
+                "parked for a later cycle",
+                state.host,
+                self.health.max_failures,
+                self.health.retire_delay,
+                parked,
+            )
+        else:
+            state.backoff, capped = self.health.backoff(state.failures, retry_after)
+            frontier.workbench.postpone(state, now + state.backoff)
+            self.stats.inc_value("irl/hosts/backoffs")
+            if capped:
+                self.stats.inc_value("irl/hosts/retry_after_capped")
+        self._ready()
+
+    def _host_of(self, request: Request) -> VisitState | None:
+        """The visit state of a page request's host (robots.txt fetches have their own
+        retry schedule, see the robots cache)."""
+        if ROBOTS_KEY in request.meta or self.frontier is None:
+            return None
+        return self.frontier.workbench.hosts.get(url_host(request.url))
 
     # -- delays --------------------------------------------------------------------------
     def _host_delay(self, state: VisitState) -> float:

@@ -12,6 +12,10 @@ rules to the URL strings of one page, with the same settings and the same stats:
   ``safe_url_string``); stat ``urllength/request_ignored_count``;
 - ``allowed_domains`` of the spider: a host must be one of them or a subdomain; stat
   ``offsite/filtered``;
+- crawler traps (irlscrapy's own, :mod:`irlscrapy.scheduler.traps`): path depth and
+  repeated segments (``IRL_MAX_PATH_DEPTH``, ``IRL_MAX_REPEATED_SEGMENTS``); stats
+  ``irl/traps/path_depth``, ``irl/traps/repeated_segments``. The scheduler applies
+  them to Requests too (:meth:`LinkRules.trapped`);
 - Referer: the policy of ``REFERRER_POLICY``, or the one the page's own
   ``Referrer-Policy`` header names, applied per target origin (a referrer policy looks
   at origins only); nothing when ``REFERER_ENABLED`` is off.
@@ -30,7 +34,9 @@ from scrapy.http import Response
 from scrapy.spidermiddlewares.referer import RefererMiddleware
 from w3lib.url import safe_url_string
 
+from irlscrapy import defaults
 from irlscrapy.domains import host_name, url_host
+from irlscrapy.scheduler.traps import NO_LIMITS, TrapLimits
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +55,7 @@ class LinkRules:
         url_length_limit: int,
         referer: RefererMiddleware | None,
         stats: Any,
+        traps: TrapLimits = NO_LIMITS,
     ) -> None:
         self.depth_limit = depth_limit
         self.depth_priority = depth_priority
@@ -56,6 +63,7 @@ class LinkRules:
         self.referer = referer
         self.default_policy = referer.default_policy() if referer is not None else None
         self.stats = stats
+        self.traps = traps
         self.allowed: re.Pattern[str] | None = None
 
     @classmethod
@@ -68,6 +76,10 @@ class LinkRules:
             url_length_limit=settings.getint("URLLENGTH_LIMIT"),
             referer=referer,
             stats=crawler.stats,
+            traps=TrapLimits(
+                max_depth=defaults.get(settings, "IRL_MAX_PATH_DEPTH"),
+                max_repeats=defaults.get(settings, "IRL_MAX_REPEATED_SEGMENTS"),
+            ),
         )
 
     def set_allowed_domains(self, domains: Sequence[str] | None) -> None:
@@ -87,8 +99,15 @@ class LinkRules:
     def priority(self, depth: int) -> int:
         return -depth * self.depth_priority
 
+    def trapped(self, url: str) -> bool:
+        """Does ``url`` break a trap limit? (Counted in the stats when it does.)"""
+        kind = self.traps.trap(url)
+        if kind is not None:
+            self.stats.inc_value(f"irl/traps/{kind}")
+        return kind is not None
+
     def keep(self, urls: Sequence[str]) -> list[str]:
-        """The URLs that pass the length limit and allowed_domains."""
+        """The URLs that pass the length limit, allowed_domains and the trap limits."""
         kept = list(urls)
         limit = self.url_length_limit
         if limit:
@@ -103,6 +122,8 @@ class LinkRules:
             if len(onsite) != len(kept):
                 self.stats.inc_value("offsite/filtered", len(kept) - len(onsite))
             kept = onsite
+        if self.traps.max_depth or self.traps.max_repeats:
+            kept = [u for u in kept if not self.trapped(u)]
         return kept
 
     def referers(

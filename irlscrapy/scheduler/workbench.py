@@ -19,7 +19,9 @@ host and its IP off the heaps (one request in flight per host and per IP);
 from the injected functions (the one place that combines budget, Crawl-delay and
 back-off; see :mod:`irlscrapy.scheduler.delays`). ``release(..., ip_only=True)`` is for
 a fetch limited by the IP delay only (robots.txt: the paper's rule): the host is due
-again at once. A visit state with no URLs waits off the heaps until a URL arrives.
+again at once. :meth:`postpone` moves a host's ``next_fetch`` later (back-off learned
+after the release, retirement, a robots.txt retry); ``release`` never moves it earlier.
+A visit state with no URLs waits off the heaps until a URL arrives.
 
 Forgetting: a visit state with no URLs and nothing in flight is kept until its
 ``next_fetch`` has passed (forgetting it earlier would forget a delay in force), then
@@ -62,6 +64,7 @@ class VisitState:
         "backoff",
         "budget",
         "crawl_delay",
+        "failures",
         "host",
         "in_flight",
         "ip",
@@ -78,8 +81,9 @@ class VisitState:
         self.in_flight = False
         self.version = 0
         self.budget = budget  # the budget of the host's PLD (scales tau_h)
-        self.crawl_delay = 0.0  # what the host's robots.txt asks for; 0: nothing
+        self.crawl_delay = -1.0  # what the host's robots.txt asks for; < 0: not known yet
         self.backoff = 0.0  # delay earned by errors, 429 and 503; 0: none
+        self.failures = 0  # failed fetches in a row (irlscrapy.scheduler.hosthealth)
 
 
 class IPEntry:
@@ -211,13 +215,31 @@ class Workbench:
         entry = self.ips[state.ip]
         state.in_flight = entry.in_flight = False
         self.in_flight -= 1
-        state.next_fetch = end if ip_only else end + self.host_delay(state)
+        delay = end if ip_only else end + self.host_delay(state)
+        state.next_fetch = max(state.next_fetch, delay)  # a postponement outlives the fetch
         entry.next_fetch = end + self.ip_delay(entry)
         if state.urls:
             self._push_host(entry, state)
         else:
             self._retire(state)
         self._push_entry(entry)
+
+    def postpone(self, state: VisitState, until: float) -> None:
+        """``state`` is not fetched before ``until`` (a back-off, a retirement, a
+        robots.txt retry); an earlier ``next_fetch`` moves, a later one stays. A host in
+        flight keeps it past its release."""
+        if until <= state.next_fetch:
+            return
+        state.next_fetch = until
+        if state.in_flight:
+            return
+        if state.urls:
+            entry = self.ips[state.ip]
+            self._push_host(entry, state)
+            if not entry.in_flight:
+                self._push_entry(entry)
+        else:
+            self._retire(state)
 
     def forget_idle(self, now: float) -> int:
         """Drop visit states and IP entries idle since before ``now`` (see the module

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from twisted.internet import defer
 
+from irlscrapy.scheduler.addressguard import AddressGuard
 from irlscrapy.scheduler.admitted import AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.delays import Politeness
@@ -74,7 +75,7 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
         capacity=20_000,
         host_cap=64,
         user_agent="sim",
-        obey_robots=False,
+        guard=AddressGuard(allow=True),  # the simulation's addresses are private ones
     )
     counter = 0
 

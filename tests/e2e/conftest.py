@@ -23,12 +23,19 @@ ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
 STOCK = ("ADDONS={}",)
 #: Politeness small enough for a quick complete crawl, yet longer than in-vitro
 #: response times (so the delays bind), and quick DNS retries.
+#: QUICK_IRL's cap on robots.txt Crawl-delay (the tiny web asks for 1 to 30 s).
+QUICK_CRAWL_DELAY_CAP = 0.5
 QUICK_IRL = (
     "IRL_HOST_DELAY=0.2",
     "IRL_HOST_DELAY_MIN=0.1",
     "IRL_IP_DELAY=0.05",
     "IRL_IP_DELAY_MIN=0.02",
     "IRL_DNS_RETRY_DELAY=0.2",
+    "IRL_ROBOTS_RETRY_DELAY=0.2",
+    f"IRL_ROBOTS_MAX_CRAWL_DELAY={QUICK_CRAWL_DELAY_CAP}",
+    "IRL_BACKOFF_BASE=0.2",
+    "IRL_BACKOFF_MAX=2",
+    "IRL_HOST_RETIRE_DELAY=1",
 )
 
 

@@ -31,7 +31,10 @@ def test_serve_prints_one_json_line_serves_and_stops_cleanly_on_sigterm(tmp_path
             assert info["dns"].startswith("127.0.0.1:")
             assert info["seeds"] == InVitroWeb(TINY, 4).seeds()
             assert info["env"] == {"http_proxy": info["proxy"]}
-            assert info["settings"] == {"IRL_DNS_SERVERS": info["dns"]}
+            assert info["settings"] == {
+                "IRL_DNS_SERVERS": info["dns"],
+                "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
+            }
             proxy = urllib.request.ProxyHandler({"http": info["proxy"]})
             with urllib.request.build_opener(proxy).open(info["seeds"][0], timeout=10) as resp:
                 assert resp.status == 200

@@ -1,39 +1,195 @@
-"""The robots.txt outcome table, and parsed rules shared between identical bodies."""
+"""The robots.txt outcome table (RFC 9309 2.3.1), and the robots cache that stores it."""
 
 from __future__ import annotations
 
-from irlscrapy.scheduler import robots
-from irlscrapy.scheduler.robots import ALLOW_ALL, DISALLOW_ALL, PARSE_LIMIT, rules_for
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from irlscrapy.dirlock import DirectoryLocked
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.scheduler.robots import (
+    ALLOW_ALL,
+    DISALLOW_ALL,
+    PARSE_LIMIT,
+    PARSED,
+    UNAVAILABLE,
+    UNREACHABLE,
+    RobotsRules,
+    outcome_of,
+    parse,
+)
+from irlscrapy.scheduler.robotscache import RobotsCache
 
 UA = "irlscrapy-test"
-BODY = b"User-agent: *\nDisallow: /private/\n"
+BODY = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 7\n"
+TTL, RETRY = 1000.0, 10.0
 
 
-def test_outcomes_by_status() -> None:
-    assert rules_for(404, b"Disallow: /") is ALLOW_ALL
-    assert rules_for(503, BODY) is DISALLOW_ALL
+def cache(**kwargs: object) -> RobotsCache:
+    options: dict[str, object] = {
+        "ttl": TTL,
+        "retry_delay": RETRY,
+        "retries": 3,
+        "ram_hosts": 100,
+        "ram_bodies": 10,
+    }
+    options.update(kwargs)
+    return RobotsCache(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("status", "outcome"),
+    [
+        (200, PARSED),
+        (204, PARSED),
+        (401, UNAVAILABLE),
+        (404, UNAVAILABLE),
+        (410, UNAVAILABLE),
+        (500, UNREACHABLE),
+        (503, UNREACHABLE),
+        (None, UNREACHABLE),
+    ],
+)
+def test_outcomes_by_status(status: int | None, outcome: str) -> None:
+    assert outcome_of(status) == outcome
+
+
+def test_parsed_rules_answer_urls_and_crawl_delay() -> None:
+    rules = parse(BODY)
+    assert rules.allowed("http://a.example/public", UA)
+    assert not rules.allowed(b"http://a.example/private/x", UA.encode())
+    assert rules.crawl_delay(UA) == 7.0
+    assert ALLOW_ALL.allowed("http://a.example/private/x", UA)
     assert not DISALLOW_ALL.allowed("http://a.example/", UA)
-    parsed = rules_for(200, BODY)
-    assert parsed.outcome == "parsed"
-    assert parsed.allowed("http://a.example/public", UA)
-    assert not parsed.allowed("http://a.example/private/x", UA)
-
-
-def test_identical_bodies_share_one_parse_and_different_ones_do_not() -> None:
-    assert rules_for(200, BODY) is rules_for(200, bytes(BODY))
-    other = rules_for(200, BODY.replace(b"private", b"secret"))
-    assert other is not rules_for(200, BODY)
-    assert other.allowed("http://a.example/private/x", UA)
-
-
-def test_the_shared_parses_are_bounded() -> None:
-    for n in range(robots.SHARED_BODIES + 10):
-        rules_for(200, b"User-agent: *\nDisallow: /p%d/\n" % n)
-    assert len(robots._PARSED) <= robots.SHARED_BODIES
+    assert ALLOW_ALL.crawl_delay(UA) == 0.0
 
 
 def test_only_the_first_500_kib_are_parsed() -> None:
     filler = b"# " + b"x" * (PARSE_LIMIT - 3) + b"\n"
-    late = rules_for(200, filler + b"User-agent: *\nDisallow: /\n")
-    assert late.allowed("http://a.example/anything", UA)
-    assert late is rules_for(200, filler + b"User-agent: *\nDisallow: /other\n")
+    assert parse(filler + b"User-agent: *\nDisallow: /\n").allowed("http://a.example/x", UA)
+
+
+def test_rules_are_a_scrapy_robot_parser() -> None:
+    from scrapy.robotstxt import RobotParser
+
+    rules = RobotsRules.from_crawler(None, BODY)
+    assert isinstance(rules, RobotParser)
+    assert not rules.allowed("http://a.example/private/", UA)
+
+
+class TestRobotsCache:
+    def test_a_host_never_met_is_unknown(self, tmp_path: Path) -> None:
+        c = cache()
+        c.open(tmp_path)
+        assert c.lookup("a.example") == (None, 0.0)
+        c.close()
+
+    def test_answers_hold_for_the_ttl(self, tmp_path: Path) -> None:
+        c = cache()
+        c.open(tmp_path)
+        rules, refetch_at = c.learn("a.example", 200, BODY, now=100.0)
+        assert rules is not None and rules.outcome == PARSED
+        assert refetch_at == 100.0 + TTL
+        assert c.learn("b.example", 404, b"nope", now=100.0) == (ALLOW_ALL, 100.0 + TTL)
+        assert c.lookup("a.example") == (rules, 100.0 + TTL)
+        c.close()
+
+    def test_unreachable_is_retried_with_growing_delays_then_disallows_all(
+        self, tmp_path: Path
+    ) -> None:
+        c = cache(retries=3)
+        c.open(tmp_path)
+        assert c.learn("a.example", 503, b"", now=0.0) == (None, RETRY)
+        assert c.lookup("a.example") == (None, RETRY)  # its URLs wait
+        assert c.learn("a.example", None, b"", now=RETRY) == (None, RETRY + 2 * RETRY)
+        assert c.learn("a.example", 500, b"", now=50.0) == (DISALLOW_ALL, 50.0 + TTL)
+        assert c.learn("a.example", 500, b"", now=2000.0) == (DISALLOW_ALL, 2000.0 + TTL)
+        rules, _ = c.learn("a.example", 200, BODY, now=4000.0)  # an answer resets the count
+        assert rules is not None and rules.outcome == PARSED
+        assert c.learn("a.example", 500, b"", now=5000.0) == (None, 5000.0 + RETRY)
+        c.close()
+
+    def test_identical_bodies_share_one_parse(self, tmp_path: Path) -> None:
+        c = cache()
+        c.open(tmp_path)
+        a, _ = c.learn("a.example", 200, BODY, now=0.0)
+        b, _ = c.learn("b.example", 200, bytes(BODY), now=0.0)
+        other, _ = c.learn("c.example", 200, BODY.replace(b"private", b"secret"), now=0.0)
+        assert a is b and other is not a
+        c.close()
+
+    def test_records_survive_a_restart_and_ram_is_bounded(self, tmp_path: Path) -> None:
+        c = cache(ram_hosts=50, ram_bodies=5)
+        c.open(tmp_path)
+        for n in range(500):
+            c.learn(f"h{n}.example", 200, b"User-agent: *\nDisallow: /p%d/\n" % n, now=n)
+        assert len(c) <= 50 and len(c._rules) <= 5
+        c.close()
+        again = cache(ram_hosts=50, ram_bodies=5)
+        again.open(tmp_path)
+        for n in (0, 17, 499):
+            rules, refetch_at = again.lookup(f"h{n}.example")
+            assert rules is not None and refetch_at == n + TTL
+            assert not rules.allowed(f"http://h{n}.example/p{n}/x", UA)
+            assert rules.allowed(f"http://h{n}.example/p{n + 1}/x", UA)
+        again.close()
+
+    def test_without_a_directory_what_ram_forgets_is_unknown(self) -> None:
+        c = cache(ram_hosts=2)
+        for host in ("a", "b", "c"):
+            c.learn(host, 404, b"", now=0.0)
+        assert c.lookup("a") == (None, 0.0)
+        assert c.lookup("c") == (ALLOW_ALL, TTL)
+
+    def test_a_second_process_is_refused(self, tmp_path: Path) -> None:
+        first = cache()
+        first.open(tmp_path)
+        with pytest.raises(DirectoryLocked):
+            cache().open(tmp_path)
+        first.close()
+
+    def test_bad_configuration_is_explained(self) -> None:
+        with pytest.raises(ConfigurationError, match="IRL_ROBOTS_TTL"):
+            cache(ttl=0)
+        with pytest.raises(ConfigurationError, match="IRL_ROBOTS_RETRIES"):
+            cache(retries=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from([200, 404, 500, None]),
+            st.sampled_from([b"Disallow: /x\n", b"Disallow: /y\n"]),
+        ),
+        max_size=30,
+    )
+)
+def test_lookup_answers_the_last_learned_even_from_a_tiny_ram(
+    answers: list[tuple[str, int | None, bytes]],
+) -> None:
+    """Model: the outcome and refetch time of each host's last answer, with the count of
+    unreachable answers in a row; a one-host RAM must answer the same as the model."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        c = cache(ram_hosts=1, ram_bodies=1)
+        c.open(Path(directory))
+        model: dict[str, tuple[str | None, float]] = {}
+        failures: dict[str, int] = {}
+        for now, (host, status, body) in enumerate(answers):
+            rules, refetch_at = c.learn(host, status, b"User-agent: *\n" + body, float(now))
+            outcome = outcome_of(status)
+            failures[host] = failures.get(host, 0) + 1 if outcome == UNREACHABLE else 0
+            waiting = outcome == UNREACHABLE and failures[host] < 3
+            expected_at = now + (RETRY * 2 ** (failures[host] - 1) if waiting else TTL)
+            model[host] = (None if waiting else outcome, expected_at)
+            assert (rules.outcome if rules else None, refetch_at) == model[host]
+        for host, expected in model.items():
+            rules, refetch_at = c.lookup(host)
+            assert (rules.outcome if rules else None, refetch_at) == expected
+        c.close()

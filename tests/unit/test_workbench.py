@@ -83,6 +83,14 @@ class WorkbenchMachine(RuleBasedStateMachine):
                 assert self.ip_next[ip] <= self.now, f"{ip} forgotten with a delay in force"
                 del self.ip_next[ip]
 
+    @rule(host=st.sampled_from(HOSTS), dt=st.sampled_from([0.0, 0.5, 3.0, 10.0]))
+    def postpone(self, host: str, dt: float) -> None:
+        state = self.bench.hosts.get(host)
+        if state is None:
+            return
+        self.bench.postpone(state, self.now + dt)
+        self.host_next[host] = max(self.host_next[host], self.now + dt)
+
     @rule(dt=st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.5]))
     def wait(self, dt: float) -> None:
         self.now += dt
@@ -105,7 +113,8 @@ class WorkbenchMachine(RuleBasedStateMachine):
         host = data.draw(st.sampled_from(sorted(self.flying)))
         self.bench.release(self.flying.pop(host), self.now, ip_only=ip_only)
         delay = 0.0 if ip_only else host_delay(VisitState(host, ip_of(host)))
-        self.host_next[host] = self.now + delay
+        # a postponement made while in flight outlives the release
+        self.host_next[host] = max(self.host_next[host], self.now + delay)
         self.ip_next[ip_of(host)] = self.now + 0.5
 
     @invariant()

@@ -1,0 +1,36 @@
+"""The LevelDB database of an on-disk cache (DNS, robots.txt), with its format version.
+
+A cache's database holds ``b"!format" -> version`` beside its entries. Opening a
+database written by another format version fails with a clear message: a cache holds
+nothing that cannot be fetched again, so the remedy is to delete it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import plyvel
+
+from irlscrapy.exceptions import ConfigurationError
+
+FORMAT_KEY = b"!format"
+
+
+def open_cache_db(path: Path, version: bytes, what: str, **options: object) -> plyvel.DB:
+    """Open (or create) the LevelDB at ``path`` holding ``what`` in format ``version``."""
+    db = plyvel.DB(str(path), create_if_missing=True, bloom_filter_bits=10, **options)
+    try:
+        found = db.get(FORMAT_KEY)
+        with db.iterator(include_value=False) as keys:
+            empty = next(keys, None) is None
+        if found is None and empty:
+            db.put(FORMAT_KEY, version)
+        elif found != version:
+            raise ConfigurationError(
+                f"{path.parent} holds {what} format {found!r}; this version reads "
+                f"{version!r}. It is only a cache: delete it, or use another directory"
+            )
+    except BaseException:
+        db.close()
+        raise
+    return db

@@ -1,0 +1,93 @@
+"""Host health: back-off after 429, 503, timeouts and connection errors; retirement.
+
+Theory of operation
+-------------------
+A fetch *fails* for its host when the answer is 429 or 503, or when the download ends
+in one of ``RETRY_EXCEPTIONS`` (Scrapy's list of network failures: timeouts, refused,
+lost or reset connections). After a failure the host's next request waits, counted
+from the failure,
+
+    Retry-After (delay-seconds or HTTP-date), when a 429/503 carries one, else
+    backoff_base * 2**(failures - 1),
+
+both cut to ``backoff_max``; ``failures`` counts the host's failures in a row (on its
+visit state) and any other answer resets it. The back-off is the host's
+``VisitState.backoff``, one input of the one delay function
+(:mod:`irlscrapy.scheduler.delays`), and, because a failure may be learned after the
+host was released, a postponement of its next fetch (``Workbench.postpone``).
+
+After ``max_failures`` failures in a row the host is *retired*: its stored URLs go back
+to BEAST (``Frontier.park``: parked for a later cycle, never lost) and it rests
+``retire_delay`` seconds; its count starts again.
+
+A host that answers slowly on purpose (a delay attack) holds one downloader slot at
+most: the workbench lets one request per host (and per IP) be in flight, and
+``DOWNLOAD_TIMEOUT`` ends it; the timeout is a failure, so such a host is backed off and
+then retired, while the rest of the crawl goes on.
+
+``irlscrapy.scheduler.fetchend.HostHealthMiddleware`` (a downloader middleware inside
+RetryMiddleware, so it sees each answer and failure before a retry is made of it)
+reports them to the IRL scheduler. robots.txt fetches are left to the robots cache, which
+retries an unreachable robots.txt on its own schedule.
+
+Stats: ``irl/hosts/backoffs``, ``irl/hosts/retry_after_capped``, ``irl/hosts/retired``,
+``irl/hosts/parked_urls``.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from dataclasses import dataclass
+
+from irlscrapy.exceptions import ConfigurationError
+
+#: Statuses that are failures of the host.
+FAILURE_STATUSES = frozenset((429, 503))
+
+
+@dataclass(frozen=True)
+class HostHealth:
+    backoff_base: float
+    backoff_max: float
+    max_failures: int  # 0: never retire
+    retire_delay: float
+
+    def __post_init__(self) -> None:
+        if self.backoff_base < 0 or self.backoff_max < self.backoff_base:
+            raise ConfigurationError(
+                f"host health: need 0 <= IRL_BACKOFF_BASE ({self.backoff_base}) <= "
+                f"IRL_BACKOFF_MAX ({self.backoff_max})"
+            )
+        if self.max_failures < 0 or self.retire_delay < 0:
+            raise ConfigurationError(
+                "host health: IRL_HOST_MAX_FAILURES and IRL_HOST_RETIRE_DELAY must be >= 0"
+            )
+
+    def backoff(self, failures: int, retry_after: float | None) -> tuple[float, bool]:
+        """The back-off after the ``failures``-th failure in a row, and whether a
+        Retry-After was cut to ``backoff_max``."""
+        if retry_after is not None:
+            return min(retry_after, self.backoff_max), retry_after > self.backoff_max
+        return min(self.backoff_base * 2 ** min(failures - 1, 62), self.backoff_max), False
+
+    def retires(self, failures: int) -> bool:
+        return self.max_failures > 0 and failures >= self.max_failures
+
+
+def retry_after_seconds(value: bytes | str | None, now: float | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header value asks to wait (RFC 9110 section 10.2.3:
+    delay-seconds or an HTTP-date); None when absent or unreadable."""
+    if value is None:
+        return None
+    text = value.decode("latin-1") if isinstance(value, bytes) else value
+    text = text.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))

@@ -1,0 +1,47 @@
+"""Crawler-trap limits on a URL's path: depth and repeated segments."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from irlscrapy.scheduler.traps import PATH_DEPTH, REPEATED_SEGMENTS, TrapLimits
+
+LIMITS = TrapLimits(max_depth=4, max_repeats=2)
+
+
+@pytest.mark.parametrize(
+    ("url", "trap"),
+    [
+        ("http://a.example", None),
+        ("http://a.example/", None),
+        ("http://a.example/a/b/c/d", None),
+        ("http://a.example/a/b/c/d/", None),
+        ("http://a.example/a/b/c/d/e", PATH_DEPTH),
+        ("http://a.example/lib/more/more/more/", REPEATED_SEGMENTS),
+        ("http://a.example/x/x?q=/y/y/y/y/y/y", None),  # the query is not the path
+        ("http://a.example?q=/y/y/y/y/y/y", None),
+        ("http://a.example#/y/y/y/y/y/y", None),
+        ("http://a.example:8080//a//b//", None),  # empty segments do not count
+    ],
+)
+def test_limits(url: str, trap: str | None) -> None:
+    assert LIMITS.trap(url) == trap
+
+
+def test_zero_turns_a_limit_off() -> None:
+    assert TrapLimits().trap("http://a.example/" + "x/" * 100) is None
+    assert TrapLimits(max_depth=0, max_repeats=3).trap("http://a.example/" + "x/" * 4)
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "dd"]), max_size=12))
+def test_matches_a_simple_model(segments: list[str]) -> None:
+    url = "http://h.example/" + "/".join(segments)
+    if len(segments) > 4:
+        expected: str | None = PATH_DEPTH
+    elif segments and max(segments.count(s) for s in segments) > 2:
+        expected = REPEATED_SEGMENTS
+    else:
+        expected = None
+    assert LIMITS.trap(url) == expected
