@@ -44,3 +44,21 @@ def page_urls(profile: str, seed: int, count: int, policy: str = "scrapy") -> li
     if len(urls) != count:
         raise RuntimeError(f"irlscrapy invitro urls printed {len(urls)} URLs, not {count}")
     return urls
+
+
+def memory() -> dict[str, int]:
+    """RSS, its anonymous, file-backed and shared parts, and the high-water mark, in
+    bytes (from /proc/self/status)."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "RssAnon", "RssFile", "RssShmem", "VmHWM"):
+                out[name] = int(value.split()[0]) * 1024
+    return {
+        "rss": out["VmRSS"],
+        "rss_anon": out["RssAnon"],
+        "rss_file": out["RssFile"],
+        "rss_shmem": out.get("RssShmem", 0),
+        "hwm": out["VmHWM"],
+    }

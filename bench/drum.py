@@ -40,6 +40,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from common import memory  # noqa: E402
+
 from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM  # noqa: E402
 from irlscrapy.dupefilters.sizing import BUCKET_BUFFER, DrumSizes  # noqa: E402
 from irlscrapy.dupefilters.urlkey import url_keys  # noqa: E402
@@ -132,13 +134,9 @@ class RssWatch:
         self._thread.join()
 
     def sample(self) -> None:
-        fields = {}
-        for line in Path("/proc/self/status").read_text().splitlines():
-            name, _, value = line.partition(":")
-            if name in ("RssAnon", "RssFile", "RssShmem"):
-                fields[name] = int(value.split()[0]) * 1024
-        self.anon = max(self.anon, fields["RssAnon"])
-        self.file = max(self.file, fields["RssFile"] + fields.get("RssShmem", 0))
+        now = memory()
+        self.anon = max(self.anon, now["rss_anon"])
+        self.file = max(self.file, now["rss_file"] + now["rss_shmem"])
 
     def figures(self) -> dict[str, int]:
         return {

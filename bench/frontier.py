@@ -76,7 +76,7 @@ from typing import Any
 
 import numpy as np
 import psutil
-from common import emit
+from common import emit, memory
 from scrapy import Request, Spider, signals
 from scrapy.http import Response
 from scrapy.utils.reactor import install_reactor
@@ -199,22 +199,6 @@ class PageSource:
         self.pages += pages
         self.seconds += time.thread_time() - t0
         return [urls[p * LINKS_PER_PAGE : (p + 1) * LINKS_PER_PAGE] for p in range(pages)]
-
-
-def memory() -> dict[str, int]:
-    """RSS, its anonymous and file-backed parts, and the high-water mark, in bytes."""
-    out = {}
-    with open("/proc/self/status") as f:
-        for line in f:
-            name, _, value = line.partition(":")
-            if name in ("VmRSS", "RssAnon", "RssFile", "VmHWM"):
-                out[name] = int(value.split()[0]) * 1024
-    return {
-        "rss": out["VmRSS"],
-        "rss_anon": out["RssAnon"],
-        "rss_file": out["RssFile"],
-        "hwm": out["VmHWM"],
-    }
 
 
 def stock_rss(unique: int) -> float:

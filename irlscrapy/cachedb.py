@@ -3,6 +3,12 @@
 A cache's database holds ``b"!format" -> version`` beside its entries. Opening a
 database written by another format version fails with a clear message: a cache holds
 nothing that cannot be fetched again, so the remedy is to delete it.
+
+LevelDB's own RAM is bounded for crawl scale: the block cache (:data:`BLOCK_CACHE`),
+the write buffer (:data:`WRITE_BUFFER`, two of them while one is written out), and the
+table cache (:data:`OPEN_TABLES` tables, each holding its index and Bloom filter in RAM:
+with LevelDB's default of 1,000 open tables of 2 MB, a cache of 10^8 hosts would keep
+~100 MB of filters in RAM).
 """
 
 from __future__ import annotations
@@ -14,11 +20,21 @@ import plyvel
 from irlscrapy.exceptions import ConfigurationError
 
 FORMAT_KEY = b"!format"
+BLOCK_CACHE = 4 << 20
+WRITE_BUFFER = 2 << 20
+OPEN_TABLES = 128
 
 
-def open_cache_db(path: Path, version: bytes, what: str, **options: object) -> plyvel.DB:
+def open_cache_db(path: Path, version: bytes, what: str) -> plyvel.DB:
     """Open (or create) the LevelDB at ``path`` holding ``what`` in format ``version``."""
-    db = plyvel.DB(str(path), create_if_missing=True, bloom_filter_bits=10, **options)
+    db = plyvel.DB(
+        str(path),
+        create_if_missing=True,
+        bloom_filter_bits=10,
+        lru_cache_size=BLOCK_CACHE,
+        write_buffer_size=WRITE_BUFFER,
+        max_open_files=OPEN_TABLES,
+    )
     try:
         found = db.get(FORMAT_KEY)
         with db.iterator(include_value=False) as keys:

@@ -143,8 +143,8 @@ class Frontier:
         capacity: int,
         host_cap: int,
         user_agent: str,
+        clock: Callable[[], float],
         robots: RobotsCache | None = None,
-        clock: Callable[[], float] = time.time,
         max_crawl_delay: float = float("inf"),
         guard: AddressGuard | None = None,
         on_ready: Callable[[], None] = lambda: None,
@@ -326,7 +326,9 @@ class Frontier:
             self._refuse(item, "robots.txt")
             return
         budget = self.budget_of(domain_key(pld(host)))
-        self.workbench.add(host, ip, item, priority=priority, budget=budget, front=front)
+        self.workbench.add(
+            host, ip, item, priority=priority, budget=budget, front=front, since=self.clock()
+        )
 
     # -- out ---------------------------------------------------------------------------
     def take(self, now: float) -> tuple[VisitState, Item | MemoryItem | RobotsFetch] | None:

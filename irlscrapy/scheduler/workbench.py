@@ -142,13 +142,18 @@ class Workbench:
         priority: int = 0,
         budget: float = 1.0,
         front: bool = False,
+        since: float = 0.0,
     ) -> VisitState:
         """Admit a URL of ``host`` (whose address is ``ip``). A host's URLs leave in order
         of ``priority`` (higher first), FIFO among equals; ``front`` puts the URL before
-        all others (a retry or redirect of the host's own request)."""
+        all others (a retry or redirect of the host's own request). A host new to the
+        workbench is due from ``since`` (its arrival): hosts are then served in the order
+        they became due, and a stream of new hosts cannot keep pushing back the hosts
+        already waiting (every new host's first fetch is its robots.txt)."""
         state = self.hosts.get(host)
         if state is None:
             state = self.hosts[host] = VisitState(host, ip, budget=budget)
+            state.next_fetch = since
             entry = self.ips.get(ip)
             if entry is None:
                 entry = self.ips[ip] = IPEntry(ip)

@@ -75,6 +75,7 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
         capacity=20_000,
         host_cap=64,
         user_agent="sim",
+        clock=lambda: now,  # the simulated time
         guard=AddressGuard(allow=True),  # the simulation's addresses are private ones
     )
     counter = 0

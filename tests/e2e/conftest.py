@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from irlscrapy.invitro.audit import ROBOTS_PATHS
 from irlscrapy.invitro.process import InVitroProcess
 
 SEED = 0
 ROOT = Path(__file__).resolve().parents[2]
-ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
 
 
 #: Settings that turn the project's add-on off: Scrapy's stock scheduler, as shipped.

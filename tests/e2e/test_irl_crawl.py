@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from irlscrapy import defaults
-from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable
+from irlscrapy.invitro.audit import audit
+from irlscrapy.invitro.groundtruth import CrawlPolicy, disallowed_prefixes, reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.scheduler.traps import TrapLimits
@@ -84,44 +85,27 @@ def test_no_url_is_downloaded_twice_except_retries(
 def test_politeness_holds_at_the_server(
     crawl: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
-    """Zero violations: a request to a host starts >= tau_h after the previous one to
-    that host ended (robots.txt excepted: the paper limits it by the IP delay only), and
-    a request to an IP >= tau_s after the previous one to that IP ended.
-
-    One kind of "end" is the server's and not the crawler's: a page over DOWNLOAD_MAXSIZE
-    that the crawler abandons as soon as its Content-Length arrives, and a hanging
-    request the crawler gives up at DOWNLOAD_TIMEOUT. The server logs its end when it
-    notices the client has gone, some ms after the crawler let go; those gaps are
-    reported apart and held to 50 ms.
-    """
-    records = sorted(read_log(crawl[1]), key=lambda r: r["t_start"])
-    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    by_ip: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in records:
-        by_host[r["host"]].append(r)
-        by_ip[r["ip"]].append(r)
-    assert len(by_host) / len(by_ip) >= 3, "the test needs many hosts per IP"
-    host_slack, ip_slack, abandoned = [], [], []
-    for groups, delay in ((by_host, HOST_DELAY), (by_ip, IP_DELAY)):
-        for rs in groups.values():
-            for a, b in itertools.pairwise(rs):
-                if delay == HOST_DELAY and a["path"] in ROBOTS_PATHS:
-                    continue
-                slack = b["t_start"] - (a["t_end"] + delay)
-                if a["bytes"] > MAX_PAGE_BYTES or a["kind"] == "timeout":
-                    abandoned.append(slack)
-                else:
-                    (host_slack if delay == HOST_DELAY else ip_slack).append(slack)
-    print(
-        f"politeness on tiny/{SEED}: {len(host_slack)} host gaps, min slack "
-        f"{min(host_slack) * 1000:.1f} ms; {len(ip_slack)} IP gaps, min slack "
-        f"{min(ip_slack) * 1000:.1f} ms; {len(abandoned)} gaps after an abandoned "
-        f"oversized page or timeout, min slack {min(abandoned, default=0) * 1000:.1f} ms"
+    """Zero violations in the server's log (:mod:`irlscrapy.invitro.audit`): a request
+    to a host starts >= tau_h after the previous one to that host ended (robots.txt
+    excepted: the paper limits it by the IP delay only), a request to an IP >= tau_s
+    after the previous one to that IP ended; no page is requested before its host's
+    robots.txt, none that robots.txt disallows. Gaps after a page the crawler abandoned
+    (too big, or timed out) are measured from the server's end, which comes some ms
+    after the crawler let go: they are held to 50 ms."""
+    result = audit(
+        read_log(crawl[1]),
+        InVitroWeb(TINY, SEED),
+        host_delay=lambda host: HOST_DELAY,
+        ip_delay=IP_DELAY,
+        max_bytes=MAX_PAGE_BYTES,
     )
-    assert len(host_slack) > 1000 and len(ip_slack) > 2000
-    assert min(host_slack) >= 0, [s for s in host_slack if s < 0][:10]
-    assert min(ip_slack) >= 0, [s for s in ip_slack if s < 0][:10]
-    assert min(abandoned, default=0) > -0.05
+    print(f"politeness on tiny/{SEED}: {result.summary()}")
+    assert result.hosts / result.ips >= 3, "the test needs many hosts per IP"
+    assert result.host.count > 1000 and result.ip.count > 2000
+    assert result.host.min_slack >= 0, sorted(result.host.slack)[:10]
+    assert result.ip.min_slack >= 0, sorted(result.ip.slack)[:10]
+    assert result.abandoned.min_slack > -0.05
+    assert not result.robots_violations and not result.before_robots
 
 
 def _host_gaps(log: Path, hosts: set[str]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
@@ -164,3 +148,47 @@ def test_retry_after_is_honoured(crawl: tuple[subprocess.CompletedProcess[str], 
     print(f"Retry-After {TINY.retry_after} s: {len(waits)} waits, shortest {min(waits):.3f} s")
     assert len(waits) >= 10
     assert min(waits) >= TINY.retry_after
+
+
+def test_every_robots_variant_gets_its_rfc9309_outcome(
+    crawl: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """From the server log, per robots.txt variant of the tiny web: nothing its rules
+    disallow is requested; a 5xx or unreachable robots.txt is fetched again
+    (IRL_ROBOTS_RETRIES times) and then no page of its host is; a redirected one is
+    followed; a 404 allows all (the hosts' /private/ pages are fetched)."""
+    web = InVitroWeb(TINY, SEED)
+    policy = CrawlPolicy(robots="rfc9309")
+    records = read_log(crawl[1])
+    by_host: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in records:
+        if r["kind"] != "dns-error":
+            by_host[r["host"]].append(r)
+    seen: dict[str, int] = defaultdict(int)
+    retries = defaults.BY_NAME["IRL_ROBOTS_RETRIES"].default
+    for name, rs in by_host.items():
+        host = web.host(name)
+        assert host is not None
+        seen[host.robots] += 1
+        blocked = disallowed_prefixes(host, policy)
+        pages = [r["path"] for r in rs if r["path"] not in ROBOTS_PATHS]
+        assert not [p for p in pages if p.startswith(blocked)], (name, host.robots)
+        robots_fetches = [r for r in rs if r["path"] == "/robots.txt"]
+        assert robots_fetches, f"{name}: no robots.txt fetched"
+        assert robots_fetches[0]["t_start"] <= min(r["t_start"] for r in rs)
+        if host.robots in ("error", "unreachable"):
+            rounds = 1 + sum(
+                b["t_start"] - a["t_end"] >= 0.2 for a, b in itertools.pairwise(robots_fetches)
+            )
+            assert rounds >= retries and not pages, (name, rounds, pages)
+        if host.robots == "redirect":
+            assert any(r["path"] == "/robots-real.txt" for r in rs), name
+    assert set(seen) == set(dict(TINY.robots)), f"variants met: {dict(seen)}"
+    missing_private = [
+        r
+        for name, rs in by_host.items()
+        if web.host(name).robots == "missing"  # type: ignore[union-attr]
+        for r in rs
+        if r["path"].startswith("/private/")
+    ]
+    assert missing_private, "a 404 robots.txt allows all, /private/ included"

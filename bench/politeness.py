@@ -1,0 +1,150 @@
+"""Politeness and robots.txt at the server: a broad-profile in-vitro crawl of 50,000 pages.
+
+    python bench/politeness.py                  # 50,000 pages (the issue's bar)
+    python bench/politeness.py --pages 5000     # a smoke run
+
+The issue's bar: *zero robots violations and zero politeness violations (delays
+binding, minimum slack reported) in the server log of a broad-profile in-vitro crawl of
+50,000 pages*.
+
+What runs: ``scrapy crawl broad -a seeds=invitro -a profile=broad`` with the project's
+settings as shipped (the IRL scheduler; tau_h = 4 s, tau_s = 0.5 s, DOWNLOAD_TIMEOUT
+20 s, robots.txt obeyed, Crawl-delay capped at IRL_ROBOTS_MAX_CRAWL_DELAY) and
+the in-vitro server's request log, which this script follows: once the server has
+served ``--pages`` page requests (robots.txt fetches not counted), the crawl gets one
+SIGINT and stops gracefully (requests in flight end). The log is then
+audited (:mod:`irlscrapy.invitro.audit`): every host gap against the host's delay (tau_h,
+raised by its robots.txt Crawl-delay up to the cap), every IP gap against tau_s, every
+request against its host's robots.txt (RFC 9309) and against "robots.txt first".
+
+Figures: requests, pages, hosts, IPs; per kind of gap its count, minimum slack and
+violations; robots.txt violations; the crawl's robots, guard and host-health stats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from common import REPO, emit
+
+from irlscrapy import defaults
+from irlscrapy.invitro.audit import ROBOTS_PATHS, audit
+from irlscrapy.invitro.profiles import BROAD
+from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.spiders.broad import MAX_PAGE_BYTES
+
+PAGES = 50_000
+SEED = 0
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
+#: settings/broad.py's politeness (the demo's, and bench/crawl.py's irl variant).
+HOST_DELAY, IP_DELAY = 4.0, 0.5
+WALL_S = 3600
+STOP_GRACE_S = 120
+
+
+def follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes]) -> None:
+    """Read the server log as it grows; SIGINT the crawl once ``pages`` page requests
+    were served (or stop following when the crawl ends, or after WALL_S)."""
+    served = 0
+    offset = 0
+    started = time.monotonic()
+    while crawl.poll() is None and time.monotonic() - started < WALL_S:
+        time.sleep(2.0)
+        if not log.exists():
+            continue
+        with open(log, "rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+        whole = chunk[: chunk.rfind(b"\n") + 1]
+        offset += len(whole)
+        for line in whole.splitlines():
+            if json.loads(line)["path"] not in ROBOTS_PATHS:
+                served += 1
+        print(f"# {time.monotonic() - started:6.0f} s  {served:,} pages served", flush=True)
+        if served >= pages:
+            break
+    if crawl.poll() is None:
+        crawl.send_signal(signal.SIGINT)
+
+
+def host_delay_of(web: InVitroWeb, cap: float) -> Callable[[str], float]:
+    """The least gap each host is owed: tau_h, raised by its Crawl-delay up to ``cap``."""
+    cache: dict[str, float] = {}
+
+    def delay(name: str) -> float:
+        if name not in cache:
+            host = web.host(name)
+            asked = (web.crawl_delay(host) or 0.0) if host is not None else 0.0
+            cache[name] = max(HOST_DELAY, min(asked, cap))
+        return cache[name]
+
+    return delay
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pages", type=int, default=PAGES)
+    args = parser.parse_args()
+    env = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
+    with tempfile.TemporaryDirectory(prefix="irlscrapy-bench-politeness-") as tmp:
+        log = Path(tmp) / "requests.jsonl"
+        cmd = [
+            sys.executable, "-m", "scrapy", "crawl", "broad",
+            "-a", "seeds=invitro", "-a", "profile=broad", "-a", f"seed={SEED}",
+            "-a", f"invitro_log={log}",
+            "-s", "TELNETCONSOLE_ENABLED=0",
+            "-s", f"JOBDIR={Path(tmp) / 'job'}",
+        ]  # fmt: skip
+        print("#", " ".join(cmd), flush=True)
+        stderr = Path(tmp) / "crawl.log"
+        with open(stderr, "w") as err:
+            crawl = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=err, stderr=err)
+            follow_until(log, args.pages, crawl)
+            returncode = crawl.wait(timeout=STOP_GRACE_S)
+        crawl_log = stderr.read_text()
+        if returncode != 0:
+            sys.exit(f"the crawl failed ({returncode}):\n{crawl_log[-3000:]}")
+        parsed = [json.loads(line) for line in log.read_text().splitlines() if line]
+    web = InVitroWeb(BROAD, SEED)
+    cap = defaults.BY_NAME["IRL_ROBOTS_MAX_CRAWL_DELAY"].default
+    result = audit(
+        parsed,
+        web,
+        host_delay=host_delay_of(web, cap),
+        ip_delay=IP_DELAY,
+        max_bytes=MAX_PAGE_BYTES,
+    )
+    print("#", result.summary(), flush=True)
+    pages = sum(1 for r in parsed if r["path"] not in ROBOTS_PATHS)
+    emit("politeness", "requests", len(parsed), "requests", pages=pages,
+         hosts=result.hosts, ips=result.ips)  # fmt: skip
+    for name, gaps in (("host", result.host), ("ip", result.ip), ("abandoned", result.abandoned)):
+        emit("politeness", f"{name}_gaps", gaps.count, "gaps",
+             min_slack_ms=round(gaps.min_slack * 1000, 1), violations=gaps.violations)  # fmt: skip
+    emit("politeness", "robots_violations", len(result.robots_violations), "requests",
+         before_robots=len(result.before_robots),
+         examples=result.robots_violations[:3] + result.before_robots[:3])  # fmt: skip
+    stats = dict(re.findall(r"'((?:irl/(?:robots|guard|hosts|traps)|robotstxt)/[^']+)': (\d+)",
+                            crawl_log))  # fmt: skip
+    emit("politeness", "stats", len(stats), "stats", **{k: int(v) for k, v in stats.items()})
+    met = (
+        result.host.violations == 0
+        and result.ip.violations == 0
+        and not result.robots_violations
+        and not result.before_robots
+    )
+    emit("politeness", "bar_zero_violations", met, "met")
+
+
+if __name__ == "__main__":
+    main()
