@@ -442,7 +442,9 @@ class DRUM:
         ordered = records[order]
         for i in range(self.buckets):
             if bounds[i] < bounds[i + 1]:
-                ordered[bounds[i] : bounds[i + 1]].tofile(files[i])
+                # file.write, not ndarray.tofile: a short write (a full disk) raises
+                # OSError with its errno (ENOSPC), which tofile does not give
+                files[i].write(memoryview(ordered[bounds[i] : bounds[i + 1]]))
 
     def _merge_bucket(self, gen: int, bucket: int, slots: np.memmap[Any, Any]) -> None:
         """Merge one bucket's tuples into its chunks, one chunk per LevelDB transaction.

@@ -12,10 +12,21 @@ from typing import Any
 
 import pytest
 
+from irlscrapy import defaults
 from irlscrapy.invitro.audit import ROBOTS_PATHS
+from irlscrapy.invitro.groundtruth import CrawlPolicy
 from irlscrapy.invitro.process import InVitroProcess
+from irlscrapy.scheduler.traps import TrapLimits
 
 SEED = 0
+#: What the IRL scheduler with its defaults fetches: RFC 9309 and the trap limits.
+IRL_POLICY = CrawlPolicy(
+    robots="rfc9309",
+    traps=TrapLimits(
+        max_depth=defaults.BY_NAME["IRL_MAX_PATH_DEPTH"].default,
+        max_repeats=defaults.BY_NAME["IRL_MAX_REPEATED_SEGMENTS"].default,
+    ),
+)
 ROOT = Path(__file__).resolve().parents[2]
 
 

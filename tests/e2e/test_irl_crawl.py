@@ -20,10 +20,10 @@ from irlscrapy.invitro.audit import audit
 from irlscrapy.invitro.groundtruth import CrawlPolicy, disallowed_prefixes, reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
-from irlscrapy.scheduler.traps import TrapLimits
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 from .conftest import (
+    IRL_POLICY,
     QUICK_CRAWL_DELAY_CAP,
     QUICK_IRL,
     ROBOTS_PATHS,
@@ -34,10 +34,6 @@ from .conftest import (
     read_log,
 )
 
-DEFAULT_TRAP_LIMITS = TrapLimits(
-    max_depth=defaults.BY_NAME["IRL_MAX_PATH_DEPTH"].default,
-    max_repeats=defaults.BY_NAME["IRL_MAX_REPEATED_SEGMENTS"].default,
-)
 HOST_DELAY = 0.2  # QUICK_IRL's tau_h: every domain has the default budget
 IP_DELAY = 0.05
 
@@ -65,7 +61,7 @@ def test_downloaded_set_equals_the_rfc9309_ground_truth(
 ) -> None:
     _, log = crawl
     web = InVitroWeb(TINY, SEED)
-    truth = reachable(web, CrawlPolicy(robots="rfc9309", traps=DEFAULT_TRAP_LIMITS))
+    truth = reachable(web, IRL_POLICY)
     downloaded = set(downloads(log))
     assert downloaded == truth, {
         "extra": sorted(downloaded - truth)[:10],

@@ -17,11 +17,20 @@ import subprocess
 import time
 from pathlib import Path
 
-from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable
+from irlscrapy.invitro.groundtruth import reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 
-from .conftest import QUICK_IRL, ROOT, SEED, crawl_tiny, downloads, read_log, tiny_crawl_args
+from .conftest import (
+    IRL_POLICY,
+    QUICK_IRL,
+    ROOT,
+    SEED,
+    crawl_tiny,
+    downloads,
+    read_log,
+    tiny_crawl_args,
+)
 
 RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}
 WORKBENCH_URLS = 100
@@ -50,7 +59,7 @@ def wait_for_pages(proc: subprocess.Popen[bytes], log: Path, pages: int) -> None
 
 
 def check_two_runs(first: Path, second: Path) -> tuple[int, int]:
-    truth = reachable(InVitroWeb(TINY, SEED), CrawlPolicy(robots="rfc9309"))
+    truth = reachable(InVitroWeb(TINY, SEED), IRL_POLICY)
     before, after = set(downloads(first)), set(downloads(second))
     assert before | after == truth, {
         "missing": sorted(truth - before - after)[:10],
