@@ -444,7 +444,7 @@ class DRUM:
             if bounds[i] < bounds[i + 1]:
                 # file.write, not ndarray.tofile: a short write (a full disk) raises
                 # OSError with its errno (ENOSPC), which tofile does not give
-                files[i].write(memoryview(ordered[bounds[i] : bounds[i + 1]]))
+                files[i].write(ordered[bounds[i] : bounds[i + 1]].data)
 
     def _merge_bucket(self, gen: int, bucket: int, slots: np.memmap[Any, Any]) -> None:
         """Merge one bucket's tuples into its chunks, one chunk per LevelDB transaction.
