@@ -12,7 +12,8 @@ What runs
 The real ``IRLScheduler`` and its ``DRUMDupeFilter``, built by Scrapy
 (``get_crawler`` with the add-on ``irlscrapy.Addon``, ``IRLScheduler.from_crawler``,
 ``open(spider)``) inside a running asyncio reactor, with the project's defaults except:
-politeness delays 0 (``IRL_HOST_DELAY``, ``IRL_IP_DELAY`` and their floors), and a state
+politeness delays 0 (``IRL_HOST_DELAY``, ``IRL_IP_DELAY`` and their floors), the address
+guard opened for 127.0.0.0/8 (``IRL_ALLOW_PRIVATE_ADDRESSES``), and a state
 directory under a temporary directory. ``crawler.engine`` is None: the scheduler's engine
 waker has nothing to wake, which it tolerates. Everything else is the default: 64 MiB
 for URLseen, a 100,000-URL workbench, 64 URLs per host, the 25,000-entry DNS cache,
@@ -114,6 +115,8 @@ SETTINGS: dict[str, Any] = {
     "IRL_HOST_DELAY_MIN": 0.0,
     "IRL_IP_DELAY": 0.0,
     "IRL_IP_DELAY_MIN": 0.0,
+    # LoopbackResolver answers in 127.0.0.0/8, which the address guard refuses by default
+    "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
     "ROBOTSTXT_OBEY": True,
     "LOG_LEVEL": "WARNING",
 }
@@ -355,7 +358,7 @@ class Driver:
             "workbench_urls": len(workbench),
             "workbench_hosts": len(workbench.hosts),
             "workbench_ips": len(workbench.ips),
-            "robots_hosts": len(frontier.robots),
+            "robots_hosts_in_ram": len(self.scheduler.robots),
             "dns_entries_in_ram": len(self.scheduler.dns),
             "urlseen_pending": self.scheduler.df.pending,
         }
