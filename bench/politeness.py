@@ -2,13 +2,15 @@
 
     python bench/politeness.py                  # 50,000 pages (the issue's bar)
     python bench/politeness.py --pages 5000     # a smoke run
+    python bench/politeness.py --ip-delay 0.05  # tau_s 0.05 s: the host delay binds too
 
 The issue's bar: *zero robots violations and zero politeness violations (delays
 binding, minimum slack reported) in the server log of a broad-profile in-vitro crawl of
 50,000 pages*.
 
 What runs: ``scrapy crawl broad -a seeds=invitro -a profile=broad`` with the project's
-settings as shipped (the IRL scheduler; tau_h = 4 s, tau_s = 0.5 s, DOWNLOAD_TIMEOUT
+settings as shipped (the IRL scheduler; tau_h = 4 s, tau_s = 0.5 s unless
+``--host-delay`` / ``--ip-delay`` say otherwise, floors equal to them; DOWNLOAD_TIMEOUT
 20 s, robots.txt obeyed, Crawl-delay capped at IRL_ROBOTS_MAX_CRAWL_DELAY) and
 the in-vitro server's request log, which this script follows: once the server has
 served ``--pages`` page requests (robots.txt fetches not counted), the crawl gets one
@@ -77,15 +79,16 @@ def follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes]) -> None:
         crawl.send_signal(signal.SIGINT)
 
 
-def host_delay_of(web: InVitroWeb, cap: float) -> Callable[[str], float]:
-    """The least gap each host is owed: tau_h, raised by its Crawl-delay up to ``cap``."""
+def host_delay_of(web: InVitroWeb, tau_h: float, cap: float) -> Callable[[str], float]:
+    """The least gap each host is owed: ``tau_h``, raised by its Crawl-delay up to
+    ``cap``."""
     cache: dict[str, float] = {}
 
     def delay(name: str) -> float:
         if name not in cache:
             host = web.host(name)
             asked = (web.crawl_delay(host) or 0.0) if host is not None else 0.0
-            cache[name] = max(HOST_DELAY, min(asked, cap))
+            cache[name] = max(tau_h, min(asked, cap))
         return cache[name]
 
     return delay
@@ -94,6 +97,8 @@ def host_delay_of(web: InVitroWeb, cap: float) -> Callable[[str], float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=PAGES)
+    parser.add_argument("--host-delay", type=float, default=HOST_DELAY, help="tau_h, seconds")
+    parser.add_argument("--ip-delay", type=float, default=IP_DELAY, help="tau_s, seconds")
     args = parser.parse_args()
     env = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
     with tempfile.TemporaryDirectory(prefix="irlscrapy-bench-politeness-") as tmp:
@@ -104,6 +109,10 @@ def main() -> None:
             "-a", f"invitro_log={log}",
             "-s", "TELNETCONSOLE_ENABLED=0",
             "-s", f"JOBDIR={Path(tmp) / 'job'}",
+            "-s", f"IRL_HOST_DELAY={args.host_delay}",
+            "-s", f"IRL_HOST_DELAY_MIN={args.host_delay}",
+            "-s", f"IRL_IP_DELAY={args.ip_delay}",
+            "-s", f"IRL_IP_DELAY_MIN={args.ip_delay}",
         ]  # fmt: skip
         print("#", " ".join(cmd), flush=True)
         stderr = Path(tmp) / "crawl.log"
@@ -120,8 +129,8 @@ def main() -> None:
     result = audit(
         parsed,
         web,
-        host_delay=host_delay_of(web, cap),
-        ip_delay=IP_DELAY,
+        host_delay=host_delay_of(web, args.host_delay, cap),
+        ip_delay=args.ip_delay,
         max_bytes=MAX_PAGE_BYTES,
     )
     print("#", result.summary(), flush=True)

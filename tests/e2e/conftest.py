@@ -34,6 +34,8 @@ ROOT = Path(__file__).resolve().parents[2]
 STOCK = ("ADDONS={}",)
 #: Politeness small enough for a quick complete crawl, yet longer than in-vitro
 #: response times (so the delays bind), and quick DNS retries.
+#: DOWNLOAD_TIMEOUT of the tiny crawls (its hanging servers hold a request 20 s).
+TINY_DOWNLOAD_TIMEOUT = 6
 #: QUICK_IRL's cap on robots.txt Crawl-delay (the tiny web asks for 1 to 30 s).
 QUICK_CRAWL_DELAY_CAP = 0.5
 QUICK_IRL = (
@@ -68,7 +70,7 @@ def tiny_crawl_args(log: Path, *settings: str) -> list[str]:
         "-a",
         f"invitro_log={log}",
         "-s",
-        "DOWNLOAD_TIMEOUT=6",
+        f"DOWNLOAD_TIMEOUT={TINY_DOWNLOAD_TIMEOUT}",
         "-s",
         "TELNETCONSOLE_ENABLED=0",
     ]

@@ -28,6 +28,7 @@ from .conftest import (
     QUICK_IRL,
     ROBOTS_PATHS,
     SEED,
+    TINY_DOWNLOAD_TIMEOUT,
     assert_repeats_are_retries,
     crawl_tiny,
     downloads,
@@ -188,3 +189,24 @@ def test_every_robots_variant_gets_its_rfc9309_outcome(
         if r["path"].startswith("/private/")
     ]
     assert missing_private, "a 404 robots.txt allows all, /private/ included"
+
+
+def test_a_hanging_host_holds_one_slot_and_is_backed_off(
+    crawl: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """A host that holds requests without answering (a delay attack) never has two
+    requests open, the crawl goes on meanwhile, and after the timeout the host waits
+    its back-off (IRL_BACKOFF_BASE, 0.2 s here) before its next request."""
+    records = sorted(read_log(crawl[1]), key=lambda r: r["t_start"])
+    hung = [r for r in records if r["kind"] == "timeout"]
+    assert len(hung) >= 3
+    for a in hung:
+        same = [r for r in records if r["host"] == a["host"] and r is not a]
+        overlapping = [r for r in same if a["t_start"] < r["t_start"] < a["t_end"]]
+        assert not overlapping, (a, overlapping[:3])
+        meanwhile = [r for r in records if a["t_start"] < r["t_start"] < a["t_end"]]
+        assert len(meanwhile) > 10, "the crawl stalled behind a hanging host"
+        later = [r for r in same if r["t_start"] > a["t_start"]]
+        if later:  # the crawler gave up at DOWNLOAD_TIMEOUT, then backed off
+            gap = later[0]["t_start"] - (a["t_start"] + TINY_DOWNLOAD_TIMEOUT)
+            assert gap >= 0.2 - 0.05, (a, later[0])
