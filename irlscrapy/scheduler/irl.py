@@ -32,9 +32,10 @@ directory removed at close): ``urlseen/`` (DRUM), ``beast/`` (BEAST queue files)
 
 Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
 ``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``,
-``irl/guard/*``, ``irl/hosts/*`` (host health), and Scrapy's
+``irl/guard/*``, ``irl/hosts/*`` (host health), ``irl/traps/*``, and Scrapy's
 ``dupefilter/filtered``, ``offsite/filtered``, ``urllength/request_ignored_count``,
-``request_depth_max``.
+``request_depth_max``, ``robotstxt/{request_count,response_count,forbidden}`` and
+``robotstxt/response_status_count/<status>`` (as RobotsTxtMiddleware counts them).
 """
 
 from __future__ import annotations
@@ -620,6 +621,7 @@ class IRLScheduler(BaseScheduler):
         if isinstance(item, RobotsFetch):
             if item.request is not None:
                 return item.request
+            self.stats.inc_value("robotstxt/request_count")
             return Request(
                 f"{_scheme_of(state)}://{state.host}/robots.txt",
                 callback=self._robots_answered,
@@ -714,6 +716,9 @@ class IRLScheduler(BaseScheduler):
 
     # -- robots.txt ----------------------------------------------------------------------
     def _robots_answered(self, response: Response) -> None:
+        # RobotsTxtMiddleware's stats, for dashboards that read them
+        self.stats.inc_value("robotstxt/response_count")
+        self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
         self._robots_outcome(response.request, response.status, response.body)
         if 200 <= response.status < 300:
             host = response.meta[ROBOTS_KEY]

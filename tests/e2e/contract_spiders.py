@@ -207,7 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 # -- the spiders (Scrapy is imported by the runner only, not by the tests) ----------------
 def _spiders() -> dict[str, Any]:
-    from scrapy import FormRequest, Request, Spider
+    from scrapy import FormRequest, Request, Spider, signals
     from scrapy.exceptions import CannotResolveHostError, IgnoreRequest
     from scrapy.http import JsonRequest, Response
     from scrapy.spidermiddlewares.httperror import HttpError
@@ -405,6 +405,21 @@ def _spiders() -> dict[str, Any]:
             super().__init__(**kwargs)
             self.base = base
             self.seen: list[dict[str, Any]] = []
+
+        @classmethod
+        def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Any:
+            spider = super().from_crawler(crawler, *args, **kwargs)
+            crawler.signals.connect(spider.robots_parsed, signal=signals.robots_parsed)
+            return spider
+
+        def robots_parsed(self, robotparser: Any, request: Any) -> None:
+            ua = "irlscrapy-contract"
+            self.note(
+                "robots_parsed",
+                request,
+                private=robotparser.allowed(f"{self.base}/private/x", ua),
+                public=robotparser.allowed(f"{self.base}/echo/x", ua),
+            )
 
         async def start(self) -> AsyncIterator[Any]:
             yield Request(f"{self.base}/echo/root", callback=self.parse_root)

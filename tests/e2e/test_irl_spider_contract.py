@@ -56,6 +56,8 @@ QUICK = {
     "LOG_LEVEL": "INFO",
     "DOWNLOAD_TIMEOUT": 10,
     "DNS_TIMEOUT": 5,
+    # EchoWeb is on 127.0.0.1, which the address guard refuses by default
+    "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
 }
 CRAWL_TIMEOUT = 60
 
@@ -456,6 +458,17 @@ def test_a_request_disallowed_by_robots_txt_reaches_its_errback(
             stats_of(crawl, "irl/robots/"),
         )
         assert "/private/disallowed" not in crawl.urls()
+
+
+def test_robots_parsed_is_sent_with_a_scrapy_robot_parser(edges: dict[str, Crawl]) -> None:
+    """Extensions written for RobotsTxtMiddleware hear ``robots_parsed`` under the add-on
+    too, with a parser that answers as stock Scrapy's does."""
+    verdicts = {
+        name: [(v["private"], v["public"]) for v in crawl.seen if v["callback"] == "robots_parsed"]
+        for name, crawl in edges.items()
+    }
+    assert verdicts["stock"] == [(False, True)], verdicts
+    assert verdicts["irl"] == verdicts["stock"], verdicts
 
 
 def test_a_request_to_an_unresolvable_host_reaches_its_errback(
