@@ -37,10 +37,17 @@ Stats: ``irl/hosts/backoffs``, ``irl/hosts/retry_after_capped``, ``irl/hosts/ret
 from __future__ import annotations
 
 import email.utils
+import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
+from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.scheduler.frontier import Frontier
+from irlscrapy.scheduler.workbench import VisitState
+
+logger = logging.getLogger(__name__)
 
 #: Statuses that are failures of the host.
 FAILURE_STATUSES = frozenset((429, 503))
@@ -63,6 +70,52 @@ class HostHealth:
             raise ConfigurationError(
                 "host health: IRL_HOST_MAX_FAILURES and IRL_HOST_RETIRE_DELAY must be >= 0"
             )
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> HostHealth:
+        return cls(
+            backoff_base=defaults.get(settings, "IRL_BACKOFF_BASE"),
+            backoff_max=defaults.get(settings, "IRL_BACKOFF_MAX"),
+            max_failures=defaults.get(settings, "IRL_HOST_MAX_FAILURES"),
+            retire_delay=defaults.get(settings, "IRL_HOST_RETIRE_DELAY"),
+        )
+
+    def answered(self, state: VisitState) -> None:
+        """``state``'s host answered (anything but 429 or 503): it is healthy again."""
+        state.failures = 0
+        state.backoff = 0.0
+
+    def failed(
+        self,
+        state: VisitState,
+        frontier: Frontier,
+        now: float,
+        retry_after: float | None,
+        stats: Any,
+    ) -> None:
+        """``state``'s host failed at ``now`` (a 429 or 503 asking to wait
+        ``retry_after`` seconds, if it said): back it off, or retire it."""
+        state.failures += 1
+        if self.retires(state.failures):
+            state.failures = 0
+            state.backoff = 0.0
+            parked = frontier.park(state, now + self.retire_delay)
+            stats.inc_value("irl/hosts/retired")
+            stats.inc_value("irl/hosts/parked_urls", parked)
+            logger.info(
+                "host health: %s failed %d times in a row; retired for %.0f s, %d URLs "
+                "parked for a later cycle",
+                state.host,
+                self.max_failures,
+                self.retire_delay,
+                parked,
+            )
+            return
+        state.backoff, capped = self.backoff(state.failures, retry_after)
+        frontier.workbench.postpone(state, now + state.backoff)
+        stats.inc_value("irl/hosts/backoffs")
+        if capped:
+            stats.inc_value("irl/hosts/retry_after_capped")
 
     def backoff(self, failures: int, retry_after: float | None) -> tuple[float, bool]:
         """The back-off after the ``failures``-th failure in a row, and whether a

@@ -259,28 +259,14 @@ class IRLScheduler(BaseScheduler):
         for name in ("IRL_WORKBENCH_URLS", "IRL_WORKBENCH_HOST_URLS"):
             if defaults.get(settings, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1")
-        robots = RobotsCache(
-            ttl=defaults.get(settings, "IRL_ROBOTS_TTL"),
-            retry_delay=defaults.get(settings, "IRL_ROBOTS_RETRY_DELAY"),
-            retries=defaults.get(settings, "IRL_ROBOTS_RETRIES"),
-            ram_hosts=defaults.get(settings, "IRL_ROBOTS_RAM_HOSTS"),
-            ram_bodies=defaults.get(settings, "IRL_ROBOTS_RAM_BODIES"),
-        )
-        health = HostHealth(
-            backoff_base=defaults.get(settings, "IRL_BACKOFF_BASE"),
-            backoff_max=defaults.get(settings, "IRL_BACKOFF_MAX"),
-            max_failures=defaults.get(settings, "IRL_HOST_MAX_FAILURES"),
-            retire_delay=defaults.get(settings, "IRL_HOST_RETIRE_DELAY"),
-        )
-        guard = AddressGuard.from_setting(defaults.get(settings, "IRL_ALLOW_PRIVATE_ADDRESSES"))
         scheduler = cls(
             crawler,
             dupefilter,
             dns_cache(crawler),
             politeness,
-            robots,
-            health,
-            guard,
+            RobotsCache.from_settings(settings),
+            HostHealth.from_settings(settings),
+            AddressGuard.from_setting(defaults.get(settings, "IRL_ALLOW_PRIVATE_ADDRESSES")),
             state_dir=Path(base) if base else None,
             max_queues=defaults.get(settings, "IRL_BEAST_MAX_QUEUES"),
             capacity=defaults.get(settings, "IRL_WORKBENCH_URLS"),
@@ -751,41 +737,18 @@ class IRLScheduler(BaseScheduler):
     def host_answered(self, request: Request) -> None:
         """The host of ``request`` answered (with anything but 429 or 503)."""
         state = self._host_of(request)
-        if state is not None and state.failures:
-            state.failures = 0
-            state.backoff = 0.0
+        if state is not None:
+            self.health.answered(state)
 
     @_stops_when_disk_is_full(default=None)
     def host_failed(self, request: Request, retry_after: float | None) -> None:
         """The host of ``request`` answered 429 or 503 (asking to wait ``retry_after``
         seconds, if it said) or could not be reached: back off, or retire it."""
         state = self._host_of(request)
-        if state is None:
-            return
-        frontier = self._frontier()
-        now = self.waker.clock.seconds()
-        state.failures += 1
-        if self.health.retires(state.failures):
-            state.failures = 0
-            state.backoff = 0.0
-            parked = frontier.park(state, now + self.health.retire_delay)
-            self.stats.inc_value("irl/hosts/retired")
-            self.stats.inc_value("irl/hosts/parked_urls", parked)
-            logger.info(
-                "host health: %s failed %d times in a row; retired for %.0f s, %d URLs "
-                "parked for a later cycle",
-                state.host,
-                self.health.max_failures,
-                self.health.retire_delay,
-                parked,
-            )
-        else:
-            state.backoff, capped = self.health.backoff(state.failures, retry_after)
-            frontier.workbench.postpone(state, now + state.backoff)
-            self.stats.inc_value("irl/hosts/backoffs")
-            if capped:
-                self.stats.inc_value("irl/hosts/retry_after_capped")
-        self._ready()
+        if state is not None:
+            now = self.waker.clock.seconds()
+            self.health.failed(state, self._frontier(), now, retry_after, self.stats)
+            self._ready()
 
     def _host_of(self, request: Request) -> VisitState | None:
         """The visit state of a page request's host (robots.txt fetches have their own

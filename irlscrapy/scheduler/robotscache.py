@@ -56,6 +56,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from irlscrapy import defaults
 from irlscrapy.cachedb import open_cache_db
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ConfigurationError
@@ -115,6 +116,16 @@ class RobotsCache:
         self._db: Any = None
         self._hosts: Any = None
         self._lock: DirectoryLock | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> RobotsCache:
+        return cls(
+            ttl=defaults.get(settings, "IRL_ROBOTS_TTL"),
+            retry_delay=defaults.get(settings, "IRL_ROBOTS_RETRY_DELAY"),
+            retries=defaults.get(settings, "IRL_ROBOTS_RETRIES"),
+            ram_hosts=defaults.get(settings, "IRL_ROBOTS_RAM_HOSTS"),
+            ram_bodies=defaults.get(settings, "IRL_ROBOTS_RAM_BODIES"),
+        )
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self, path: Path) -> None:
