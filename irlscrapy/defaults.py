@@ -213,7 +213,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "IRL_ROBOTS_RAM_HOSTS",
-        32768,
+        4096,
         "int",
         "hosts",
         "robots.txt records held in RAM (an LRU); all of them are in LevelDB under the "

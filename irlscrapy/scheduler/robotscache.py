@@ -5,9 +5,9 @@ Theory of operation
 A host's *record* says what its robots.txt answered and until when that holds. Records
 live in LevelDB; RAM holds two LRUs:
 
-- the records of the ``ram_hosts`` hosts used last, without their bodies: host ->
-  ``(refetch_at, outcome, failures, digest)``, a tuple of atomic values (the cyclic GC
-  does not track it);
+- the records of the ``ram_hosts`` hosts used last, without their bodies: host -> the
+  record's head (one bytes object of 10 or 26 bytes, which the cyclic GC does not track;
+  a tuple of a float, two ints and a digest costs 3x the RAM);
 - parsed rules by body digest (``ram_bodies`` of them): hosts with the same robots.txt
   share one parse (many sites serve a stock robots.txt, and a parsed robots.txt is
   dozens of objects). A record whose rules were evicted is parsed again from its body
@@ -37,10 +37,12 @@ Files under the directory given to open() (DO NOT CHANGE: format version 1)::
     cache/      LevelDB:
                   b"!format"     -> b"1"
                   b"h" host      -> record          host: the workbench's host key, UTF-8
-    record  := refetch_at: f64be, outcome: u8, failures: u8, body
+    record  := head, body
+    head    := refetch_at: f64be, outcome: u8, failures: u8, digest
     refetch_at  POSIX seconds after which robots.txt must be fetched again
     outcome     0 parsed | 1 unavailable | 2 unreachable
     failures    unreachable answers in a row (0 after any answer)
+    digest      BLAKE2b-128 of the body (parsed only; else empty)
     body        the first PARSE_LIMIT bytes of the robots.txt (parsed only)
 
 Crash semantics: every learn() is one LevelDB write, handed to the OS before it returns
@@ -74,16 +76,18 @@ from irlscrapy.scheduler.robots import (
 
 FORMAT_VERSION = b"1"
 _HOST_PREFIX = b"h"
-_RECORD = struct.Struct(">dBB")
+_HEAD = struct.Struct(">dBB")
+_DIGEST = 16
 _CODES = {PARSED: 0, UNAVAILABLE: 1, UNREACHABLE: 2}
 _OUTCOMES = {code: outcome for outcome, code in _CODES.items()}
 
-#: A record in RAM: (refetch_at, outcome code, failures, body digest or b"").
-_Record = tuple[float, int, int, bytes]
-
 
 def _digest(body: bytes) -> bytes:
-    return hashlib.blake2b(body, digest_size=16).digest()
+    return hashlib.blake2b(body, digest_size=_DIGEST).digest()
+
+
+def _head_size(code: int) -> int:
+    return _HEAD.size + (_DIGEST if code == _CODES[PARSED] else 0)
 
 
 class RobotsCache:
@@ -111,7 +115,7 @@ class RobotsCache:
         self.retries = retries
         self.ram_hosts = ram_hosts
         self.ram_bodies = ram_bodies
-        self._records: OrderedDict[str, _Record] = OrderedDict()
+        self._records: OrderedDict[str, bytes] = OrderedDict()  # host -> record head
         self._rules: OrderedDict[bytes, RobotsRules] = OrderedDict()
         self._db: Any = None
         self._hosts: Any = None
@@ -157,13 +161,13 @@ class RobotsCache:
         """``(rules, refetch_at)`` of ``host``: the rules last learned (None: never
         learned, or unreachable and to be tried again) and the instant after which its
         robots.txt must be fetched (again); ``(None, 0.0)`` for a host never met."""
-        record = self._record(host)
-        if record is None:
+        head = self._head(host)
+        if head is None:
             return None, 0.0
-        refetch_at, code, failures, digest = record
+        refetch_at, code, failures = _HEAD.unpack_from(head)
         outcome = _OUTCOMES[code]
         if outcome == PARSED:
-            rules = self._parsed(host, digest)
+            rules = self._parsed(host, head[_HEAD.size :])
             if rules is None:  # no disk (never opened): what RAM forgot is fetched again
                 del self._records[host]
                 return None, 0.0
@@ -172,20 +176,18 @@ class RobotsCache:
             return ALLOW_ALL, refetch_at
         return (DISALLOW_ALL if failures >= self.retries else None), refetch_at
 
-    def _record(self, host: str) -> _Record | None:
+    def _head(self, host: str) -> bytes | None:
         records = self._records
-        record = records.get(host)
-        if record is not None:
+        head = records.get(host)
+        if head is not None:
             records.move_to_end(host)
-            return record
+            return head
         raw = self._hosts.get(host.encode()) if self._hosts is not None else None
         if raw is None:
             return None
-        refetch_at, code, failures = _RECORD.unpack_from(raw)
-        body = raw[_RECORD.size :]
-        record = (refetch_at, code, failures, _digest(body) if code == 0 else b"")
-        self._remember(host, record)
-        return record
+        head = raw[: _head_size(raw[8])]
+        self._remember(host, head)
+        return head
 
     def _parsed(self, host: str, digest: bytes) -> RobotsRules | None:
         rules = self._rules.get(digest)
@@ -193,7 +195,7 @@ class RobotsCache:
             self._rules.move_to_end(digest)
             return rules
         raw = self._hosts.get(host.encode()) if self._hosts is not None else None
-        return None if raw is None else self._share(digest, raw[_RECORD.size :])
+        return None if raw is None else self._share(digest, raw[_HEAD.size + _DIGEST :])
 
     # -- learning ------------------------------------------------------------------------
     def learn(
@@ -205,8 +207,8 @@ class RobotsCache:
         failures = 0
         refetch_at = now + self.ttl
         if outcome == UNREACHABLE:
-            known = self._record(host)
-            failures = min((known[2] if known is not None else 0) + 1, 255)
+            known = self._head(host)
+            failures = min((_HEAD.unpack_from(known)[2] if known is not None else 0) + 1, 255)
             if failures < self.retries:
                 refetch_at = now + self.retry_delay * 2 ** (failures - 1)
         if outcome != PARSED:
@@ -215,15 +217,15 @@ class RobotsCache:
         digest = _digest(body) if outcome == PARSED else b""
         if outcome == PARSED:
             self._share(digest, body)
-        code = _CODES[outcome]
+        head = _HEAD.pack(refetch_at, _CODES[outcome], failures) + digest
         if self._hosts is not None:
-            self._hosts.put(host.encode(), _RECORD.pack(refetch_at, code, failures) + body)
-        self._remember(host, (refetch_at, code, failures, digest))
+            self._hosts.put(host.encode(), head + body)
+        self._remember(host, head)
         return self.lookup(host)
 
-    def _remember(self, host: str, record: _Record) -> None:
+    def _remember(self, host: str, head: bytes) -> None:
         records = self._records
-        records[host] = record
+        records[host] = head
         records.move_to_end(host)
         if len(records) > self.ram_hosts:
             records.popitem(last=False)

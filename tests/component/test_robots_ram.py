@@ -34,5 +34,5 @@ def test_robots_state_of_a_million_hosts_stays_under_64_mb() -> None:
         f"{state['disk_bytes'] / 2**20:.1f} MB on disk"
     )
     assert state["value"] < BAR_BYTES
-    assert state["records_in_ram"] <= 32768 and state["parsed_in_ram"] <= 1024
+    assert state["records_in_ram"] <= 4096 and state["parsed_in_ram"] <= 1024
     assert state["disk_bytes"] > 10 * 2**20  # the records went to disk, not RAM
