@@ -358,10 +358,11 @@ class Frontier:
             self.workbench.release(state, now, ip_only=True)
             self.workbench.postpone(state, max(refetch_at, now + ROBOTS_PENDING_WAIT))
 
-    def robots_known(self, host: str, status: int | None, body: bytes) -> None:
+    def robots_known(self, host: str, status: int | None, body: bytes) -> RobotsRules | None:
         """The robots.txt of ``host`` answered ``status`` (None: no answer) with
         ``body``: store the outcome; drop what it disallows; set the host's Crawl-delay;
-        postpone the host until a retry when the outcome is "try again later"."""
+        postpone the host until a retry when the outcome is "try again later". Return
+        the rules now in force (None: to be fetched again)."""
         self._robots_out.discard(host)
         assert self.robots is not None, "robots.txt is not obeyed"
         rules, refetch_at = self.robots.learn(host, status, body, self.clock())
@@ -370,10 +371,10 @@ class Frontier:
             self.stats.inc_value("irl/robots/retries")
             if state is not None:
                 self.workbench.postpone(state, refetch_at)
-            return
+            return None
         self.stats.inc_value(f"irl/robots/{rules.outcome}")
         if state is None:
-            return
+            return rules
         state.crawl_delay = self._crawl_delay(rules, count=True)
         dropped = self.workbench.remove_urls(
             state,
@@ -386,6 +387,7 @@ class Frontier:
             self._refuse(item, "robots.txt")
         if dropped:
             self.stats.inc_value("irl/robots/disallowed", len(dropped))
+        return rules
 
     def _crawl_delay(self, rules: RobotsRules, *, count: bool) -> float:
         asked = rules.crawl_delay(self.user_agent)

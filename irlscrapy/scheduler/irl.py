@@ -97,7 +97,7 @@ from irlscrapy.scheduler.requestcodec import (
     link_from_payload,
     payload_kind,
 )
-from irlscrapy.scheduler.robots import REDIRECT_HOPS
+from irlscrapy.scheduler.robots import REDIRECT_HOPS, RobotsRules
 from irlscrapy.scheduler.robotscache import RobotsCache
 from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
 
@@ -705,14 +705,12 @@ class IRLScheduler(BaseScheduler):
         # RobotsTxtMiddleware's stats, for dashboards that read them
         self.stats.inc_value("robotstxt/response_count")
         self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
-        self._robots_outcome(response.request, response.status, response.body)
-        if 200 <= response.status < 300:
-            host = response.meta[ROBOTS_KEY]
-            rules, _ = self.robots.lookup(host)
-            if rules is not None:  # Scrapy's signal, for extensions of RobotsTxtMiddleware
-                self.crawler.signals.send_catch_log(
-                    signals.robots_parsed, robotparser=rules, request=response.request
-                )
+        rules = self._robots_outcome(response.request, response.status, response.body)
+        if rules is not None and 200 <= response.status < 300:
+            # Scrapy's signal, for extensions written for RobotsTxtMiddleware
+            self.crawler.signals.send_catch_log(
+                signals.robots_parsed, robotparser=rules, request=response.request
+            )
 
     def _robots_failed(self, failure: Failure) -> None:
         response = getattr(failure.value, "response", None)
@@ -726,12 +724,15 @@ class IRLScheduler(BaseScheduler):
         else:
             self._robots_outcome(request, None, b"")
 
-    def _robots_outcome(self, request: Request | None, status: int | None, body: bytes) -> None:
+    def _robots_outcome(
+        self, request: Request | None, status: int | None, body: bytes
+    ) -> RobotsRules | None:
         assert request is not None
-        self._frontier().robots_known(request.meta[ROBOTS_KEY], status, body)
+        rules = self._frontier().robots_known(request.meta[ROBOTS_KEY], status, body)
         token = request.meta.get(FETCH_KEY)
         if token is not None:
             self._end(token)
+        return rules
 
     # -- host health ---------------------------------------------------------------------
     def host_answered(self, request: Request) -> None:
