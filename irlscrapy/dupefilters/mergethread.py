@@ -9,6 +9,10 @@ privilege) before its first merge, so the kernel gives the reactor thread the co
 whenever both can run; the merge uses what the reactor leaves. One thread: merges run
 one at a time anyway (DRUMDupeFilter chains them).
 
+A merge's arrays are large and short-lived: the thread pins glibc's mmap threshold when
+it starts and returns the free heap to the OS after each merge
+(:mod:`irlscrapy.glibcheap`), so RSS does not keep what one merge used.
+
 Started on first use; :meth:`stop` joins it (the dupefilter's close, and the reactor's
 shutdown as a fallback).
 """
@@ -23,6 +27,8 @@ from typing import Any
 from twisted.internet import threads
 from twisted.internet.defer import Deferred
 from twisted.python.threadpool import ThreadPool
+
+from irlscrapy.glibcheap import pin_mmap_threshold, release_free_memory
 
 #: Added to the merge thread's nice value (0-19; 10: about a tenth of the core when the
 #: reactor thread also wants it).
@@ -41,6 +47,7 @@ class MergeThread:
                 from twisted.internet import reactor
 
                 self._reactor = reactor
+            pin_mmap_threshold()
             self._pool = ThreadPool(1, 1, "irlscrapy-drum-merge")
             self._pool.start()
             self._reactor.addSystemEventTrigger("during", "shutdown", self.stop)
@@ -59,4 +66,7 @@ def _niced(f: Callable[..., Any], *args: Any) -> Any:
             os.setpriority(os.PRIO_PROCESS, thread, NICENESS)
     except OSError:  # not Linux, or a sandbox that forbids it: run at the same priority
         pass
-    return f(*args)
+    try:
+        return f(*args)
+    finally:
+        release_free_memory()
