@@ -14,8 +14,9 @@ settings still win):
 - ``DOWNLOAD_HANDLERS`` for http and https: Scrapy's HTTP/1.1 handler without Twisted's
   silent re-send of a request whose reused connection failed (that re-send reaches the
   server with no delay: a politeness violation; see irlscrapy/internals.py).
-- ``SPIDER_MIDDLEWARES``: LinksMiddleware, the hand-off of ``Links`` to the scheduler;
-  PageDoneMiddleware, outermost, which tells the scheduler a page's links are all in.
+- ``SPIDER_MIDDLEWARES``: StarMiddleware, which counts each page's PLD edges for STAR's
+  budgets and hands ``Links`` to the scheduler; PageDoneMiddleware, outermost, which
+  tells the scheduler a page's links are all in.
 - ``DOWNLOAD_DELAY`` 0, ``RANDOMIZE_DOWNLOAD_DELAY`` off, ``AUTOTHROTTLE_ENABLED`` off,
   ``CONCURRENT_REQUESTS_PER_DOMAIN`` = ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_IP``
   0: the workbench alone decides when a host and an IP may be fetched (one request at a
@@ -43,8 +44,8 @@ HOST_HEALTH_MIDDLEWARE = "irlscrapy.scheduler.fetchend.HostHealthMiddleware"
 HOST_HEALTH_ORDER = 880  # irlscrapy.scheduler.fetchend.HOST_HEALTH_ORDER
 HTTP_HANDLER = "irlscrapy.internals.PoliteHTTPDownloadHandler"
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
-LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
-LINKS_ORDER = 950  # irlscrapy.middlewares.links.ORDER (not imported: keep this light)
+STAR_MIDDLEWARE = "irlscrapy.middlewares.star.StarMiddleware"
+STAR_ORDER = 950  # irlscrapy.middlewares.star.ORDER (not imported: keep this light)
 GC_TUNING_EXTENSION = "irlscrapy.gctuning.GCTuning"
 
 
@@ -71,7 +72,7 @@ class Addon:
             ("DOWNLOADER_MIDDLEWARES", ROBOTS_MIDDLEWARE, None),
             ("DOWNLOADER_MIDDLEWARES", FETCH_END_MIDDLEWARE, FETCH_END_ORDER),
             ("DOWNLOADER_MIDDLEWARES", HOST_HEALTH_MIDDLEWARE, HOST_HEALTH_ORDER),
-            ("SPIDER_MIDDLEWARES", LINKS_MIDDLEWARE, LINKS_ORDER),
+            ("SPIDER_MIDDLEWARES", STAR_MIDDLEWARE, STAR_ORDER),
             ("SPIDER_MIDDLEWARES", PAGE_DONE_MIDDLEWARE, PAGE_DONE_ORDER),
             ("EXTENSIONS", GC_TUNING_EXTENSION, 0),
         ):

@@ -158,6 +158,59 @@ SETTINGS: tuple[Setting, ...] = (
         "queue holds",
     ),
     Setting(
+        "IRL_STAR_ENABLED",
+        True,
+        "bool",
+        "on/off",
+        "STAR: count PLD in-degrees from crawled pages and give top-ranked PLDs larger "
+        "budgets; off, every PLD keeps IRL_BEAST_BUDGET",
+    ),
+    Setting(
+        "IRL_STAR_BUDGET_FUNCTION",
+        "paper",
+        "str",
+        "name or import path",
+        "F(in-degree, rank): paper (linear in rank from IRL_STAR_MAX_BUDGET down to "
+        "IRL_BEAST_BUDGET), constant, proportional, logarithmic, or an import path",
+    ),
+    Setting(
+        "IRL_STAR_TOP_DOMAINS",
+        10_000,
+        "int",
+        "PLDs",
+        "the PLDs ranked by in-degree (the paper's 10,000); every other PLD has IRL_BEAST_BUDGET",
+    ),
+    Setting(
+        "IRL_STAR_MAX_BUDGET",
+        10_000,
+        "int",
+        "URLs per domain per queue",
+        "the largest budget STAR gives (the paper's 10,000, at rank 1)",
+    ),
+    Setting(
+        "IRL_STAR_PRIVATE_SUFFIXES",
+        False,
+        "bool",
+        "on/off",
+        "PLDs under the Public Suffix List's private section too (alice.blogspot.com a "
+        "PLD of its own); off, ICANN suffixes only (as the paper); process-wide",
+    ),
+    Setting(
+        "IRL_STAR_REFRESH",
+        10.0,
+        "float",
+        "seconds",
+        "how often recorded PLD edges are merged and the budgets recomputed (sooner when "
+        "the edge DRUM's buffers fill)",
+    ),
+    Setting(
+        "IRL_STAR_DRUM_MEMORY",
+        16 << 20,
+        "int",
+        "bytes",
+        "RAM budget of each of STAR's two DRUMs (PLD edges, PLD in-degrees)",
+    ),
+    Setting(
         "IRL_BEAST_MAX_QUEUES",
         1024,
         "int",

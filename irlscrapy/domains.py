@@ -7,6 +7,11 @@ tldextract's bundled snapshot (never fetched at run time): ``example.co.uk`` for
 ``www.example.co.uk``. A host with no registrable domain (an IP literal, ``localhost``)
 is its own PLD. BEAST budgets and STAR in-degrees are per PLD, keyed by
 :func:`domain_key`, a stable 64-bit hash (never the builtin ``hash()``).
+
+Only the list's ICANN section counts by default: ``alice.blogspot.com`` belongs to PLD
+``blogspot.com``, as in the paper (one budget for a hosting service and all its users).
+:func:`use_private_suffixes` switches the private section on for the process
+(``IRL_STAR_PRIVATE_SUFFIXES``): then ``alice.blogspot.com`` is a PLD of its own.
 """
 
 from __future__ import annotations
@@ -21,7 +26,22 @@ import tldextract
 PLD_CACHE_HOSTS = 1 << 16
 _PLDS: dict[str, str] = {}
 
-_EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+# suffix_list_urls=(): the snapshot bundled with tldextract, never a network fetch
+_ICANN_ONLY = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
+_WITH_PRIVATE = tldextract.TLDExtract(
+    suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
+)
+_EXTRACT = _ICANN_ONLY
+
+
+def use_private_suffixes(enabled: bool) -> None:
+    """Count the Public Suffix List's private section (``blogspot.com``, ...) as
+    suffixes from now on, in this process (or stop counting them)."""
+    global _EXTRACT
+    wanted = _WITH_PRIVATE if enabled else _ICANN_ONLY
+    if wanted is not _EXTRACT:
+        _EXTRACT = wanted
+        _PLDS.clear()
 
 
 def url_host(url: str) -> str:

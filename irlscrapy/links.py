@@ -13,7 +13,7 @@ class Links:
     A spider yields one ``Links`` per page instead of one ``Request`` per link. With the
     IRL scheduler the URLs go to the frontier as strings and a ``Request`` is built only
     when a URL is about to be downloaded; without it,
-    :class:`irlscrapy.middlewares.links.LinksMiddleware` turns them into ordinary
+    :class:`irlscrapy.middlewares.star.StarMiddleware` turns them into ordinary
     Requests, so the same spider runs on stock Scrapy.
 
     ``urls`` are absolute; ``depth`` is the depth of the *source* page (its links get

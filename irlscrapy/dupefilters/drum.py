@@ -138,6 +138,7 @@ class DRUM:
         value_dtype: str | None = None,
         combine: str = "overwrite",
         spill_bytes: int = 16 << 20,
+        write_buffer: int = 16 << 20,
     ) -> None:
         if buckets < 1 or buckets & (buckets - 1):
             raise ConfigurationError(f"DRUM buckets={buckets}: must be a power of two >= 1")
@@ -150,6 +151,7 @@ class DRUM:
         self.bucket_bytes = bucket_bytes
         self.chunk_keys = chunk_keys
         self.spill_bytes = spill_bytes
+        self.write_buffer = write_buffer  # LevelDB's memtable: RAM, and less compaction
         self.value_dtype = np.dtype(value_dtype) if value_dtype else None
         self.combine = combine
         self._shift = 64 - (buckets.bit_length() - 1)
@@ -179,7 +181,7 @@ class DRUM:
                 str(self.path / "cache"),
                 create_if_missing=True,
                 compression=None,
-                write_buffer_size=16 << 20,
+                write_buffer_size=self.write_buffer,
             )
             self._check_format()
             self._chunks = ChunkStore(self._db, self.value_dtype, self.chunk_keys)
@@ -380,6 +382,12 @@ class DRUM:
         """
         assert self._chunks is not None, "open() first"
         return self._chunks.contains(key >> self._shift, key, self._merged)
+
+    def items(self) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        """The merged cache, one chunk at a time: (keys, values) arrays, each chunk's
+        keys sorted. Not while a merge runs. One chunk is in RAM at a time."""
+        assert self._chunks is not None, "open() first"
+        return self._chunks.runs()
 
     def _merge_generation(self, gen: int) -> None:
         total = self._generations[gen].tuples

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,11 @@ class ChunkStore:
         if self.value_dtype is None:
             return keys, None
         return keys, np.frombuffer(raw, self.value_dtype, n, 4 + 8 * n).copy()
+
+    def runs(self) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
+        """Every chunk's keys and values, bucket by bucket, in key order."""
+        for key in self.db.iterator(prefix=b"C", include_value=False):
+            yield self.load(key)
 
     def write(self, wb: Any, bucket: int, keys: np.ndarray, stored: np.ndarray | None) -> None:
         """Put a sorted run as one or more chunks of at most 2 * chunk_keys keys."""

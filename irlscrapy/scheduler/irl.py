@@ -67,13 +67,14 @@ from twisted.python.failure import Failure
 
 from irlscrapy import defaults
 from irlscrapy.dirlock import DirectoryLock
-from irlscrapy.domains import url_host
+from irlscrapy.domains import url_host, use_private_suffixes
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.glibcheap import release_free_memory
 from irlscrapy.internals import EngineWaker
 from irlscrapy.links import Links
+from irlscrapy.middlewares.reputation import Reputation
 from irlscrapy.scheduler.addressguard import AddressGuard
 from irlscrapy.scheduler.admitted import AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
@@ -199,6 +200,7 @@ class IRLScheduler(BaseScheduler):
         max_queues: int,
         capacity: int,
         host_cap: int,
+        reputation: Reputation | None = None,
     ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
@@ -208,6 +210,7 @@ class IRLScheduler(BaseScheduler):
         self.robots = robots
         self.health = health
         self.guard = guard
+        self.reputation = reputation  # STAR's budgets; None: every PLD has the default
         self.max_crawl_delay = defaults.get(crawler.settings, "IRL_ROBOTS_MAX_CRAWL_DELAY")
         self.state_dir = state_dir
         self.max_queues = max_queues
@@ -260,6 +263,12 @@ class IRLScheduler(BaseScheduler):
         for name in ("IRL_WORKBENCH_URLS", "IRL_WORKBENCH_HOST_URLS"):
             if defaults.get(settings, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1")
+        use_private_suffixes(defaults.get(settings, "IRL_STAR_PRIVATE_SUFFIXES"))
+        reputation = None
+        if defaults.get(settings, "IRL_STAR_ENABLED"):
+            reputation = Reputation.from_settings(
+                settings, crawler.stats, _installed_reactor().seconds
+            )
         scheduler = cls(
             crawler,
             dupefilter,
@@ -272,6 +281,7 @@ class IRLScheduler(BaseScheduler):
             max_queues=defaults.get(settings, "IRL_BEAST_MAX_QUEUES"),
             capacity=defaults.get(settings, "IRL_WORKBENCH_URLS"),
             host_cap=defaults.get(settings, "IRL_WORKBENCH_HOST_URLS"),
+            reputation=reputation,
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
         _schedulers[crawler] = scheduler
@@ -303,9 +313,14 @@ class IRLScheduler(BaseScheduler):
         self.dns.open(self.state_dir / "dns")
         self.robots.open(self.state_dir / "robots")
         budget = self.politeness.default_budget
+        budget_of: Callable[[int], int] = lambda _: budget  # noqa: E731
+        if self.reputation is not None:
+            self.reputation.on_error = lambda failure: self._fatal(failure, "refreshing STAR")
+            self.reputation.open(self.state_dir / "star")
+            budget_of = self.reputation.budget_of
         self.journal = AdmittedJournal(self.state_dir)
         admitted = self.journal.open()
-        beast = Beast(self.state_dir / "beast", lambda _: budget, max_queues=self.max_queues)
+        beast = Beast(self.state_dir / "beast", budget_of, max_queues=self.max_queues)
         found: Counter[int] = Counter()
         beast.open(self.journal.cursor, lambda record: found.update((record_batch(record),)))
         found.update(record_batch(a.item) for a in admitted)
@@ -319,7 +334,7 @@ class IRLScheduler(BaseScheduler):
             workbench,
             self.journal,
             self.dns.resolve,
-            lambda _: budget,
+            budget_of,
             self.stats,
             capacity=self.capacity,
             host_cap=self.host_cap,
@@ -350,6 +365,9 @@ class IRLScheduler(BaseScheduler):
             self._drain_task.stop()  # what it did not store is delivered again next run
         done: defer.Deferred[None] = defer.Deferred()
         closing = self.df.close(reason) or defer.succeed(None)
+        if self.reputation is not None:
+            reputation = self.reputation
+            closing.addBoth(lambda _: reputation.close())
         closing.addBoth(lambda _: self._close_files())
         closing.addBoth(lambda _: done.callback(None))
         return done
@@ -454,6 +472,12 @@ class IRLScheduler(BaseScheduler):
         ]
         self.df.submit_urls(urls, aux)
         self._submitted()
+
+    @_stops_when_disk_is_full(default=None)
+    def record_page(self, source: str, targets: set[str]) -> None:
+        """STAR: a crawled page of PLD ``source`` links to the PLDs ``targets``."""
+        if self.reputation is not None:
+            self.reputation.record_page(source, targets)
 
     # -- URLseen -------------------------------------------------------------------------
     def _submitted(self) -> None:

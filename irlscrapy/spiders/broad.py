@@ -37,7 +37,7 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.links import Links
-from irlscrapy.middlewares.links import ORDER as LINKS_MIDDLEWARE_ORDER
+from irlscrapy.middlewares.star import ORDER as STAR_MIDDLEWARE_ORDER
 from irlscrapy.spiders.extract import header_nofollow, links_to_follow, meta_nofollow
 
 MAX_PAGE_BYTES = 2 * 1024 * 1024
@@ -77,9 +77,7 @@ class BroadSpider(Spider):
         # At spider priority: CrawlerProcess re-applies project settings over what is set
         # here at the dict's own priority, which would drop the middleware.
         middlewares = settings.getdict("SPIDER_MIDDLEWARES")
-        middlewares.setdefault(
-            "irlscrapy.middlewares.links.LinksMiddleware", LINKS_MIDDLEWARE_ORDER
-        )
+        middlewares.setdefault("irlscrapy.middlewares.star.StarMiddleware", STAR_MIDDLEWARE_ORDER)
         priority = max(
             settings.getpriority("SPIDER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["spider"]
         )

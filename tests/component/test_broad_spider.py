@@ -14,7 +14,7 @@ from scrapy.utils.test import get_crawler
 
 from irlscrapy import Links
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.middlewares.links import LinksMiddleware
+from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.spiders.broad import BroadSpider, parse_seeds
 
 PAGE = (
@@ -84,7 +84,7 @@ class TestParse:
         settings = spider.crawler.settings
         assert settings.getint("DOWNLOAD_MAXSIZE") == 2 * 1024 * 1024
         assert (
-            settings.getdict("SPIDER_MIDDLEWARES")["irlscrapy.middlewares.links.LinksMiddleware"]
+            settings.getdict("SPIDER_MIDDLEWARES")["irlscrapy.middlewares.star.StarMiddleware"]
             == 950
         )
 
@@ -138,12 +138,12 @@ class CallbackSpider(Spider):
         pass
 
 
-class TestLinksMiddleware:
-    def middleware(self) -> tuple[LinksMiddleware, Spider]:
+class TestStarMiddleware:
+    def middleware(self) -> tuple[StarMiddleware, Spider]:
         crawler = get_crawler(CallbackSpider)
         crawler._apply_settings()
         crawler.spider = CallbackSpider.from_crawler(crawler)
-        return LinksMiddleware.from_crawler(crawler), crawler.spider
+        return StarMiddleware.from_crawler(crawler), crawler.spider
 
     def test_links_become_requests_and_other_output_passes_through(self) -> None:
         mw, spider = self.middleware()

@@ -60,7 +60,7 @@ SPACED_NAMES = (
 )
 #: A host name that never resolves (RFC 2606 reserves .invalid).
 UNRESOLVABLE = "no-such-host.invalid"
-LINKS_MIDDLEWARE = "irlscrapy.middlewares.links.LinksMiddleware"
+STAR_MIDDLEWARE = "irlscrapy.middlewares.star.StarMiddleware"
 
 
 # -- the server ---------------------------------------------------------------------------
@@ -370,7 +370,7 @@ def _spiders() -> dict[str, Any]:
         Request per link (mode=requests)."""
 
         name = "tree"
-        custom_settings = {"SPIDER_MIDDLEWARES": {LINKS_MIDDLEWARE: 950}}  # noqa: RUF012
+        custom_settings = {"SPIDER_MIDDLEWARES": {STAR_MIDDLEWARE: 950}}  # noqa: RUF012
 
         def __init__(self, start_url: str, mode: str, allowed: str = "", **kwargs: Any) -> None:
             super().__init__(**kwargs)

@@ -11,7 +11,7 @@ without the add-on, is the reference: what it does is the contract.
   JSON PUT, redirects and a retry, compared with stock Scrapy at the callbacks and at the
   server;
 - the tree spider, in three runs: ``Links`` under the add-on, Requests under the add-on,
-  ``Links`` on the stock scheduler (LinksMiddleware's degraded path), under DEPTH_LIMIT,
+  ``Links`` on the stock scheduler (StarMiddleware's degraded path), under DEPTH_LIMIT,
   allowed_domains and URLLENGTH_LIMIT; and twice on one JOBDIR;
 - the ends of a request stock Scrapy reports to its errback although it is never
   answered (robots.txt, DNS), and the edges of the Links path's own Referer and

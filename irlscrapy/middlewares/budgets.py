@@ -1,0 +1,202 @@
+"""STAR's budgets: the PLDs ranked by in-degree, and the budget function over them.
+
+Theory of operation
+-------------------
+The paper (seeds/003 section VI.B, VIII.B) gives each pay-level domain ``x`` a budget
+``B_x = F(d_x)``, the number of its URLs one BEAST queue may hold, from its PLD
+in-degree ``d_x`` (the number of other PLDs linking to it). IRLbot's ``F``: the 10,000
+PLDs of highest in-degree get budgets interpolated linearly by rank between 10,000 (rank
+1) and 10 (rank 10,000); every other PLD gets ``B0 = 10``.
+
+Only a bounded set of PLDs can differ from ``B0`` here: the ``top`` PLDs of highest
+in-degree, kept exactly by :class:`TopDomains` in RAM (about 200 bytes each). Every
+budget function is evaluated over that set (its in-degree and rank); every PLD outside
+it has ``B0``. For the paper's function this is exact; for the degree-valued ones
+(proportional, logarithmic) it means the top set must be as large as the PLDs meant to
+rise above ``B0`` (``IRL_STAR_TOP_DOMAINS``). So RAM never grows with the PLDs of the
+crawl (IRLbot met 89 million), and a lookup is one dict access.
+
+:class:`TopDomains` takes the stream of in-degree totals that the in-degree DRUM
+returns (one per update, the PLD's new total) and keeps every PLD whose in-degree
+exceeds its *floor*; it holds at most ``2 * size`` PLDs and trims itself back to the
+``size`` best when full, raising the floor to the lowest in-degree kept. In-degrees only
+grow, so a PLD left out has at most the floor and comes back with its next update above
+it. Invariant (tested against a brute-force count): *the in-degrees of
+:meth:`TopDomains.ranked` are exactly the ``size`` largest in-degrees of all PLDs*
+(which PLDs win a tie at the boundary is arbitrary). The cost of a batch of updates is
+one numpy comparison plus a dict write per PLD above the floor, and ranking sorts at
+most ``2 * size`` entries: nothing grows with the number of PLDs.
+
+Budget functions, chosen by ``IRL_STAR_BUDGET_FUNCTION``; each is ``F(in_degree, rank,
+scale)`` for a ranked PLD (rank 1 = highest in-degree) and returns pages per BEAST
+queue, clipped to ``[1, scale.maximum]``:
+
+- ``paper``: ``maximum`` at rank 1 down to ``default`` at rank ``top``, linear in rank;
+- ``constant``: ``default`` for every PLD (STAR's ranking without its effect);
+- ``proportional``: ``default * in_degree``;
+- ``logarithmic``: ``default * (1 + log2(in_degree))``;
+- an import path (``package.module.function`` or ``package.module:function``) to a
+  function of the same signature.
+"""
+
+from __future__ import annotations
+
+import math
+import pkgutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from irlscrapy.exceptions import ConfigurationError
+
+
+@dataclass(frozen=True)
+class BudgetScale:
+    default: int  # B0: a PLD outside the ranking
+    maximum: int  # the largest budget any function may give
+    top: int  # PLDs ranked
+
+    def __post_init__(self) -> None:
+        if self.default < 1:
+            raise ConfigurationError(f"the default budget must be >= 1 (got {self.default})")
+        if self.maximum < self.default:
+            raise ConfigurationError(
+                f"IRL_STAR_MAX_BUDGET ({self.maximum}) is below the default budget ({self.default})"
+            )
+        if self.top < 1:
+            raise ConfigurationError(f"IRL_STAR_TOP_DOMAINS must be >= 1 (got {self.top})")
+
+
+BudgetFunction = Callable[[int, int, BudgetScale], float]
+
+
+def paper(in_degree: int, rank: int, scale: BudgetScale) -> float:
+    """IRLbot's: linear in rank, ``maximum`` at rank 1, ``default`` at rank ``top``."""
+    if scale.top == 1:
+        return scale.maximum
+    step = (scale.maximum - scale.default) / (scale.top - 1)
+    return scale.maximum - (rank - 1) * step
+
+
+def constant(in_degree: int, rank: int, scale: BudgetScale) -> float:
+    return scale.default
+
+
+def proportional(in_degree: int, rank: int, scale: BudgetScale) -> float:
+    return scale.default * in_degree
+
+
+def logarithmic(in_degree: int, rank: int, scale: BudgetScale) -> float:
+    return scale.default * (1 + math.log2(in_degree))
+
+
+FUNCTIONS: dict[str, BudgetFunction] = {
+    "paper": paper,
+    "constant": constant,
+    "proportional": proportional,
+    "logarithmic": logarithmic,
+}
+
+
+def budget_function(name: str) -> BudgetFunction:
+    """The function a setting names: one of :data:`FUNCTIONS` or an import path."""
+    if name in FUNCTIONS:
+        return FUNCTIONS[name]
+    if "." not in name and ":" not in name:
+        raise ConfigurationError(
+            f"IRL_STAR_BUDGET_FUNCTION={name!r}: choose one of {', '.join(FUNCTIONS)} "
+            "or give an import path (package.module.function)"
+        )
+    try:
+        found = pkgutil.resolve_name(name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ConfigurationError(f"IRL_STAR_BUDGET_FUNCTION={name!r}: {exc}") from exc
+    if not callable(found):
+        raise ConfigurationError(f"IRL_STAR_BUDGET_FUNCTION={name!r} is not callable")
+    return found
+
+
+def budget(function: BudgetFunction, in_degree: int, rank: int, scale: BudgetScale) -> int:
+    """``function``'s budget for a ranked PLD, as a whole number in [1, maximum]."""
+    value = function(in_degree, rank, scale)
+    if not isinstance(value, int | float) or math.isnan(value):
+        raise ConfigurationError(f"budget function {function!r} returned {value!r}")
+    return max(1, min(scale.maximum, round(value)))
+
+
+class Ranked(NamedTuple):
+    """A ranked PLD: the totals its in-degree DRUM holds."""
+
+    key: int
+    name: str
+    in_degree: int
+    pages: int
+
+
+class TopDomains:
+    """The ``size`` PLDs of highest in-degree, from a stream of totals (see the module
+    docstring for the invariant)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.floor = 0  # no PLD left out has an in-degree above it
+        self._entries: dict[int, tuple[int, int, str]] = {}  # key -> (in-degree, pages, name)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def offer(
+        self,
+        keys: np.ndarray,
+        in_degrees: np.ndarray,
+        pages: np.ndarray,
+        names: Sequence[bytes],
+    ) -> None:
+        """PLDs' totals after some updates (a PLD may appear more than once: totals only
+        grow, so its last one wins). An empty name keeps the name already known."""
+        candidates = np.flatnonzero(in_degrees >= max(self.floor, 1))
+        entries = self._entries
+        for i in candidates.tolist():
+            key = int(keys[i])
+            name = names[i].decode()
+            if not name:
+                name = entries.get(key, (0, 0, ""))[2]
+            entries[key] = (int(in_degrees[i]), int(pages[i]), name)
+        if len(entries) > 2 * self.size:
+            self._trim()
+
+    def unnamed(self) -> list[int]:
+        """Keys of PLDs held without a name."""
+        return [key for key, (_, _, name) in self._entries.items() if not name]
+
+    def name(self, key: int, name: str) -> None:
+        degree, pages, _ = self._entries[key]
+        self._entries[key] = (degree, pages, name)
+
+    def _trim(self) -> None:
+        best = sorted(self._entries.items(), key=_rank_order)[: self.size]
+        self._entries = dict(best)
+        self.floor = best[-1][1][0]
+
+    def ranked(self) -> list[Ranked]:
+        """The top PLDs, highest in-degree first (ties: by key)."""
+        best = sorted(self._entries.items(), key=_rank_order)[: self.size]
+        return [Ranked(key, name, degree, pages) for key, (degree, pages, name) in best]
+
+
+def _rank_order(item: tuple[int, tuple[int, int, str]]) -> tuple[int, int]:
+    return (-item[1][0], item[0])
+
+
+def budgets(
+    ranked: Sequence[Ranked], function: BudgetFunction, scale: BudgetScale
+) -> dict[int, int]:
+    """The budget of every ranked PLD whose budget is not ``scale.default``."""
+    table: dict[int, int] = {}
+    for rank, entry in enumerate(ranked, 1):
+        value = budget(function, entry.in_degree, rank, scale)
+        if value != scale.default:
+            table[entry.key] = value
+    return table

@@ -1,0 +1,105 @@
+"""``StarMiddleware``: the spider middleware of STAR, and the hand-off of ``Links``.
+
+Two jobs, on every page a spider callback handles:
+
+1. **PLD edges** (seeds/003 section VI.B, Fig. 4): the page's pay-level domain and the
+   PLDs of everything the callback yields that leads to another page (the URLs of
+   ``Links``, the URL of each ``Request``) go to the crawl's :class:`Reputation`, which
+   counts each PLD's in-degree (distinct other PLDs linking to it) and turns the
+   ranking into the budgets BEAST and the workbench delays use. Every link counts,
+   followed or not (offsite, too deep, disallowed): the in-degree is a property of the
+   web, not of this crawl's rules. robots.txt responses are not pages.
+2. **Links hand-off**: with the IRL scheduler, a page's ``Links`` go to
+   ``enqueue_links`` through the one crawler-level accessor
+   :func:`irlscrapy.scheduler.irl.links_sink` (the scheduler then applies depth,
+   URL-length, allowed-domains and Referer rules itself). Without it, they become
+   ordinary Requests: that is how a spider that yields ``Links`` runs on Scrapy's stock
+   scheduler. The middleware sits closer to the spider (order 950) than Scrapy's Depth
+   (900), UrlLength (800) and Referer (700) middlewares, so the Requests it makes get
+   depth, URL-length limits and Referer exactly as Requests a spider yields itself.
+
+STAR is off (pages are not counted, every PLD has the default budget) under Scrapy's
+stock scheduler, and with ``IRL_STAR_ENABLED = False`` (the control of bench/quality.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import Any
+
+from scrapy import Request
+from scrapy.crawler import Crawler
+from scrapy.http import Response
+
+from irlscrapy.domains import pld, url_host
+from irlscrapy.links import Links
+from irlscrapy.scheduler.irl import ROBOTS_KEY, links_sink
+
+#: Where the middleware goes in SPIDER_MIDDLEWARES.
+ORDER = 950
+
+
+class StarMiddleware:
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> StarMiddleware:
+        return cls(crawler)
+
+    def process_spider_output(
+        self, response: Response | None, result: Iterable[Any]
+    ) -> Iterator[Any]:
+        targets: list[str] = []
+        for obj in result:
+            if isinstance(obj, Links):
+                targets.extend(obj.urls)
+                yield from self.hand_off(obj, response)
+            else:
+                if isinstance(obj, Request):
+                    targets.append(obj.url)
+                yield obj
+        self.record(response, targets)
+
+    async def process_spider_output_async(
+        self, response: Response | None, result: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        targets: list[str] = []
+        async for obj in result:
+            if isinstance(obj, Links):
+                targets.extend(obj.urls)
+                for request in self.hand_off(obj, response):
+                    yield request
+            else:
+                if isinstance(obj, Request):
+                    targets.append(obj.url)
+                yield obj
+        self.record(response, targets)
+
+    def record(self, response: Response | None, urls: list[str]) -> None:
+        """Count the page's PLD edges, if STAR runs."""
+        sink = links_sink(self.crawler)
+        if sink is None or sink.reputation is None or response is None:
+            return
+        if response.request is not None and ROBOTS_KEY in response.request.meta:
+            return
+        sink.record_page(
+            pld(url_host(response.url)), {pld(url_host(u)) for u in urls if "://" in u}
+        )
+
+    def hand_off(self, links: Links, response: Response | None) -> Iterator[Request]:
+        """Give ``links`` (of ``response``) to the IRL scheduler, or yield them as Requests."""
+        sink = links_sink(self.crawler)
+        if sink is not None:
+            sink.enqueue_links(links, response)
+            return iter(())
+        return self.requests(links)
+
+    def requests(self, links: Links) -> Iterator[Request]:
+        spider = self.crawler.spider
+        callback = getattr(spider, links.callback) if links.callback else None
+        stats = self.crawler.stats
+        assert stats is not None
+        stats.inc_value("irl/links/degraded", len(links.urls))
+        for url in links.urls:
+            yield Request(url, callback=callback)
