@@ -38,11 +38,13 @@ STOCK = ("ADDONS={}",)
 TINY_DOWNLOAD_TIMEOUT = 6
 #: QUICK_IRL's cap on robots.txt Crawl-delay (the tiny web asks for 1 to 30 s).
 QUICK_CRAWL_DELAY_CAP = 0.5
+#: The floors equal the delays, so STAR's budgets (which scale delays down towards the
+#: floors) leave them as they are and the politeness audit knows the delay in force.
 QUICK_IRL = (
     "IRL_HOST_DELAY=0.2",
-    "IRL_HOST_DELAY_MIN=0.1",
+    "IRL_HOST_DELAY_MIN=0.2",
     "IRL_IP_DELAY=0.05",
-    "IRL_IP_DELAY_MIN=0.02",
+    "IRL_IP_DELAY_MIN=0.05",
     "IRL_DNS_RETRY_DELAY=0.2",
     "IRL_ROBOTS_RETRY_DELAY=0.2",
     f"IRL_ROBOTS_MAX_CRAWL_DELAY={QUICK_CRAWL_DELAY_CAP}",
