@@ -11,12 +11,17 @@ numbers are printed too, but a shared 2-core machine makes them noisy.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import statistics
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from irlscrapy.invitro.audit import ROBOTS_PATHS
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"
@@ -62,3 +67,78 @@ def memory() -> dict[str, int]:
         "rss_shmem": out.get("RssShmem", 0),
         "hwm": out["VmHWM"],
     }
+
+
+#: A crawl of the broad web gets this long before it is stopped anyway.
+BROAD_WALL_S = 3600
+#: After its SIGINT, a crawl gets this long to finish what is in flight.
+STOP_GRACE_S = 120
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
+
+
+def _follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes]) -> None:
+    """Read the server log as it grows; SIGINT the crawl once ``pages`` page requests
+    were served (or stop following when the crawl ends, or after BROAD_WALL_S)."""
+    served = 0
+    offset = 0
+    started = time.monotonic()
+    while crawl.poll() is None and time.monotonic() - started < BROAD_WALL_S:
+        time.sleep(2.0)
+        if not log.exists():
+            continue
+        with open(log, "rb") as f:
+            f.seek(offset)
+            chunk = f.read()
+        whole = chunk[: chunk.rfind(b"\n") + 1]
+        offset += len(whole)
+        for line in whole.splitlines():
+            if json.loads(line)["path"] not in ROBOTS_PATHS:
+                served += 1
+        print(f"# {time.monotonic() - started:6.0f} s  {served:,} pages served", flush=True)
+        if served >= pages:
+            break
+    if crawl.poll() is None:
+        crawl.send_signal(signal.SIGINT)
+
+
+def crawl_broad_web(
+    workdir: Path, pages: int, settings: dict[str, Any], seed: int = 0
+) -> tuple[list[dict[str, Any]], str]:
+    """``scrapy crawl broad`` of the in-vitro ``broad`` web (its own server, seed
+    ``seed``) with ``settings`` on top of the project's, stopped by one SIGINT once the
+    server has served ``pages`` page requests (robots.txt not counted); if it has not
+    stopped STOP_GRACE_S later (downloads in flight), a second SIGINT forces it, as
+    Scrapy documents. Returns the server's request log and the crawl's own log; exits
+    if the crawl failed."""
+    log = workdir / "requests.jsonl"
+    cmd = [
+        sys.executable, "-m", "scrapy", "crawl", "broad",
+        "-a", "seeds=invitro", "-a", "profile=broad", "-a", f"seed={seed}",
+        "-a", f"invitro_log={log}",
+        "-s", "TELNETCONSOLE_ENABLED=0",
+        "-s", f"JOBDIR={workdir / 'job'}",
+    ]  # fmt: skip
+    for name, value in settings.items():
+        cmd += ["-s", f"{name}={value}"]
+    print("#", " ".join(cmd), flush=True)
+    env = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
+    stderr = workdir / "crawl.log"
+    forced = False
+    with open(stderr, "w") as err:
+        crawl = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=err, stderr=err)
+        _follow_until(log, pages, crawl)
+        try:
+            returncode = crawl.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:  # downloads still in flight: Scrapy's forced stop
+            print("# the crawl is still stopping; a second SIGINT forces it", flush=True)
+            forced = True
+            crawl.send_signal(signal.SIGINT)
+            try:
+                returncode = crawl.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                crawl.kill()
+                returncode = crawl.wait()
+    crawl_log = stderr.read_text()
+    if returncode != 0 and not forced:
+        sys.exit(f"the crawl failed ({returncode}):\n{crawl_log[-3000:]}")
+    return [json.loads(line) for line in log.read_text().splitlines() if line], crawl_log

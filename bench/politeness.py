@@ -26,18 +26,12 @@ violations; robots.txt violations; the crawl's robots, guard and host-health sta
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from common import REPO, emit
+from common import crawl_broad_web, emit
 
 from irlscrapy import defaults
 from irlscrapy.invitro.audit import ROBOTS_PATHS, audit
@@ -47,36 +41,8 @@ from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 PAGES = 50_000
 SEED = 0
-PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
 #: settings/broad.py's politeness (the demo's, and bench/crawl.py's irl variant).
 HOST_DELAY, IP_DELAY = 4.0, 0.5
-WALL_S = 3600
-STOP_GRACE_S = 120
-
-
-def follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes]) -> None:
-    """Read the server log as it grows; SIGINT the crawl once ``pages`` page requests
-    were served (or stop following when the crawl ends, or after WALL_S)."""
-    served = 0
-    offset = 0
-    started = time.monotonic()
-    while crawl.poll() is None and time.monotonic() - started < WALL_S:
-        time.sleep(2.0)
-        if not log.exists():
-            continue
-        with open(log, "rb") as f:
-            f.seek(offset)
-            chunk = f.read()
-        whole = chunk[: chunk.rfind(b"\n") + 1]
-        offset += len(whole)
-        for line in whole.splitlines():
-            if json.loads(line)["path"] not in ROBOTS_PATHS:
-                served += 1
-        print(f"# {time.monotonic() - started:6.0f} s  {served:,} pages served", flush=True)
-        if served >= pages:
-            break
-    if crawl.poll() is None:
-        crawl.send_signal(signal.SIGINT)
 
 
 def host_delay_of(web: InVitroWeb, tau_h: float, cap: float) -> Callable[[str], float]:
@@ -100,30 +66,17 @@ def main() -> None:
     parser.add_argument("--host-delay", type=float, default=HOST_DELAY, help="tau_h, seconds")
     parser.add_argument("--ip-delay", type=float, default=IP_DELAY, help="tau_s, seconds")
     args = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
     with tempfile.TemporaryDirectory(prefix="irlscrapy-bench-politeness-") as tmp:
-        log = Path(tmp) / "requests.jsonl"
-        cmd = [
-            sys.executable, "-m", "scrapy", "crawl", "broad",
-            "-a", "seeds=invitro", "-a", "profile=broad", "-a", f"seed={SEED}",
-            "-a", f"invitro_log={log}",
-            "-s", "TELNETCONSOLE_ENABLED=0",
-            "-s", f"JOBDIR={Path(tmp) / 'job'}",
-            "-s", f"IRL_HOST_DELAY={args.host_delay}",
-            "-s", f"IRL_HOST_DELAY_MIN={args.host_delay}",
-            "-s", f"IRL_IP_DELAY={args.ip_delay}",
-            "-s", f"IRL_IP_DELAY_MIN={args.ip_delay}",
-        ]  # fmt: skip
-        print("#", " ".join(cmd), flush=True)
-        stderr = Path(tmp) / "crawl.log"
-        with open(stderr, "w") as err:
-            crawl = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=err, stderr=err)
-            follow_until(log, args.pages, crawl)
-            returncode = crawl.wait(timeout=STOP_GRACE_S)
-        crawl_log = stderr.read_text()
-        if returncode != 0:
-            sys.exit(f"the crawl failed ({returncode}):\n{crawl_log[-3000:]}")
-        parsed = [json.loads(line) for line in log.read_text().splitlines() if line]
+        parsed, crawl_log = crawl_broad_web(
+            Path(tmp),
+            args.pages,
+            {
+                "IRL_HOST_DELAY": args.host_delay,
+                "IRL_HOST_DELAY_MIN": args.host_delay,
+                "IRL_IP_DELAY": args.ip_delay,
+                "IRL_IP_DELAY_MIN": args.ip_delay,
+            },
+        )
     web = InVitroWeb(BROAD, SEED)
     cap = defaults.BY_NAME["IRL_ROBOTS_MAX_CRAWL_DELAY"].default
     result = audit(
