@@ -83,8 +83,12 @@ class StarMiddleware:
             return
         if response.request is not None and ROBOTS_KEY in response.request.meta:
             return
+        host = url_host(response.url)
+        # links to the page's own host (most of them) name no other PLD: skipped unparsed
+        own = response.url[: response.url.find("://") + 3] + host + "/"
         sink.record_page(
-            pld(url_host(response.url)), {pld(url_host(u)) for u in urls if "://" in u}
+            pld(host),
+            {pld(url_host(u)) for u in urls if not u.startswith(own) and "://" in u},
         )
 
     def hand_off(self, links: Links, response: Response | None) -> Iterator[Request]:
