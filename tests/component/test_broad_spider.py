@@ -15,6 +15,7 @@ from scrapy.utils.test import get_crawler
 from irlscrapy import Links
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.middlewares.star import StarMiddleware
+from irlscrapy.scheduler import irl
 from irlscrapy.spiders.broad import BroadSpider, parse_seeds
 
 PAGE = (
@@ -175,3 +176,69 @@ class TestStarMiddleware:
 
         out = asyncio.run(collect())
         assert isinstance(out[0], Request) and out[1] == "item"
+
+
+class RecordingSink:
+    """Stands in for the IRL scheduler behind ``links_sink``."""
+
+    def __init__(self, star: bool) -> None:
+        self.reputation = object() if star else None
+        self.pages: list[tuple[str, set[str]]] = []
+        self.links: list[Links] = []
+
+    def record_page(self, source: str, targets: set[str]) -> None:
+        self.pages.append((source, targets))
+
+    def enqueue_links(self, links: Links, response: Response | None) -> None:
+        self.links.append(links)
+
+
+class TestStarEdges:
+    def make(self, star: bool = True) -> tuple[StarMiddleware, RecordingSink]:
+        crawler = get_crawler(CallbackSpider)
+        crawler._apply_settings()
+        crawler.spider = CallbackSpider.from_crawler(crawler)
+        sink = RecordingSink(star)
+        irl._schedulers[crawler] = sink  # type: ignore[assignment]
+        return StarMiddleware.from_crawler(crawler), sink
+
+    def page(self, url: str, **meta: object) -> HtmlResponse:
+        return HtmlResponse(url, body=b"<html></html>", request=Request(url, meta=meta))
+
+    def test_links_and_requests_name_the_pages_plds(self) -> None:
+        mw, sink = self.make()
+        links = Links(
+            "http://www.a.co.uk/x",
+            [
+                "http://www.a.co.uk/1",  # own host: no edge
+                "http://shop.a.co.uk/2",  # same PLD: no edge
+                "http://www.b.com/",
+                "http://h1.b.com/y",
+                "http://C.org/",
+            ],
+        )
+        out = list(
+            mw.process_spider_output(
+                self.page("http://www.a.co.uk/x"),
+                [links, Request("http://d.net/z"), {"item": 1}],
+            )
+        )
+        assert len(out) == 2  # the Links went to the sink; the Request and item pass on
+        assert sink.links == [links]
+        assert sink.pages == [("a.co.uk", {"a.co.uk", "b.com", "c.org", "d.net"})]
+
+    def test_a_page_without_links_is_still_a_page(self) -> None:
+        mw, sink = self.make()
+        list(mw.process_spider_output(self.page("http://a.com/doc.pdf"), []))
+        assert sink.pages == [("a.com", set())]
+
+    def test_robots_txt_is_not_a_page(self) -> None:
+        mw, sink = self.make()
+        robots = self.page("http://a.com/robots.txt", **{irl.ROBOTS_KEY: "a.com"})
+        list(mw.process_spider_output(robots, []))
+        assert sink.pages == []
+
+    def test_nothing_is_recorded_without_star(self) -> None:
+        mw, sink = self.make(star=False)
+        list(mw.process_spider_output(self.page("http://a.com/"), [Request("http://b.com/")]))
+        assert sink.pages == []
