@@ -23,7 +23,9 @@ lookup. A refresh starts when the edge DRUM's fullest bucket is full or
 
 Files under its directory (``<state dir>/star``): ``edges/`` and ``indegree/``, DRUM
 directories; ``names/``, a LevelDB of the names of PLDs that were ever ranked (the
-DRUMs keep 64-bit keys only). A restart merges what the previous run left, then
+DRUMs keep 64-bit keys only); ``leaders.json``, rewritten (atomically) by each refresh:
+the :data:`LEADERS` PLDs of highest in-degree with their budget and pages, for the
+report. A restart merges what the previous run left, then
 rebuilds the ranking by reading ``indegree``'s cache once (one chunk in RAM at a time)
 and names it from ``names/``: the ranking is derived data, never stored. Recorded
 pages are buffered up to :data:`SUBMIT_EVERY` tuples before they reach the DRUM
@@ -38,6 +40,7 @@ edges and 89 million PLDs.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import struct
 from collections.abc import Callable, Iterable
@@ -73,6 +76,8 @@ SUBMIT_EVERY = 256
 #: LevelDB write buffer of each STAR DRUM.
 WRITE_BUFFER = 4 << 20
 NAMES_FORMAT = b"1"
+#: PLDs listed in ``leaders.json``.
+LEADERS = 100
 _U64 = struct.Struct(">Q")
 
 
@@ -115,6 +120,7 @@ class Reputation:
         self.on_error: Callable[[Any], None] = lambda failure: None
         self.edges: DRUM | None = None
         self.indegree: DRUM | None = None
+        self.path: Path | None = None
         self.names: Any = None  # plyvel.DB
         self._named: set[int] = set()  # ranked at the last refresh: their names are stored
         self.top = TopDomains(scale.top)
@@ -151,6 +157,7 @@ class Reputation:
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self, path: Path) -> None:
+        self.path = path
         sizes = self.sizes
         common: dict[str, Any] = {
             "buckets": sizes.buckets,
@@ -272,7 +279,25 @@ class Reputation:
                 if entry.key not in self._named:
                     batch.put(_U64.pack(entry.key), entry.name.encode())
         self._named = {entry.key for entry in ranked}
-        return ranked, budgets(ranked, self.function, self.scale)
+        table = budgets(ranked, self.function, self.scale)
+        self._write_leaders(ranked, table)
+        return ranked, table
+
+    def _write_leaders(self, ranked: list[Ranked], table: dict[int, int]) -> None:
+        """``leaders.json``: the :data:`LEADERS` PLDs of highest in-degree, for the report."""
+        assert self.path is not None
+        rows = [
+            {
+                "pld": e.name,
+                "in_degree": e.in_degree,
+                "budget": table.get(e.key, self.scale.default),
+                "pages": e.pages,
+            }
+            for e in ranked[:LEADERS]
+        ]
+        temporary = self.path / "leaders.json.tmp"
+        temporary.write_text(json.dumps(rows, indent=0))
+        temporary.replace(self.path / "leaders.json")
 
     def _install(self, result: tuple[list[Ranked], dict[int, int]]) -> None:
         self._refreshing = None

@@ -3,6 +3,7 @@ stream, across refreshes and close/reopen; budgets follow the ranking."""
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,8 @@ def test_names_survive_a_restart_without_new_evidence(tmp_path: Path) -> None:
     rep.open(tmp_path)
     assert rep.leaders(3) == before
     rep.close()
+    written = json.loads((tmp_path / "leaders.json").read_text())
+    assert [(r["pld"], r["in_degree"], r["budget"], r["pages"]) for r in written] == before
 
 
 def test_refresh_runs_when_due_or_when_the_edge_buffers_fill(tmp_path: Path) -> None:
