@@ -78,13 +78,15 @@ def crawl_order(
             continue
         reply = web.respond(host_name, path)
         yield url, reply
-        for nxt in _followed(url, reply, policy):
+        for nxt in followed_links(url, reply, policy):
             if nxt not in seen:
                 seen.add(nxt)
                 queue.append(nxt)
 
 
-def _followed(url: str, reply: Reply, policy: CrawlPolicy) -> list[str]:
+def followed_links(url: str, reply: Reply, policy: CrawlPolicy) -> list[str]:
+    """The URLs a crawler with ``policy`` follows from the reply to ``url``: a
+    redirect's target, or an HTML page's crawlable links."""
     if reply.status in (301, 302) and reply.location:
         target = absolute_url(url, reply.location)
         return [target] if target and crawlable(target) else []

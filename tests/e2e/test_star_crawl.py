@@ -11,7 +11,7 @@ import pytest
 from scrapy.settings import Settings
 
 from irlscrapy.domains import pld, url_host
-from irlscrapy.invitro.groundtruth import _followed, crawl_order
+from irlscrapy.invitro.groundtruth import crawl_order, followed_links
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.middlewares.reputation import Reputation
@@ -47,7 +47,7 @@ def truth() -> tuple[dict[str, int], dict[str, int]]:
             continue
         source = pld(url_host(url))
         pages[source] = pages.get(source, 0) + 1
-        for target in {pld(url_host(u)) for u in _followed(url, reply, IRL_POLICY)}:
+        for target in {pld(url_host(u)) for u in followed_links(url, reply, IRL_POLICY)}:
             if target != source:
                 linking.setdefault(target, set()).add(source)
     return {p: len(s) for p, s in linking.items()}, pages
