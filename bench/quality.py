@@ -41,9 +41,10 @@ links to it (the links the broad spider follows, recomputed from the web), with 
 number of its pages downloaded (possibly 0), as the paper's figure averages over the
 PLDs IRLbot knew. The correlation over the PLDs with at least one page downloaded is
 printed too (``spearman_crawled``). "Top 100" are the 100 legitimate PLDs of highest
-true in-degree whose home host resolves (:func:`leaders`); "reached" means at least one request (robots.txt included: a PLD whose
-robots.txt forbids everything is reached, and rightly left uncrawled); they are compared
-by their median pages with the population's median.
+true in-degree whose home host resolves (:func:`leaders`); "reached" means at least one
+request (robots.txt included: a PLD whose robots.txt forbids everything is reached, and
+rightly left uncrawled); they are compared by their median pages with the population's
+median.
 
 The server logs are kept in ``bench/results/quality-<variant>.jsonl``;
 ``--from-logs`` recomputes the figures from them without crawling.
