@@ -39,6 +39,9 @@ robots.txt obeyed, Referer on.
   taken is the next page fed (its source and depth); once its links are enqueued,
   ``page_done(request)`` is called, as ``PageDoneMiddleware`` would (robots.txt
   requests: after their callback).
+- **STAR**: each page fed is also recorded by the crawl's ``StarMiddleware`` (its PLD
+  and the PLDs of its first :data:`EXTERNAL_LINKS` links, the broad web's share of
+  links to other PLDs), so STAR's two DRUMs and ranking are in the figures.
 - The feed runs as one ``task.cooperate`` task (the scheduler's drain is another), one
   page per iteration, so the reactor stays free for URLseen merges finishing in their
   worker thread; a :class:`irlscrapy.report.reactorlag.ReactorLag` timer measures how
@@ -85,6 +88,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import defer, task
 
 from irlscrapy.links import Links
+from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.report.reactorlag import ReactorLag, percentile
 from irlscrapy.scheduler.dns import dns_cache
 from irlscrapy.scheduler.irl import ROBOTS_KEY, IRLScheduler
@@ -93,6 +97,8 @@ BENCH_NAME = "frontier"
 URLSEEN_TARGET = 10_000_000  # unique discovered URLs (stat irl/urlseen/unique)
 REPORT_EVERY = 500_000
 LINKS_PER_PAGE = 60
+#: Links of a page that STAR sees as links to other PLDs (the broad profile's 20%).
+EXTERNAL_LINKS = 12
 NEW_PER_PAGE = 6.5  # 6 and 7 in turn
 PLDS = 200_000
 HOSTS_TOP = 10_000  # hosts of the most popular PLD; PLD D has ceil(HOSTS_TOP / D)
@@ -231,6 +237,7 @@ class Driver:
         self.resolver = LoopbackResolver(reactor)
         dns_cache(self.crawler).resolver = self.resolver
         self.scheduler = IRLScheduler.from_crawler(self.crawler)
+        self.star = StarMiddleware.from_crawler(self.crawler)
         self.spider = FrontierSpider.from_crawler(self.crawler)
         self.stats = self.crawler.stats
         self.source = PageSource(SEED)
@@ -293,6 +300,9 @@ class Driver:
                 source = take_from.url if take_from is not None else "http://seed.example/"
                 depth = take_from.meta.get("depth", 0) if take_from is not None else 0
                 self.scheduler.enqueue_links(Links(source, urls, depth))
+                # STAR sees the page as StarMiddleware would: its first EXTERNAL_LINKS
+                # links stand for its links to other PLDs (the broad web's share)
+                self.star.record(Response(source), urls[:EXTERNAL_LINKS])
                 if take_from is not None:  # its links are handed over: as PageDoneMiddleware
                     self.scheduler.page_done(take_from)
                 take_from = self.take()
