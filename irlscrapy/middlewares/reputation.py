@@ -5,9 +5,10 @@ Theory of operation
 For every crawled page, :meth:`Reputation.record_page` takes its PLD and the PLDs it
 links to. Two DRUMs (:mod:`irlscrapy.dupefilters.drum`) do the rest in batches:
 
-- ``edges``, keys only: one check+update per unique (source PLD, target PLD) pair of a
-  page, key :func:`edge_key`, aux the target's name. A pair seen before is a duplicate;
-  a new pair is a new in-link of its target.
+- ``edges``: one check+update per unique (source PLD, target PLD) pair of a page, key
+  :func:`edge_key`, value the target's key (so the refresh thread hashes nothing),
+  aux the target's name. A pair seen before is a duplicate; a new pair is a new in-link
+  of its target.
 - ``indegree``, u64 values added: per PLD, ``in_degree << 32 | pages``. A new edge adds
   ``1 << 32`` to its target (aux: the name), a crawled page adds 1 to its own PLD. So
   one store counts both, and each update's result is the PLD's new totals.
@@ -32,7 +33,7 @@ pages are buffered up to :data:`SUBMIT_EVERY` tuples before they reach the DRUM
 journals: a kill -9 forgets at most that much link evidence (URLs are never involved:
 they go through URLseen).
 
-Scale: 8 bytes per edge and 16 per PLD on disk; in RAM, the DRUMs' buffers
+Scale: 16 bytes per edge and 16 per PLD on disk; in RAM, the DRUMs' buffers
 (``memory`` each) and the ranking (``top`` PLDs). IRLbot's crawl had 1.8 billion PLD
 edges and 89 million PLDs.
 """
@@ -127,6 +128,7 @@ class Reputation:
         self.ranked: list[Ranked] = []  # the last refresh's ranking (read on the reactor)
         self._budgets: dict[int, int] = {}
         self._edge_keys: list[int] = []
+        self._edge_target_keys: list[int] = []
         self._edge_targets: list[bytes] = []
         self._page_keys: list[int] = []
         self._page_names: list[bytes] = []
@@ -165,7 +167,7 @@ class Reputation:
             "spill_bytes": sizes.spill_bytes,
             "write_buffer": WRITE_BUFFER,
         }
-        self.edges = DRUM(path / "edges", **common)
+        self.edges = DRUM(path / "edges", value_dtype="<u8", **common)
         self.indegree = DRUM(path / "indegree", value_dtype="<u8", combine="add", **common)
         self.edges.open()
         self.indegree.open()
@@ -213,6 +215,7 @@ class Reputation:
         for target in set(targets):
             if target != source:
                 self._edge_keys.append(edge_key(source, target))
+                self._edge_target_keys.append(domain_key(target))
                 self._edge_targets.append(target.encode())
         if len(self._edge_keys) + len(self._page_keys) >= SUBMIT_EVERY:
             self._submit()
@@ -221,8 +224,10 @@ class Reputation:
     def _submit(self) -> None:
         assert self.edges is not None and self.indegree is not None, "open() first"
         if self._edge_keys:
-            self.edges.submit(self._edge_keys, CHECK_UPDATE, aux=self._edge_targets)
-            self._edge_keys, self._edge_targets = [], []
+            self.edges.submit(
+                self._edge_keys, CHECK_UPDATE, self._edge_target_keys, self._edge_targets
+            )
+            self._edge_keys, self._edge_target_keys, self._edge_targets = [], [], []
         if self._page_keys:
             n = len(self._page_keys)
             self.indegree.submit(self._page_keys, UPDATE, np.ones(n, np.uint64), self._page_names)
@@ -257,12 +262,13 @@ class Reputation:
         assert edges is not None and indegree is not None
         edges.merge()
         for batch in edges.results():
-            assert batch.aux is not None
-            new = batch.unique.nonzero()[0].tolist()
-            if new:
-                names = [batch.aux[i] for i in new]
-                keys = [domain_key(name.decode()) for name in names]
-                indegree.submit(keys, UPDATE, np.full(len(keys), EDGE, np.uint64), names)
+            assert batch.aux is not None and batch.values is not None
+            new = batch.unique.nonzero()[0]
+            if len(new):
+                aux = batch.aux
+                names = [aux[i] for i in new.tolist()]
+                ones = np.full(len(new), EDGE, np.uint64)
+                indegree.submit(batch.values[new], UPDATE, ones, names)
             edges.ack(batch.seq)
         indegree.merge()
         for batch in indegree.results():
