@@ -67,7 +67,7 @@ from twisted.python.failure import Failure
 
 from irlscrapy import defaults
 from irlscrapy.dirlock import DirectoryLock
-from irlscrapy.domains import url_host, use_private_suffixes
+from irlscrapy.domains import domain_key, pld, url_host, use_private_suffixes
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
@@ -328,7 +328,11 @@ class IRLScheduler(BaseScheduler):
         if found:
             last = max(found)
             self._stored_before_restart = (last, found[last])
-        workbench = Workbench(self._host_delay, self._ip_delay)
+        workbench = Workbench(
+            self._host_delay,
+            self._ip_delay,
+            budget_of=lambda host: budget_of(domain_key(pld(host))),
+        )
         self.frontier = Frontier(
             beast,
             workbench,

@@ -16,7 +16,8 @@ earliest due time is O(1) (:meth:`Workbench.next_due`).
 Acquire/release: :meth:`take` hands out the first URL of the top host and takes the
 host and its IP off the heaps (one request in flight per host and per IP);
 :meth:`release` puts them back with ``next_fetch = end + delay``, where the delays come
-from the injected functions (the one place that combines budget, Crawl-delay and
+from the injected functions (with the host's budget looked up again first: STAR's
+ranking moves while hosts wait) (the one place that combines budget, Crawl-delay and
 back-off; see :mod:`irlscrapy.scheduler.delays`). ``release(..., ip_only=True)`` is for
 a fetch limited by the IP delay only (robots.txt: the paper's rule): the host is due
 again at once. :meth:`postpone` moves a host's ``next_fetch`` later (back-off learned
@@ -117,10 +118,16 @@ class IPEntry:
 
 class Workbench:
     def __init__(
-        self, host_delay: Callable[[VisitState], float], ip_delay: Callable[[IPEntry], float]
+        self,
+        host_delay: Callable[[VisitState], float],
+        ip_delay: Callable[[IPEntry], float],
+        budget_of: Callable[[str], float] | None = None,
     ) -> None:
         self.host_delay = host_delay
         self.ip_delay = ip_delay
+        #: a host's current budget; looked up at each release, since STAR's ranking
+        #: changes while a host stays in the workbench (None: budgets never change)
+        self.budget_of = budget_of
         self.hosts: dict[str, VisitState] = {}
         self.ips: dict[str, IPEntry] = {}
         self._heap: list[tuple[float, int, str]] = []  # (priority, version, address)
@@ -220,6 +227,11 @@ class Workbench:
         entry = self.ips[state.ip]
         state.in_flight = entry.in_flight = False
         self.in_flight -= 1
+        if self.budget_of is not None:
+            budget = self.budget_of(state.host)
+            if budget != state.budget:
+                entry.budget_sum += budget - state.budget
+                state.budget = budget
         delay = end if ip_only else end + self.host_delay(state)
         state.next_fetch = max(state.next_fetch, delay)  # a postponement outlives the fetch
         entry.next_fetch = end + self.ip_delay(entry)

@@ -134,3 +134,24 @@ class WorkbenchMachine(RuleBasedStateMachine):
 
 TestWorkbenchStateful = WorkbenchMachine.TestCase
 TestWorkbenchStateful.settings = settings(max_examples=200, stateful_step_count=80, deadline=None)
+
+
+def test_a_release_takes_the_hosts_current_budget() -> None:
+    """STAR re-ranks while a host waits: the release uses the budget of now, and the IP's
+    mean budget (which scales tau_s) follows."""
+    budgets = {"a": 10.0, "b": 10.0}
+    seen: list[tuple[str, float, float]] = []
+
+    def record_host(state: VisitState) -> float:
+        seen.append((state.host, state.budget, bench.ips[state.ip].mean_budget))
+        return 1.0
+
+    bench = Workbench(record_host, ip_delay, budget_of=budgets.__getitem__)
+    bench.add("a", "10.0.0.1", "a1", budget=10.0)
+    bench.add("b", "10.0.0.1", "b1", budget=10.0)
+    state, _ = bench.take(0.0) or (None, None)
+    assert state is not None
+    budgets[state.host] = 1000.0
+    bench.release(state, 0.1)
+    assert seen == [(state.host, 1000.0, 505.0)]
+    assert bench.ips["10.0.0.1"].budget_sum == 1010.0
