@@ -42,6 +42,7 @@ queue, clipped to ``[1, scale.maximum]``:
 from __future__ import annotations
 
 import math
+import numbers
 import pkgutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -121,7 +122,7 @@ def budget_function(name: str) -> BudgetFunction:
 def budget(function: BudgetFunction, in_degree: int, rank: int, scale: BudgetScale) -> int:
     """``function``'s budget for a ranked PLD, as a whole number in [1, maximum]."""
     value = function(in_degree, rank, scale)
-    if not isinstance(value, int | float) or math.isnan(value):
+    if not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ConfigurationError(f"budget function {function!r} returned {value!r}")
     return max(1, min(scale.maximum, round(value)))
 

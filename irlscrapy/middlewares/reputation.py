@@ -24,14 +24,25 @@ lookup. A refresh starts when the edge DRUM's fullest bucket is full or
 
 Files under its directory (``<state dir>/star``): ``edges/`` and ``indegree/``, DRUM
 directories; ``names/``, a LevelDB of the names of PLDs that were ever ranked (the
-DRUMs keep 64-bit keys only); ``leaders.json``, rewritten (atomically) by each refresh:
-the :data:`LEADERS` PLDs of highest in-degree with their budget and pages, for the
-report. A restart merges what the previous run left, then
-rebuilds the ranking by reading ``indegree``'s cache once (one chunk in RAM at a time)
-and names it from ``names/``: the ranking is derived data, never stored. Recorded
+DRUMs keep 64-bit keys only) and of the *transfer marker* ``!transfer``;
+``leaders.json``, rewritten (atomically) by each refresh: the :data:`LEADERS` PLDs of
+highest in-degree with their budget and pages, for the report. A restart merges what
+the previous run left, then rebuilds the ranking by reading ``indegree``'s cache once
+(one chunk in RAM at a time) and names it from ``names/``: the ranking is derived
+data, never stored. Recorded
 pages are buffered up to :data:`SUBMIT_EVERY` tuples before they reach the DRUM
 journals: a kill -9 forgets at most that much link evidence (URLs are never involved:
 they go through URLseen).
+
+Crash semantics (kill -9 at any instant): every submitted edge is counted exactly once.
+An edge batch's new pairs are submitted to ``indegree`` before the edge batch is
+acknowledged; a kill in between would have the restart deliver and submit it again, so
+before each such submit the marker records (edge batch, the sequence number its
+in-degree batch will get), with page batches held off meanwhile: on open, an in-degree
+sequence number past the marker's says the submit was done, and the redelivered edge
+batch is skipped. Names are written before the in-degree results are acknowledged. A
+refresh that fails stops refreshing for the run (the crawl is closing); the next open
+resumes from the files.
 
 Scale: 16 bytes per edge and 16 per PLD on disk; in RAM, the DRUMs' buffers
 (``memory`` each) and the ranking (``top`` PLDs). IRLbot's crawl had 1.8 billion PLD
@@ -44,6 +55,7 @@ import hashlib
 import json
 import logging
 import struct
+import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -77,6 +89,9 @@ SUBMIT_EVERY = 256
 #: LevelDB write buffer of each STAR DRUM.
 WRITE_BUFFER = 4 << 20
 NAMES_FORMAT = b"1"
+#: In ``names/``: (edge batch, in-degree batch sequence number) of the last transfer.
+_TRANSFER_KEY = b"!transfer"
+_TRANSFER = struct.Struct(">QQ")
 #: PLDs listed in ``leaders.json``.
 LEADERS = 100
 _U64 = struct.Struct(">Q")
@@ -123,7 +138,10 @@ class Reputation:
         self.indegree: DRUM | None = None
         self.path: Path | None = None
         self.names: Any = None  # plyvel.DB
-        self._named: set[int] = set()  # ranked at the last refresh: their names are stored
+        self._named: set[int] = set()  # ranked, with their names stored
+        self._transferred = 0  # edge batches up to this one are counted in ``indegree``
+        self._broken = False  # a refresh failed: none until the next open()
+        self._indegree_intake = threading.Lock()
         self.top = TopDomains(scale.top)
         self.ranked: list[Ranked] = []  # the last refresh's ranking (read on the reactor)
         self._budgets: dict[int, int] = {}
@@ -169,9 +187,23 @@ class Reputation:
         }
         self.edges = DRUM(path / "edges", value_dtype="<u8", **common)
         self.indegree = DRUM(path / "indegree", value_dtype="<u8", combine="add", **common)
-        self.edges.open()
-        self.indegree.open()
-        self.names = open_cache_db(path / "names", NAMES_FORMAT, "STAR PLD names")
+        try:
+            self.edges.open()
+            self.indegree.open()
+            self.names = open_cache_db(path / "names", NAMES_FORMAT, "STAR PLD names")
+            self._load()
+        except BaseException:
+            self._close(submit=False)
+            raise
+        self._last_refresh = self.clock()
+
+    def _load(self) -> None:
+        """Rebuild the ranking from the stores, and finish what a stop interrupted."""
+        assert self.indegree is not None and self.names is not None
+        marker = self.names.get(_TRANSFER_KEY)
+        if marker is not None:  # see _refresh: was that edge batch's submit done?
+            edge_seq, indegree_seq = _TRANSFER.unpack(marker)
+            self._transferred = edge_seq if self.indegree.next_seq > indegree_seq else edge_seq - 1
         for keys, values in self.indegree.items():
             assert values is not None
             in_degrees = values >> np.uint64(32)
@@ -181,7 +213,6 @@ class Reputation:
             if name is not None:
                 self.top.name(key, name.decode())
         self._install(self._refresh())  # what the previous run left unmerged
-        self._last_refresh = self.clock()
 
     def close(self) -> defer.Deferred[None] | None:
         """Submit what is buffered (merged on the next open) and close the DRUMs, after
@@ -194,17 +225,20 @@ class Reputation:
         self._refreshing.addBoth(done.callback)
         return done
 
-    def _close(self) -> None:
+    def _close(self, submit: bool = True) -> None:
         if self._merge_thread is not None:
             self._merge_thread.stop()
-        if self.edges is not None and self.indegree is not None:
-            self._submit()
-            self.edges.close()
-            self.indegree.close()
+        try:
+            if submit and self.edges is not None and self.indegree is not None:
+                self._submit()
+        finally:
+            for drum in (self.edges, self.indegree):
+                if drum is not None:
+                    drum.close()
             self.edges = self.indegree = None
-        if self.names is not None:
-            self.names.close()
-            self.names = None
+            if self.names is not None:
+                self.names.close()
+                self.names = None
 
     # -- intake (reactor thread) ---------------------------------------------------------
     def record_page(self, source: str, targets: Iterable[str]) -> None:
@@ -230,12 +264,15 @@ class Reputation:
             self._edge_keys, self._edge_target_keys, self._edge_targets = [], [], []
         if self._page_keys:
             n = len(self._page_keys)
-            self.indegree.submit(self._page_keys, UPDATE, np.ones(n, np.uint64), self._page_names)
+            with self._indegree_intake:
+                self.indegree.submit(
+                    self._page_keys, UPDATE, np.ones(n, np.uint64), self._page_names
+                )
             self._page_keys, self._page_names = [], []
 
     def maybe_refresh(self) -> None:
         assert self.edges is not None, "open() first"
-        if self._refreshing is not None:
+        if self._refreshing is not None or self._broken:
             return
         due = self.clock() - self._last_refresh >= self.refresh_seconds
         if due or self.edges.should_merge():
@@ -245,6 +282,8 @@ class Reputation:
         """Merge what was recorded and recompute the budgets, in the worker thread."""
         if self._refreshing is not None:
             return self._refreshing
+        if self._broken:
+            return defer.succeed(None)
         self._submit()
         self._last_refresh = self.clock()
         running = self._refreshing = self._in_thread(self._refresh)
@@ -253,38 +292,55 @@ class Reputation:
         return running
 
     def _failed(self, failure: Any) -> None:
+        """A refresh failed part-way: no more refreshes in this run (one that picked up
+        where this stopped could acknowledge edge results never counted); the next
+        open() resumes from what is on disk."""
         self._refreshing = None
+        self._broken = True
         self.on_error(failure)
 
     # -- the refresh (worker thread, or open()) ------------------------------------------
     def _refresh(self) -> tuple[list[Ranked], dict[int, int]]:
         edges, indegree = self.edges, self.indegree
         assert edges is not None and indegree is not None
+        names_db = self.names
+        assert edges is not None and indegree is not None and names_db is not None
         edges.merge()
         for batch in edges.results():
             assert batch.aux is not None and batch.values is not None
             new = batch.unique.nonzero()[0]
-            if len(new):
+            if len(new) and batch.seq > self._transferred:
                 aux = batch.aux
                 names = [aux[i] for i in new.tolist()]
                 ones = np.full(len(new), EDGE, np.uint64)
-                indegree.submit(batch.values[new], UPDATE, ones, names)
+                # written first: after a kill between this submit and the ack below, the
+                # redelivered batch is recognised (its in-degree batch exists) and skipped
+                with self._indegree_intake:  # no page batch between the two
+                    names_db.put(_TRANSFER_KEY, _TRANSFER.pack(batch.seq, indegree.next_seq))
+                    try:
+                        indegree.submit(batch.values[new], UPDATE, ones, names)
+                    except BaseException:  # not handed over: the next open() submits it
+                        names_db.delete(_TRANSFER_KEY)
+                        raise
             edges.ack(batch.seq)
         indegree.merge()
+        last = 0
         for batch in indegree.results():
             assert batch.values is not None and batch.aux is not None
             values = batch.values
             self.top.offer(
                 batch.keys, values >> np.uint64(32), values & np.uint64(PAGES_MASK), batch.aux
             )
-            indegree.ack(batch.seq)
+            last = batch.seq
         ranked = self.top.ranked()
-        assert self.names is not None
-        with self.names.write_batch() as batch:
+        with names_db.write_batch() as write:  # names first: the results go with the ack
             for entry in ranked:
-                if entry.key not in self._named:
-                    batch.put(_U64.pack(entry.key), entry.name.encode())
-        self._named = {entry.key for entry in ranked}
+                if entry.name and entry.key not in self._named:
+                    write.put(_U64.pack(entry.key), entry.name.encode())
+                    self._named.add(entry.key)
+        if last:
+            indegree.ack(last)
+        self._named &= {entry.key for entry in ranked}
         table = budgets(ranked, self.function, self.scale)
         self._write_leaders(ranked, table)
         return ranked, table

@@ -315,7 +315,7 @@ class IRLScheduler(BaseScheduler):
         budget = self.politeness.default_budget
         budget_of: Callable[[int], int] = lambda _: budget  # noqa: E731
         if self.reputation is not None:
-            self.reputation.on_error = lambda failure: self._fatal(failure, "refreshing STAR")
+            self.reputation.on_error = lambda failure: self._failed(failure, "refreshing STAR")
             self.reputation.open(self.state_dir / "star")
             budget_of = self.reputation.budget_of
         self.journal = AdmittedJournal(self.state_dir)
@@ -549,7 +549,11 @@ class IRLScheduler(BaseScheduler):
         return len(batch.unique)
 
     def _fatal(self, failure: Failure, what: str) -> None:
+        """URLseen's merge or drain failed: it is not running any more."""
         self._merging = False
+        self._failed(failure, what)
+
+    def _failed(self, failure: Failure, what: str) -> None:
         if disk_full(failure.value):
             self._stop_disk_full(failure.value)
             return

@@ -86,6 +86,9 @@ class TestOtherFunctions:
     def test_a_user_function_is_clipped_and_checked(self) -> None:
         assert budget(lambda d, r, s: -5, 1, 1, PAPER) == 1
         assert budget(lambda d, r, s: 10**9, 1, 1, PAPER) == 10_000
+        assert budget(lambda d, r, s: np.int64(70), 1, 1, PAPER) == 70
+        with pytest.raises(ConfigurationError, match="returned inf"):
+            budget(lambda d, r, s: math.inf, 1, 1, PAPER)
         with pytest.raises(ConfigurationError, match="returned 'many'"):
             budget(lambda d, r, s: "many", 1, 1, PAPER)  # type: ignore[arg-type,return-value]
 
