@@ -102,11 +102,12 @@ def _follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes]) -> None
 
 
 def crawl_broad_web(
-    workdir: Path, pages: int, settings: dict[str, Any], seed: int = 0
+    workdir: Path, pages: int, settings: dict[str, Any], seed: int = 0, jobdir: bool = True
 ) -> tuple[list[dict[str, Any]], str]:
     """``scrapy crawl broad`` of the in-vitro ``broad`` web (its own server, seed
     ``seed``) with ``settings`` on top of the project's, stopped by one SIGINT once the
-    server has served ``pages`` page requests (robots.txt not counted); if it has not
+    server has served ``pages`` page requests (robots.txt not counted; with a JOBDIR
+    unless ``jobdir`` is false); if it has not
     stopped STOP_GRACE_S later (downloads in flight), a second SIGINT forces it, as
     Scrapy documents. Returns the server's request log and the crawl's own log; exits
     if the crawl failed."""
@@ -116,8 +117,9 @@ def crawl_broad_web(
         "-a", "seeds=invitro", "-a", "profile=broad", "-a", f"seed={seed}",
         "-a", f"invitro_log={log}",
         "-s", "TELNETCONSOLE_ENABLED=0",
-        "-s", f"JOBDIR={workdir / 'job'}",
     ]  # fmt: skip
+    if jobdir:
+        cmd += ["-s", f"JOBDIR={workdir / 'job'}"]
     for name, value in settings.items():
         cmd += ["-s", f"{name}={value}"]
     print("#", " ".join(cmd), flush=True)
