@@ -48,7 +48,9 @@ rightly left uncrawled); they are compared by their median pages with the popula
 median.
 
 The server logs are kept in ``bench/results/quality-<variant>.jsonl``;
-``--from-logs`` recomputes the figures from them without crawling.
+``--from-logs`` recomputes the figures from them without crawling, and ``--first N``
+with it takes each log up to its N-th page request (variants stopped at different
+points, compared at the same number of pages).
 """
 
 from __future__ import annotations
@@ -200,6 +202,19 @@ def run(variant: str, pages: int, top: int) -> tuple[list[dict[str, Any]], str]:
     return records, crawl_log
 
 
+def first_pages(records: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    """The requests that started up to the ``n``-th page request (robots.txt included),
+    so that crawls stopped at different points compare at the same number of pages."""
+    ordered = sorted(records, key=lambda r: r["t_start"])
+    pages = 0
+    for i, r in enumerate(ordered):
+        if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error":
+            pages += 1
+            if pages == n:
+                return ordered[: i + 1]
+    return ordered
+
+
 def saved(variant: str) -> tuple[list[dict[str, Any]], str]:
     records = RESULTS / f"quality-{variant}.jsonl"
     if not records.exists():
@@ -226,6 +241,9 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=TOP_DOMAINS, help="IRL_STAR_TOP_DOMAINS")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--from-logs", action="store_true", help="no crawl: the saved logs")
+    parser.add_argument(
+        "--first", type=int, default=0, help="with --from-logs: only each log's first N pages"
+    )
     args = parser.parse_args()
     variants = args.variants.split(",")
     unknown = set(variants) - set(VARIANTS)
@@ -239,6 +257,8 @@ def main() -> None:
     for variant in variants:
         if args.from_logs:
             records, crawl_log = saved(variant)
+            if args.first:
+                records = first_pages(records, args.first)
         else:
             records, crawl_log = run(variant, args.pages, args.top)
         result = figures(variant, records, web, true_in)
