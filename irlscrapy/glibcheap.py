@@ -16,8 +16,8 @@ frontier's anonymous RSS stepped up by 60 MB after each large URLseen merge and 
   :data:`MMAP_THRESHOLD` or more is mapped and unmapped.
 - *free memory kept in the middle of the heap and in the worker thread's arena*:
   :func:`release_free_memory` (``malloc_trim(0)``) returns every free page of every
-  arena to the OS (``madvise(MADV_DONTNEED)``); the merge thread calls it after each
-  merge, the scheduler after each delivery.
+  arena to the OS (``madvise(MADV_DONTNEED)``); the merge thread calls it before each
+  merge (for what the previous delivery freed) and after it.
 
 Both are no-ops where the C library is not glibc (musl, macOS, Windows): nothing there
 has these functions, and nothing else changes.

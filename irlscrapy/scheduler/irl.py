@@ -71,7 +71,6 @@ from irlscrapy.domains import domain_key, pld, url_host, use_private_suffixes
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
-from irlscrapy.glibcheap import release_free_memory
 from irlscrapy.internals import EngineWaker
 from irlscrapy.links import Links
 from irlscrapy.middlewares.reputation import Reputation
@@ -506,7 +505,6 @@ class IRLScheduler(BaseScheduler):
     def _drained(self, _: Any) -> None:
         self._merging = False
         self._drain_task = None
-        release_free_memory()  # what the delivery's burst of objects left in the heap
         self._ready()
 
     def _drain_failed(self, failure: Failure) -> None:
