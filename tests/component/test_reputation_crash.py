@@ -10,11 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from twisted.internet import defer
 
 from irlscrapy.middlewares import reputation as reputation_module
-from irlscrapy.middlewares.budgets import BudgetScale, paper
-from irlscrapy.middlewares.reputation import Reputation
+
+from .reputation_crash_worker import reputation
 
 WORKER = Path(__file__).with_name("reputation_crash_worker.py")
 
@@ -49,19 +48,7 @@ def test_a_failed_refresh_stops_refreshing_and_loses_nothing(
 ) -> None:
     monkeypatch.setattr(reputation_module, "SUBMIT_EVERY", 2)
 
-    def make() -> Reputation:
-        rep = Reputation(
-            paper,
-            BudgetScale(10, 10_000, 100),
-            memory=4 << 20,
-            refresh_seconds=1e9,
-            clock=lambda: 0.0,
-            in_thread=lambda f, *args: defer.maybeDeferred(f, *args),
-        )
-        rep.open(tmp_path)
-        return rep
-
-    rep = make()
+    rep = reputation(tmp_path)
     errors: list[object] = []
     rep.on_error = errors.append
     for i in range(6):
@@ -85,6 +72,6 @@ def test_a_failed_refresh_stops_refreshing_and_loses_nothing(
     rep.refresh()  # refused: the scheduler is closing the crawl; the next run resumes
     assert rep.edges.pending == pending > 0
     rep.close()
-    rep = make()
+    rep = reputation(tmp_path)
     assert [(e.name, e.in_degree) for e in rep.ranked] == [("t.com", 8)]
     rep.close()
