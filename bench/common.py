@@ -42,9 +42,26 @@ def page_urls(profile: str, seed: int, count: int, policy: str = "scrapy") -> li
     """The first ``count`` HTML page URLs of a breadth-first crawl, from the project's CLI
     (``irlscrapy invitro urls``), so the benchmarks use the list a reader can reproduce."""
     out = subprocess.run(
-        [sys.executable, "-m", "irlscrapy", "invitro", "urls", "--profile", profile,
-         "--seed", str(seed), "--count", str(count), "--policy", policy],
-        check=True, capture_output=True, text=True, cwd=REPO)
+        [
+            sys.executable,
+            "-m",
+            "irlscrapy",
+            "invitro",
+            "urls",
+            "--profile",
+            profile,
+            "--seed",
+            str(seed),
+            "--count",
+            str(count),
+            "--policy",
+            policy,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
     urls = out.stdout.split()
     if len(urls) != count:
         raise RuntimeError(f"irlscrapy invitro urls printed {len(urls)} URLs, not {count}")

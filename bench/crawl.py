@@ -126,31 +126,45 @@ def crawler_env(info: dict[str, Any]) -> dict[str, str]:
 
 def sampler_settings(sample_file: Path, extensions: dict[str, int]) -> list[str]:
     ext = {**extensions, SAMPLER: 600}
-    return ["-s", f"EXTENSIONS={json.dumps(ext)}", "-s", f"BENCH_SAMPLER_FILE={sample_file}",
-            "-s", f"BENCH_SAMPLER_INTERVAL={SAMPLE_SECONDS}"]
+    return [
+        "-s",
+        f"EXTENSIONS={json.dumps(ext)}",
+        "-s",
+        f"BENCH_SAMPLER_FILE={sample_file}",
+        "-s",
+        f"BENCH_SAMPLER_INTERVAL={SAMPLE_SECONDS}",
+    ]
 
 
-def run_variant(variant: str, make_cmd: Callable[[dict[str, Any], Path], list[str]],
-                wall_limit: float) -> Run:
+def run_variant(
+    variant: str, make_cmd: Callable[[dict[str, Any], Path], list[str]], wall_limit: float
+) -> Run:
     RESULTS.mkdir(exist_ok=True)
     sample_file = RESULTS / f"crawl-{variant}.jsonl"
     log = RESULTS / f"crawl-{variant}.log"
     sample_file.unlink(missing_ok=True)
-    with InVitroProcess(profile=PROFILE, seed=SEED, cpu=SERVER_CPU) as server, \
-            open(log, "w", encoding="utf-8") as log_file:
+    with (
+        InVitroProcess(profile=PROFILE, seed=SEED, cpu=SERVER_CPU) as server,
+        open(log, "w", encoding="utf-8") as log_file,
+    ):
         assert server.pid is not None
         server_proc = psutil.Process(server.pid)
         cmd = make_cmd(server.info, sample_file)
         server_cpu0 = sum(server_proc.cpu_times()[:2])
         started = time.monotonic()
-        proc = subprocess.Popen(cmd, cwd=REPO, env=crawler_env(server.info), stdout=log_file,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                preexec_fn=lambda: os.sched_setaffinity(0, {CRAWLER_CPU}))
+        proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            env=crawler_env(server.info),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=lambda: os.sched_setaffinity(0, {CRAWLER_CPU}),
+        )
         try:
             proc.wait(wall_limit)
         except subprocess.TimeoutExpired:
-            print(f"{variant}: wall limit {wall_limit} s reached; sending SIGINT",
-                  file=sys.stderr)
+            print(f"{variant}: wall limit {wall_limit} s reached; sending SIGINT", file=sys.stderr)
             proc.send_signal(signal.SIGINT)
             try:
                 proc.wait(STOP_GRACE_S)
@@ -175,8 +189,11 @@ def interpolate(samples: list[dict[str, Any]], key: str, target: float) -> dict[
         if s[key] >= target:
             span = s[key] - prev[key]
             f = (target - prev[key]) / span if span else 1.0
-            return {k: prev[k] + f * (s[k] - prev[k]) for k in s
-                    if isinstance(s[k], int | float) and not isinstance(s[k], bool)}
+            return {
+                k: prev[k] + f * (s[k] - prev[k])
+                for k in s
+                if isinstance(s[k], int | float) and not isinstance(s[k], bool)
+            }
         prev = s
     return {k: v for k, v in samples[-1].items() if isinstance(v, int | float)}
 
@@ -224,19 +241,37 @@ def throughput_figures(run: Run, budget: int) -> dict[str, float]:
         **tenth_rates(s, budget),
     }
     reason = next((x.get("reason") for x in s if x["event"] == "close"), None)
-    emit(BENCH_NAME, "run", run.variant, "variant", pages=pages, reached_budget=reached,
-         close_reason=reason, returncode=run.returncode,
-         server_cpu_share=round(run.server_cpu_share, 3), log=str(run.log.relative_to(REPO)))
-    units = {"pages_per_s": "pages/s", "html_pages_per_s": "pages/s", "links_per_s": "links/s",
-             "cpu_s_per_page": "s/page", "crawler_cpu_share": "cores",
-             "peak_rss_bytes": "bytes", "unique_urls": "urls", "seconds_to_budget": "s",
-             "seconds_incl_close": "s"}
+    emit(
+        BENCH_NAME,
+        "run",
+        run.variant,
+        "variant",
+        pages=pages,
+        reached_budget=reached,
+        close_reason=reason,
+        returncode=run.returncode,
+        server_cpu_share=round(run.server_cpu_share, 3),
+        log=str(run.log.relative_to(REPO)),
+    )
+    units = {
+        "pages_per_s": "pages/s",
+        "html_pages_per_s": "pages/s",
+        "links_per_s": "links/s",
+        "cpu_s_per_page": "s/page",
+        "crawler_cpu_share": "cores",
+        "peak_rss_bytes": "bytes",
+        "unique_urls": "urls",
+        "seconds_to_budget": "s",
+        "seconds_incl_close": "s",
+    }
     for name, value in figures.items():
         unit = units.get(name) or ("s/page" if name.startswith("cpu") else "pages/s")
-        emit(BENCH_NAME, name, round(value, 6 if unit == "s/page" else 1), unit,
-             variant=run.variant)
-    emit(BENCH_NAME, "series", series(s), "[t_s, pages, unique_urls, rss_bytes]",
-         variant=run.variant)
+        emit(
+            BENCH_NAME, name, round(value, 6 if unit == "s/page" else 1), unit, variant=run.variant
+        )
+    emit(
+        BENCH_NAME, "series", series(s), "[t_s, pages, unique_urls, rss_bytes]", variant=run.variant
+    )
     return figures
 
 
@@ -256,10 +291,20 @@ def memory_figures(run: Run, limit: int) -> dict[str, float]:
         sxx = sum((x["unique"] - mx) ** 2 for x in half)
         if sxx:
             slope = sum((x["unique"] - mx) * (x["rss"] - my) for x in half) / sxx
-    emit(BENCH_NAME, "memory_run", run.variant, "variant", close_reason=reason,
-         returncode=run.returncode, unique_urls=top["unique"], pages=top["pages"],
-         seconds=round(last["t"], 1), reached_limit=top["unique"] >= limit,
-         server_cpu_share=round(run.server_cpu_share, 3), log=str(run.log.relative_to(REPO)))
+    emit(
+        BENCH_NAME,
+        "memory_run",
+        run.variant,
+        "variant",
+        close_reason=reason,
+        returncode=run.returncode,
+        unique_urls=top["unique"],
+        pages=top["pages"],
+        seconds=round(last["t"], 1),
+        reached_limit=top["unique"] >= limit,
+        server_cpu_share=round(run.server_cpu_share, 3),
+        log=str(run.log.relative_to(REPO)),
+    )
     rss_limit = at["rss"] if top["unique"] >= limit else top["rss"]
     unique = min(limit, top["unique"])
     figures = {
@@ -273,10 +318,21 @@ def memory_figures(run: Run, limit: int) -> dict[str, float]:
     if top["unique"] < limit:  # stopped early (wall clock): a straight line to the limit
         figures["rss_bytes_at_limit_extrapolated"] = first["rss"] + slope * limit
     for name, value in figures.items():
-        emit(BENCH_NAME, name, round(value, 1), "bytes" if "rss" in name else "requests",
-             variant=run.variant, unique_urls=unique)
-    emit(BENCH_NAME, "memory_series", series(s), "[t_s, pages, unique_urls, rss_bytes]",
-         variant=run.variant)
+        emit(
+            BENCH_NAME,
+            name,
+            round(value, 1),
+            "bytes" if "rss" in name else "requests",
+            variant=run.variant,
+            unique_urls=unique,
+        )
+    emit(
+        BENCH_NAME,
+        "memory_series",
+        series(s),
+        "[t_s, pages, unique_urls, rss_bytes]",
+        variant=run.variant,
+    )
     return figures
 
 
@@ -284,8 +340,13 @@ def irl_figures(run: Run) -> None:
     """The IRL run's own bars: a host due in >= 99% of samples; reactor lag p99.9."""
     ticks = [s for s in run.samples if s["event"] == "tick" and "due" in s]
     if ticks:
-        emit(BENCH_NAME, "irl_due_sample_share",
-             round(sum(s["due"] for s in ticks) / len(ticks), 4), "share", samples=len(ticks))
+        emit(
+            BENCH_NAME,
+            "irl_due_sample_share",
+            round(sum(s["due"] for s in ticks) / len(ticks), 4),
+            "share",
+            samples=len(ticks),
+        )
     lag_figures(run, "irl")
 
 
@@ -300,19 +361,35 @@ def lag_figures(run: Run, prefix: str) -> None:
 
 def broad_cmd(extra: list[str]) -> Callable[[dict[str, Any], Path], list[str]]:
     def make(info: dict[str, Any], sample_file: Path) -> list[str]:
-        cmd = [sys.executable, "-m", "scrapy", "crawl", "broad",
-               "-a", "seeds=" + ",".join(info["seeds"])]
+        cmd = [
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "broad",
+            "-a",
+            "seeds=" + ",".join(info["seeds"]),
+        ]
         for name, value in info["settings"].items():  # what -a seeds=invitro would set
             cmd += ["-s", f"{name}={value}"]
         return cmd + sampler_settings(sample_file, project_extensions()) + extra
+
     return make
 
 
 def fetch_cmd(url_file: Path, budget: int) -> Callable[[dict[str, Any], Path], list[str]]:
     def make(info: dict[str, Any], sample_file: Path) -> list[str]:
-        return [sys.executable, str(BENCH / "fetchonly.py"), str(url_file),
-                "-s", f"CLOSESPIDER_PAGECOUNT={budget}", "-s", "IRL_REACTOR_LAG=True",
-                *sampler_settings(sample_file, {REACTOR_LAG: 0})]
+        return [
+            sys.executable,
+            str(BENCH / "fetchonly.py"),
+            str(url_file),
+            "-s",
+            f"CLOSESPIDER_PAGECOUNT={budget}",
+            "-s",
+            "IRL_REACTOR_LAG=True",
+            *sampler_settings(sample_file, {REACTOR_LAG: 0}),
+        ]
+
     return make
 
 
@@ -325,76 +402,150 @@ def bfo_settings() -> list[str]:
 
 
 def throughput(budget: int, stock: bool = True) -> None:
-    emit(BENCH_NAME, "setup", budget, "pages", profile=PROFILE, seed=SEED,
-         server_cpu=SERVER_CPU, crawler_cpu=CRAWLER_CPU, sample_seconds=SAMPLE_SECONDS)
+    emit(
+        BENCH_NAME,
+        "setup",
+        budget,
+        "pages",
+        profile=PROFILE,
+        seed=SEED,
+        server_cpu=SERVER_CPU,
+        crawler_cpu=CRAWLER_CPU,
+        sample_seconds=SAMPLE_SECONDS,
+    )
     RESULTS.mkdir(exist_ok=True)
     url_file = RESULTS / "fetch-urls.txt"
-    url_file.write_text("\n".join(page_urls(PROFILE, SEED, int(budget * FETCH_LIST_MARGIN)))
-                        + "\n")
+    url_file.write_text("\n".join(page_urls(PROFILE, SEED, int(budget * FETCH_LIST_MARGIN))) + "\n")
     page_budget = ["-s", f"CLOSESPIDER_PAGECOUNT={budget}"]
     runs = {
         "fetch": run_variant("fetch", fetch_cmd(url_file, budget), CRAWL_WALL_S),
         "irl": run_variant("irl", broad_cmd(page_budget + as_args(IRL_SETTINGS)), CRAWL_WALL_S),
     }
     if stock:
-        runs["dfo"] = run_variant("dfo", broad_cmd(page_budget + as_args(STOCK_SETTINGS)),
-                                  CRAWL_WALL_S)
+        runs["dfo"] = run_variant(
+            "dfo", broad_cmd(page_budget + as_args(STOCK_SETTINGS)), CRAWL_WALL_S
+        )
         runs["bfo"] = run_variant("bfo", broad_cmd(page_budget + bfo_settings()), CRAWL_WALL_S)
     figures = {name: throughput_figures(run, budget) for name, run in runs.items()}
     floor = figures["fetch"]
     for name in [n for n in runs if n != "fetch"]:
         f = figures[name]
-        emit(BENCH_NAME, "pages_per_s_to_floor_ratio",
-             round(f["pages_per_s"] / floor["pages_per_s"], 3), "ratio", variant=name)
+        emit(
+            BENCH_NAME,
+            "pages_per_s_to_floor_ratio",
+            round(f["pages_per_s"] / floor["pages_per_s"], 3),
+            "ratio",
+            variant=name,
+        )
         # the floor's responses are all HTML pages; the crawl's also robots.txt, redirects, errors
-        emit(BENCH_NAME, "html_pages_per_s_to_floor_ratio",
-             round(f["html_pages_per_s"] / floor["pages_per_s"], 3), "ratio", variant=name)
-        emit(BENCH_NAME, "cpu_per_page_to_floor_ratio",
-             round(f["cpu_s_per_page"] / floor["cpu_s_per_page"], 3), "ratio", variant=name)
+        emit(
+            BENCH_NAME,
+            "html_pages_per_s_to_floor_ratio",
+            round(f["html_pages_per_s"] / floor["pages_per_s"], 3),
+            "ratio",
+            variant=name,
+        )
+        emit(
+            BENCH_NAME,
+            "cpu_per_page_to_floor_ratio",
+            round(f["cpu_s_per_page"] / floor["cpu_s_per_page"], 3),
+            "ratio",
+            variant=name,
+        )
     irl_figures(runs["irl"])
     lag_figures(runs["fetch"], "floor")
     if not stock:
         return
     for name in ("dfo", "bfo"):
-        emit(BENCH_NAME, "irl_to_stock_pages_per_s_ratio",
-             round(figures["irl"]["pages_per_s"] / figures[name]["pages_per_s"], 3), "ratio",
-             variant=name)
-    emit(BENCH_NAME, "bfo_to_dfo_pages_per_s_ratio",
-         round(figures["bfo"]["pages_per_s"] / figures["dfo"]["pages_per_s"], 3), "ratio")
+        emit(
+            BENCH_NAME,
+            "irl_to_stock_pages_per_s_ratio",
+            round(figures["irl"]["pages_per_s"] / figures[name]["pages_per_s"], 3),
+            "ratio",
+            variant=name,
+        )
+    emit(
+        BENCH_NAME,
+        "bfo_to_dfo_pages_per_s_ratio",
+        round(figures["bfo"]["pages_per_s"] / figures["dfo"]["pages_per_s"], 3),
+        "ratio",
+    )
 
 
 def memory(limit: int, wall_s: float, variants: list[str]) -> None:
-    emit(BENCH_NAME, "memory_setup", limit, "unique urls", rss_limit_bytes=MEMORY_RSS,
-         wall_limit_s=wall_s, profile=PROFILE, seed=SEED)
-    stop = ["-s", f"BENCH_SAMPLER_STOP_UNIQUE={limit}",
-            "-s", f"BENCH_SAMPLER_STOP_RSS={MEMORY_RSS}"]
+    emit(
+        BENCH_NAME,
+        "memory_setup",
+        limit,
+        "unique urls",
+        rss_limit_bytes=MEMORY_RSS,
+        wall_limit_s=wall_s,
+        profile=PROFILE,
+        seed=SEED,
+    )
+    stop = [
+        "-s",
+        f"BENCH_SAMPLER_STOP_UNIQUE={limit}",
+        "-s",
+        f"BENCH_SAMPLER_STOP_RSS={MEMORY_RSS}",
+    ]
     extra = {"dfo": as_args(STOCK_SETTINGS), "bfo": bfo_settings()}
-    figures = {name: memory_figures(run_variant(f"mem-{name}", broad_cmd(stop + extra[name]),
-                                                wall_s), limit)
-               for name in variants}
+    figures = {
+        name: memory_figures(
+            run_variant(f"mem-{name}", broad_cmd(stop + extra[name]), wall_s), limit
+        )
+        for name in variants
+    }
     if len(figures) == 2:
-        emit(BENCH_NAME, "dfo_to_bfo_rss_per_unique_url_ratio",
-             round(figures["dfo"]["rss_bytes_per_unique_url"]
-                   / figures["bfo"]["rss_bytes_per_unique_url"], 3), "ratio")
+        emit(
+            BENCH_NAME,
+            "dfo_to_bfo_rss_per_unique_url_ratio",
+            round(
+                figures["dfo"]["rss_bytes_per_unique_url"]
+                / figures["bfo"]["rss_bytes_per_unique_url"],
+                3,
+            ),
+            "ratio",
+        )
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=PAGES, help=f"page budget ({PAGES})")
-    parser.add_argument("--quick", action="store_true",
-                        help=f"smoke run: {QUICK_PAGES} pages, or {QUICK_MEMORY_UNIQUE} URLs")
-    parser.add_argument("--memory", action="store_true",
-                        help=f"memory curve up to {MEMORY_UNIQUE} unique URLs instead")
-    parser.add_argument("--wall", type=float, default=MEMORY_WALL_S,
-                        help=f"memory mode: seconds per variant before SIGINT ({MEMORY_WALL_S})")
-    parser.add_argument("--no-stock", action="store_true",
-                        help="throughput: the floor and the IRL crawl only (no stock variants)")
-    parser.add_argument("--variant", choices=("dfo", "bfo"), action="append",
-                        help="memory mode: only these variants (default both)")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"smoke run: {QUICK_PAGES} pages, or {QUICK_MEMORY_UNIQUE} URLs",
+    )
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help=f"memory curve up to {MEMORY_UNIQUE} unique URLs instead",
+    )
+    parser.add_argument(
+        "--wall",
+        type=float,
+        default=MEMORY_WALL_S,
+        help=f"memory mode: seconds per variant before SIGINT ({MEMORY_WALL_S})",
+    )
+    parser.add_argument(
+        "--no-stock",
+        action="store_true",
+        help="throughput: the floor and the IRL crawl only (no stock variants)",
+    )
+    parser.add_argument(
+        "--variant",
+        choices=("dfo", "bfo"),
+        action="append",
+        help="memory mode: only these variants (default both)",
+    )
     args = parser.parse_args()
     if args.memory:
-        memory(QUICK_MEMORY_UNIQUE if args.quick else MEMORY_UNIQUE, args.wall,
-               args.variant or ["dfo", "bfo"])
+        memory(
+            QUICK_MEMORY_UNIQUE if args.quick else MEMORY_UNIQUE,
+            args.wall,
+            args.variant or ["dfo", "bfo"],
+        )
     else:
         throughput(QUICK_PAGES if args.quick else args.pages, stock=not args.no_stock)
     return 0

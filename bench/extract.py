@@ -78,8 +78,10 @@ def run_lxml(pages: list[Page], _: Any) -> int:
 
 
 def run_parsel(pages: list[Page], _: Any) -> int:
-    return sum(len(parsel.Selector(body=body, encoding="utf-8").xpath("//a/@href").getall())
-               for _, body in pages)
+    return sum(
+        len(parsel.Selector(body=body, encoding="utf-8").xpath("//a/@href").getall())
+        for _, body in pages
+    )
 
 
 def run_linkextractor(pages: list[Page], responses: list[HtmlResponse]) -> int:
@@ -105,25 +107,38 @@ def main() -> int:
     if BENCH_CPU in os.sched_getaffinity(0):
         os.sched_setaffinity(0, {BENCH_CPU})
     pages = load_pages(count)
-    emit(BENCH_NAME, "pages", len(pages), "pages", profile=PROFILE, seed=SEED,
-         mean_bytes=round(sum(len(b) for _, b in pages) / len(pages)), rounds=rounds)
+    emit(
+        BENCH_NAME,
+        "pages",
+        len(pages),
+        "pages",
+        profile=PROFILE,
+        seed=SEED,
+        mean_bytes=round(sum(len(b) for _, b in pages) / len(pages)),
+        rounds=rounds,
+    )
     timings: dict[str, list[float]] = {name: [] for name in EXTRACTORS}
     found: dict[str, int] = {}
     for _ in range(rounds):
         for name, run in EXTRACTORS.items():
             responses = None
             if name == "linkextractor":  # fresh responses: a parsed selector is cached on each
-                responses = [HtmlResponse(url, body=body, encoding="utf-8")
-                             for url, body in pages]
+                responses = [HtmlResponse(url, body=body, encoding="utf-8") for url, body in pages]
             t0 = time.perf_counter()
             found[name] = run(pages, responses)
             timings[name].append((time.perf_counter() - t0) / len(pages) * 1e6)
     baseline = median(timings["regex"])
     for name, values in timings.items():
         us = median(values)
-        emit(BENCH_NAME, name, round(us, 1), "us/page", ratio_to_regex=round(us / baseline, 2),
-             links_per_page=round(found[name] / len(pages), 1),
-             rounds=[round(v, 1) for v in values])
+        emit(
+            BENCH_NAME,
+            name,
+            round(us, 1),
+            "us/page",
+            ratio_to_regex=round(us / baseline, 2),
+            links_per_page=round(found[name] / len(pages), 1),
+            rounds=[round(v, 1) for v in values],
+        )
     return 0
 
 

@@ -52,8 +52,14 @@ class FetchOnlySpider(Spider):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("urls_file", type=Path)
-    parser.add_argument("-s", dest="settings", action="append", default=[],
-                        metavar="NAME=VALUE", help="a Scrapy setting (repeatable)")
+    parser.add_argument(
+        "-s",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy setting (repeatable)",
+    )
     args = parser.parse_args()
     settings = Settings()
     settings.setdict(SETTINGS, priority="project")

@@ -286,11 +286,11 @@ class Driver:
         self.t0 = time.monotonic()
         self.cpu0 = sum(self.proc.cpu_times()[:2])
         self.main_cpu0 = time.thread_time()
-        self.lag.start()
+        self.lag.probe.start()
         sampler = task.LoopingCall(self.sample)
         sampler.start(SAMPLE_SECONDS)
         done = task.cooperate(self.feed()).whenDone()
-        done.addBoth(lambda result: (sampler.stop(), self.lag.stop(), result)[-1])
+        done.addBoth(lambda result: (sampler.stop(), self.lag.probe.stop(), result)[-1])
         return done
 
     def feed(self) -> Iterator[None]:

@@ -172,7 +172,8 @@ def figures(
         "plds": len(population),
         "plds_crawled": int(some.sum()),
         "spearman": spearman(degrees, crawled) if len(population) > 1 else float("nan"),
-        "spearman_crawled": spearman(degrees[some], crawled[some]) if some.sum() > 1
+        "spearman_crawled": spearman(degrees[some], crawled[some])
+        if some.sum() > 1
         else float("nan"),
         "fig7b": {k: (len(v), sum(v) / len(v)) for k, v in sorted(table.items(), key=_low)},
         "leaders_reached": sum(1 for name in leader_names if name in contacted),

@@ -64,7 +64,8 @@ def seen_urls(crawler: Crawler) -> int:
     if not isinstance(fingerprints, set):
         raise RuntimeError(
             f"bench/sampler.py: scheduler {type(scheduler).__name__} has no dupefilter with a "
-            "_fingerprints set; Scrapy moved it, update seen_urls()")
+            "_fingerprints set; Scrapy moved it, update seen_urls()"
+        )
     return len(fingerprints)
 
 
@@ -79,8 +80,9 @@ def due_now(scheduler: Any) -> dict[str, int]:
 
 
 class Sampler:
-    def __init__(self, crawler: Crawler, path: str, interval: float, stop_unique: int,
-                 stop_rss: int) -> None:
+    def __init__(
+        self, crawler: Crawler, path: str, interval: float, stop_unique: int, stop_rss: int
+    ) -> None:
         self.crawler = crawler
         self.path = path
         self.interval = interval
@@ -98,8 +100,13 @@ class Sampler:
         path = s.get("BENCH_SAMPLER_FILE")
         if not path:
             raise NotConfigured("BENCH_SAMPLER_FILE is not set")
-        ext = cls(crawler, path, s.getfloat("BENCH_SAMPLER_INTERVAL", SAMPLE_SECONDS),
-                  s.getint("BENCH_SAMPLER_STOP_UNIQUE", 0), s.getint("BENCH_SAMPLER_STOP_RSS", 0))
+        ext = cls(
+            crawler,
+            path,
+            s.getfloat("BENCH_SAMPLER_INTERVAL", SAMPLE_SECONDS),
+            s.getint("BENCH_SAMPLER_STOP_UNIQUE", 0),
+            s.getint("BENCH_SAMPLER_STOP_RSS", 0),
+        )
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
@@ -141,8 +148,9 @@ class Sampler:
         record = self.write("tick")
         if self.stopping:
             return
-        if ((self.stop_unique and record["unique"] >= self.stop_unique)
-                or (self.stop_rss and record["rss"] >= self.stop_rss)):
+        if (self.stop_unique and record["unique"] >= self.stop_unique) or (
+            self.stop_rss and record["rss"] >= self.stop_rss
+        ):
             self.stopping = True
             self.write("stop")
             engine = self.crawler.engine

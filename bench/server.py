@@ -98,10 +98,24 @@ def build_lists(web: InVitroWeb, urls: list[str]) -> Lists:
     return Lists(pages, delayed, list(tiny), plain_bytes / len(pages), gzip_bytes / len(pages))
 
 
-def run_wrk(wrk: str, proxy: str, url_file: Path, gzip: bool, seconds: int,
-            server: psutil.Process) -> dict[str, float]:
-    cmd = ["taskset", "-c", str(LOADGEN_CPU), wrk, "-t1", f"-c{CONNECTIONS}", f"-d{seconds}s",
-           f"--timeout={WRK_TIMEOUT}", "-s", str(LUA), proxy, "--", str(url_file)]
+def run_wrk(
+    wrk: str, proxy: str, url_file: Path, gzip: bool, seconds: int, server: psutil.Process
+) -> dict[str, float]:
+    cmd = [
+        "taskset",
+        "-c",
+        str(LOADGEN_CPU),
+        wrk,
+        "-t1",
+        f"-c{CONNECTIONS}",
+        f"-d{seconds}s",
+        f"--timeout={WRK_TIMEOUT}",
+        "-s",
+        str(LUA),
+        proxy,
+        "--",
+        str(url_file),
+    ]
     if gzip:
         cmd.append("gzip")
     cpu0 = sum(server.cpu_times()[:2])
@@ -116,10 +130,16 @@ def run_wrk(wrk: str, proxy: str, url_file: Path, gzip: bool, seconds: int,
     wall = r["duration_us"] / 1e6
     loadgen_cpu = (child1.ru_utime - child0.ru_utime) + (child1.ru_stime - child0.ru_stime)
     errors = sum(v for k, v in r.items() if k.startswith("errors_"))
-    return {"rate": r["requests"] / wall, "requests": r["requests"], "errors": errors,
-            "wire_bytes": r["bytes"] / max(r["requests"], 1),
-            "server_cpu": (cpu1 - cpu0) / wall, "loadgen_cpu": loadgen_cpu / wall,
-            "p50_ms": r["latency_p50_us"] / 1e3, "p99_ms": r["latency_p99_us"] / 1e3}
+    return {
+        "rate": r["requests"] / wall,
+        "requests": r["requests"],
+        "errors": errors,
+        "wire_bytes": r["bytes"] / max(r["requests"], 1),
+        "server_cpu": (cpu1 - cpu0) / wall,
+        "loadgen_cpu": loadgen_cpu / wall,
+        "p50_ms": r["latency_p50_us"] / 1e3,
+        "p99_ms": r["latency_p99_us"] / 1e3,
+    }
 
 
 def main() -> int:
@@ -135,49 +155,83 @@ def main() -> int:
 
     web = InVitroWeb(get_profile(PROFILE), SEED)
     lists = build_lists(web, page_urls(PROFILE, SEED, URL_COUNT))
-    emit(BENCH_NAME, "page_list", len(lists.pages), "urls", delayed_left_out=lists.delayed,
-         tiny_urls=len(lists.tiny), profile=PROFILE, seed=SEED)
+    emit(
+        BENCH_NAME,
+        "page_list",
+        len(lists.pages),
+        "urls",
+        delayed_left_out=lists.delayed,
+        tiny_urls=len(lists.tiny),
+        profile=PROFILE,
+        seed=SEED,
+    )
     emit(BENCH_NAME, "mean_body_bytes_per_page", round(lists.plain_bytes), "bytes")
     emit(BENCH_NAME, "mean_body_bytes_per_page_gzip", round(lists.gzip_bytes), "bytes")
 
     workloads = {"tiny": ("tiny", False), "page": ("pages", False), "page_gzip": ("pages", True)}
     results: dict[str, list[dict[str, float]]] = {w: [] for w in workloads}
-    with tempfile.TemporaryDirectory(prefix="irl-bench-server-") as tmp, \
-            InVitroProcess(profile=PROFILE, seed=SEED, cpu=SERVER_CPU) as server:
+    with (
+        tempfile.TemporaryDirectory(prefix="irl-bench-server-") as tmp,
+        InVitroProcess(profile=PROFILE, seed=SEED, cpu=SERVER_CPU) as server,
+    ):
         files = {}
         for name, urls in (("tiny", lists.tiny), ("pages", lists.pages)):
             files[name] = Path(tmp, f"{name}.txt")
             files[name].write_text("\n".join(urls) + "\n")
         proxy = server.info["proxy"]
         proc = psutil.Process(server.pid)
-        emit(BENCH_NAME, "setup", proxy, "url", server_cpu=sorted(os.sched_getaffinity(proc.pid)),
-             loadgen_cpu=LOADGEN_CPU, connections=CONNECTIONS, duration_s=duration,
-             rounds=rounds)
+        emit(
+            BENCH_NAME,
+            "setup",
+            proxy,
+            "url",
+            server_cpu=sorted(os.sched_getaffinity(proc.pid)),
+            loadgen_cpu=LOADGEN_CPU,
+            connections=CONNECTIONS,
+            duration_s=duration,
+            rounds=rounds,
+        )
         run_wrk(wrk, proxy, files["pages"], False, WARMUP_S, proc)  # warm caches and JIT-free paths
         order = list(workloads)
         for r in range(rounds):
-            for name in order[r % 3:] + order[:r % 3]:  # rotate so drift hits all alike
+            for name in order[r % 3 :] + order[: r % 3]:  # rotate so drift hits all alike
                 source, gzip = workloads[name]
                 results[name].append(run_wrk(wrk, proxy, files[source], gzip, duration, proc))
                 time.sleep(0.5)
 
     for name, runs in results.items():
-        emit(BENCH_NAME, f"{name}_responses_per_s", round(median([x["rate"] for x in runs]), 1),
-             "responses/s", rounds=[round(x["rate"], 1) for x in runs],
-             errors=sum(x["errors"] for x in runs),
-             wire_bytes_per_response=round(median([x["wire_bytes"] for x in runs])),
-             server_cpu_utilisation=round(median([x["server_cpu"] for x in runs]), 3),
-             loadgen_cpu_utilisation=round(median([x["loadgen_cpu"] for x in runs]), 3),
-             latency_p50_ms=round(median([x["p50_ms"] for x in runs]), 2),
-             latency_p99_ms=round(median([x["p99_ms"] for x in runs]), 2))
+        emit(
+            BENCH_NAME,
+            f"{name}_responses_per_s",
+            round(median([x["rate"] for x in runs]), 1),
+            "responses/s",
+            rounds=[round(x["rate"], 1) for x in runs],
+            errors=sum(x["errors"] for x in runs),
+            wire_bytes_per_response=round(median([x["wire_bytes"] for x in runs])),
+            server_cpu_utilisation=round(median([x["server_cpu"] for x in runs]), 3),
+            loadgen_cpu_utilisation=round(median([x["loadgen_cpu"] for x in runs]), 3),
+            latency_p50_ms=round(median([x["p50_ms"] for x in runs]), 2),
+            latency_p99_ms=round(median([x["p99_ms"] for x in runs]), 2),
+        )
     for name in ("page", "page_gzip"):
         pairs = zip(results[name], results["tiny"], strict=True)
         ratios = [p["rate"] / t["rate"] for p, t in pairs]
-        emit(BENCH_NAME, f"{name}_to_tiny_ratio", round(median(ratios), 3), "ratio",
-             rounds=[round(x, 3) for x in ratios])
+        emit(
+            BENCH_NAME,
+            f"{name}_to_tiny_ratio",
+            round(median(ratios), 3),
+            "ratio",
+            rounds=[round(x, 3) for x in ratios],
+        )
         rate = median([x["rate"] for x in results[name]])
-        emit(BENCH_NAME, f"{name}_to_bar_ratio", round(rate / BAR_PAGES_PER_S, 3), "ratio",
-             bar_pages_per_s=BAR_PAGES_PER_S, meets_bar=rate >= BAR_PAGES_PER_S)
+        emit(
+            BENCH_NAME,
+            f"{name}_to_bar_ratio",
+            round(rate / BAR_PAGES_PER_S, 3),
+            "ratio",
+            bar_pages_per_s=BAR_PAGES_PER_S,
+            meets_bar=rate >= BAR_PAGES_PER_S,
+        )
     return 0
 
 

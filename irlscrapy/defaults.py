@@ -346,6 +346,16 @@ SETTINGS: tuple[Setting, ...] = (
         "extension irlscrapy.report.reactorlag.ReactorLag in EXTENSIONS",
     ),
     Setting(
+        "IRL_REACTOR_LAG_TARGET",
+        0.02,
+        "float",
+        "seconds",
+        "the scheduler caps the fetches in flight (at most CONCURRENT_REQUESTS) so that "
+        "the reactor runs a 10 ms timer no later than this: the cap falls when a quarter "
+        "second's worst lag exceeds it and rises by one otherwise (stats irl/governor/*); "
+        "0: no cap but CONCURRENT_REQUESTS",
+    ),
+    Setting(
         "IRL_GC_FREEZE",
         True,
         "bool",

@@ -2,12 +2,10 @@
 
 Theory of operation
 -------------------
-A timer is due every :data:`TICK_SECONDS` (10 ms). When it fires, the *lag* is the
-clock's time minus the time it was due: near 0 when the reactor thread is free, and as
-long as the longest piece of work that held the thread in between (a DRUM merge run on
-the reactor, a long drain slice, a slow callback). The next tick is then due one
-interval after the *actual* firing, so a stall of 3 s is one sample of 3 s, not 300
-samples of missed ticks. DESIGN.md's performance model allows ~50 ms.
+A :class:`irlscrapy.lagprobe.LagProbe` ticks every :data:`TICK_SECONDS` (10 ms) and
+reports each tick's *lag*: how long after it was due it fired, as long as the longest
+piece of work that held the reactor thread in between. DESIGN.md's performance model
+allows ~50 ms.
 
 Samples go to a fixed histogram (:func:`new_histogram`): :data:`BUCKETS_PER_DECADE`
 log-spaced buckets per decade from :data:`LAG_LOW` (0.1 ms) to :data:`LAG_HIGH` (10 s),
@@ -31,11 +29,12 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
+from irlscrapy.lagprobe import TICK_SECONDS, LagProbe
+
 logger = logging.getLogger(__name__)
 
 #: The setting that turns the extension on (bool, default False).
 SETTING = "IRL_REACTOR_LAG"
-TICK_SECONDS = 0.010
 LAG_LOW = 1e-4  # seconds: the upper edge of the first bucket
 LAG_HIGH = 10.0  # seconds: the lower edge of the last bucket
 BUCKETS_PER_DECADE = 20
@@ -105,8 +104,7 @@ class ReactorLag:
         self.hist = new_histogram()
         self.ticks = 0
         self.max_lag = 0.0  # seconds
-        self._due = 0.0  # when the pending tick should fire
-        self._call: Any = None  # its IDelayedCall
+        self.probe = LagProbe(clock, self.record, interval)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ReactorLag:
@@ -119,27 +117,8 @@ class ReactorLag:
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
-    # -- the timer -------------------------------------------------------------------
-    def start(self) -> None:
-        if self._call is None:
-            self._schedule()
-
-    def stop(self) -> None:
-        if self._call is not None and self._call.active():
-            self._call.cancel()
-        self._call = None
-
-    def _schedule(self) -> None:
-        self._due = self.clock.seconds() + self.interval
-        self._call = self.clock.callLater(self.interval, self._tick)
-
-    def _tick(self) -> None:
-        self.record(self.clock.seconds() - self._due)
-        self._schedule()
-
     def record(self, lag: float) -> None:
         """Count one tick that fired ``lag`` seconds after it was due."""
-        lag = max(0.0, lag)  # a wall clock stepped back reads as on time
         self.hist[bucket_of(lag)] += 1
         self.ticks += 1
         if lag > self.max_lag:
@@ -147,10 +126,10 @@ class ReactorLag:
 
     # -- signals ---------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
-        self.start()
+        self.probe.start()
 
     def spider_closed(self, spider: Spider) -> None:
-        self.stop()
+        self.probe.stop()
         figures = {name: percentile(self.hist, q) * 1000 for name, q in REPORTED}
         figures["max"] = self.max_lag * 1000
         if self.stats is not None:

@@ -17,7 +17,9 @@ the request leaves the downloader (``request_left_downloader``), or when it ends
 reaching it (:class:`irlscrapy.scheduler.fetchend.FetchEndMiddleware`, or a retry or redirect
 coming back); its URL is done (in the admitted journal) once the spider has handled
 the page (:class:`irlscrapy.scheduler.fetchend.PageDoneMiddleware`). The
-engine is woken when the next host becomes due (:mod:`irlscrapy.internals`).
+engine is woken when the next host becomes due (:mod:`irlscrapy.internals`). The fetches
+in flight are capped by :class:`irlscrapy.scheduler.loadgovernor.LoadGovernor`
+(``IRL_REACTOR_LAG_TARGET``) so the reactor keeps up.
 
 Differences from Scrapy's stock scheduler, by design:
 - ``enqueue_request`` cannot know yet whether a request is a duplicate (URLseen answers
@@ -32,9 +34,10 @@ directory removed at close): ``urlseen/`` (DRUM), ``beast/`` (BEAST queue files)
 
 Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
 ``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``,
-``irl/guard/*``, ``irl/hosts/*`` (host health), ``irl/traps/*``, and Scrapy's
-``dupefilter/filtered``, ``offsite/filtered``, ``urllength/request_ignored_count``,
-``request_depth_max``, ``robotstxt/{request_count,response_count,forbidden}`` and
+``irl/guard/*``, ``irl/hosts/*`` (host health), ``irl/traps/*``,
+``irl/governor/{cap,cuts}``, and Scrapy's ``dupefilter/filtered``, ``offsite/filtered``,
+``urllength/request_ignored_count``, ``request_depth_max``,
+``robotstxt/{request_count,response_count,forbidden}`` and
 ``robotstxt/response_status_count/<status>`` (as RobotsTxtMiddleware counts them).
 """
 
@@ -72,6 +75,7 @@ from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.internals import EngineWaker
+from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
 from irlscrapy.middlewares.reputation import Reputation
 from irlscrapy.scheduler.addressguard import AddressGuard
@@ -89,6 +93,7 @@ from irlscrapy.scheduler.frontier import (
 )
 from irlscrapy.scheduler.hosthealth import HostHealth
 from irlscrapy.scheduler.linkrules import LinkRules, origin
+from irlscrapy.scheduler.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.requestcodec import (
     LINK,
     RequestCodecError,
@@ -200,6 +205,7 @@ class IRLScheduler(BaseScheduler):
         capacity: int,
         host_cap: int,
         reputation: Reputation | None = None,
+        governor: LoadGovernor | None = None,
     ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
@@ -210,6 +216,7 @@ class IRLScheduler(BaseScheduler):
         self.health = health
         self.guard = guard
         self.reputation = reputation  # STAR's budgets; None: every PLD has the default
+        self.governor = governor  # the cap on fetches in flight; None: the engine's only
         self.max_crawl_delay = defaults.get(crawler.settings, "IRL_ROBOTS_MAX_CRAWL_DELAY")
         self.state_dir = state_dir
         self.max_queues = max_queues
@@ -222,6 +229,7 @@ class IRLScheduler(BaseScheduler):
         self.spider: Spider | None = None
         self.frontier: Frontier | None = None
         self.waker = EngineWaker(crawler, _installed_reactor())
+        self._lag_probe = LagProbe(self.waker.clock, self._lag_tick) if governor else None
         self._lock: DirectoryLock | None = None
         self._temporary = state_dir is None
         self._in_flight: dict[int, _Fetch] = {}
@@ -268,6 +276,12 @@ class IRLScheduler(BaseScheduler):
             reputation = Reputation.from_settings(
                 settings, crawler.stats, _installed_reactor().seconds
             )
+        lag_target = defaults.get(settings, "IRL_REACTOR_LAG_TARGET")
+        if lag_target < 0:
+            raise ConfigurationError(f"IRL_REACTOR_LAG_TARGET={lag_target}: must be >= 0")
+        governor = None
+        if lag_target > 0:
+            governor = LoadGovernor(lag_target, settings.getint("CONCURRENT_REQUESTS"))
         scheduler = cls(
             crawler,
             dupefilter,
@@ -281,6 +295,7 @@ class IRLScheduler(BaseScheduler):
             capacity=defaults.get(settings, "IRL_WORKBENCH_URLS"),
             host_cap=defaults.get(settings, "IRL_WORKBENCH_HOST_URLS"),
             reputation=reputation,
+            governor=governor,
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
         _schedulers[crawler] = scheduler
@@ -359,9 +374,13 @@ class IRLScheduler(BaseScheduler):
         self.frontier.readmit(admitted)
         self.link_rules.set_allowed_domains(getattr(spider, "allowed_domains", None))
         self._start_drain()  # results a previous run merged but did not store
+        if self._lag_probe is not None:
+            self._lag_probe.start()
 
     def close(self, reason: str) -> defer.Deferred[None] | None:
         self.waker.cancel()
+        if self._lag_probe is not None:
+            self._lag_probe.stop()
         # Fetches in flight, and pages whose links were not all handed over (a stop can
         # cut that short), stay admitted in the journal: fetched again on resume.
         if self._drain_task is not None:
@@ -598,6 +617,8 @@ class IRLScheduler(BaseScheduler):
         frontier = self._frontier()
         if self._refusals:
             return self._refusals.popleft()
+        if self.governor is not None and not self.governor.admits(len(self._in_flight)):
+            return None  # a fetch that ends wakes the engine (_ready)
         if not self._admitted_this_turn:
             # Once per reactor turn: the engine asks for a request per free downloader
             # slot, dozens in one turn; admitting on each call made turns of 50-100 ms.
@@ -621,6 +642,17 @@ class IRLScheduler(BaseScheduler):
         request.meta.setdefault("download_slot", DOWNLOAD_SLOT)
         self.stats.inc_value("irl/scheduler/dequeued")
         return request
+
+    def _lag_tick(self, lag: float) -> None:
+        governor = self.governor
+        assert governor is not None
+        cap = governor.cap
+        governor.tick(lag, len(self._in_flight))
+        if governor.cap != cap:
+            self.stats.set_value("irl/governor/cap", governor.cap)
+            self.stats.set_value("irl/governor/cuts", governor.cuts)
+            if governor.cap > cap:
+                self.waker.wake()  # room for one more fetch
 
     def _turn_over(self) -> None:
         """A new reactor turn: admission may run again; if it has work, wake the engine."""

@@ -52,7 +52,7 @@ def test_from_crawler_builds_on_the_real_reactor_when_enabled() -> None:
 
     ext = ReactorLag.from_crawler(get_crawler(Spider, {"IRL_REACTOR_LAG": True}))
     assert ext.clock is reactor
-    assert ext.ticks == 0 and ext._call is None  # nothing runs before spider_opened
+    assert ext.ticks == 0 and not ext.probe.running  # nothing runs before spider_opened
 
 
 def test_one_late_tick_in_a_thousand_is_the_p999_and_not_the_p99() -> None:
