@@ -524,7 +524,11 @@ class IRLScheduler(BaseScheduler):
     def _drained(self, _: Any) -> None:
         self._merging = False
         self._drain_task = None
-        self._ready()
+        frontier = self.frontier
+        if frontier is not None and frontier.can_admit():
+            self.waker.wake()  # new hosts' robots.txt may be due at once: admit them now
+        else:
+            self._ready()
 
     def _drain_failed(self, failure: Failure) -> None:
         self._drain_task = None

@@ -17,8 +17,11 @@ increase and multiplicative decrease, the reactor's lag (:class:`LagProbe` ticks
 the congestion signal. Every :data:`WINDOW_TICKS` ticks it takes the largest lag of the
 window:
 
-- above the target: the cap falls to :data:`DECREASE` times the most fetches that were
-  in flight during the window (so the cut binds at once), not below :attr:`floor`;
+- above the target, if the fetches in flight came near the cap (at least
+  :data:`DECREASE` of it, or it held one back): the cap falls to :data:`DECREASE` of
+  itself, not below :attr:`floor`. A window whose fetches stayed well under the cap
+  leaves it alone: its lag came from something else (start-up, a burst of URLseen
+  results), which fewer fetches would not have shortened;
 - at or below it, if the cap held a fetch back during the window: the cap rises by 1,
   not above :attr:`ceiling` (``CONCURRENT_REQUESTS``).
 
@@ -27,14 +30,15 @@ stays at the ceiling. No Scrapy imports.
 
 Invariants (tests/unit/test_loadgovernor.py): ``floor <= cap <= ceiling`` always; the
 cap rises only after a window within the target in which it held a fetch back, by 1;
-it falls only after a window over the target.
+it falls only after a window over the target in which the fetches came near it.
 """
 
 from __future__ import annotations
 
 #: Ticks per decision (at 10 ms each, about a quarter of a second).
 WINDOW_TICKS = 25
-#: The cut after a window over the target, as a fraction of the window's peak in flight.
+#: The cut after a window over the target, as a fraction of the cap; a window whose
+#: fetches in flight stayed under this fraction of the cap is not cut.
 DECREASE = 0.75
 #: The cap never goes below this (or the ceiling, if that is lower).
 FLOOR = 4
@@ -76,8 +80,9 @@ class LoadGovernor:
             self._peak = in_flight
         if self._ticks < WINDOW_TICKS:
             return
-        if self._worst > self.target:
-            self.cap = max(self.floor, min(self.cap, int(self._peak * DECREASE)))
+        near = self._held or self._peak >= self.cap * DECREASE
+        if self._worst > self.target and near:
+            self.cap = max(self.floor, int(self.cap * DECREASE))
             self.cuts += 1
         elif self._held and self.cap < self.ceiling:
             self.cap += 1
