@@ -127,6 +127,8 @@ DOWNLOAD_SLOT = "irl"
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
 #: Records handled per reactor turn when draining URLseen results into BEAST.
 DRAIN_SLICE = 32
+#: Seconds between admissions from BEAST (each at most frontier.ADMIT_SECONDS of work).
+ADMIT_INTERVAL = 0.02
 #: The close reason of a crawl stopped by a full disk.
 DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
@@ -241,7 +243,7 @@ class IRLScheduler(BaseScheduler):
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
         self._stopped = False  # the disk is full: take no more work
         self._refusals: deque[Request] = deque()  # refused requests, back to the engine
-        self._admitted_this_turn = False  # see next_request
+        self._admission_due = 0.0  # the clock's time admission may run again
         self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
@@ -623,15 +625,18 @@ class IRLScheduler(BaseScheduler):
             return self._refusals.popleft()
         if self.governor is not None and not self.governor.admits(len(self._in_flight)):
             return None  # a fetch that ends wakes the engine (_ready)
-        if not self._admitted_this_turn:
-            # Once per reactor turn: the engine asks for a request per free downloader
-            # slot, dozens in one turn; admitting on each call made turns of 50-100 ms.
-            self._admitted_this_turn = True
-            self.waker.clock.callLater(0, self._turn_over)
+        now = self.waker.clock.seconds()
+        if now >= self._admission_due:
+            # At most every ADMIT_INTERVAL: the engine asks for a request per free
+            # downloader slot, dozens in one reactor turn, and admitting on each call made
+            # turns of 50-100 ms; once per turn took a fifth of the core when turns were
+            # short (the load governor's), mostly deferring records of full hosts.
+            self._admission_due = now + ADMIT_INTERVAL
             frontier.admit()
+        if frontier.can_admit():
+            self.waker.wake_at(self._admission_due)  # come back for the rest
         if not len(frontier.beast) and not self._merging and self.df.pending:
             self._flush()  # the early flush: BEAST is dry, the workbench will be next
-        now = self.waker.clock.seconds()
         self._sweep_pages(now)
         got = frontier.take(now)
         if got is None:
@@ -657,13 +662,6 @@ class IRLScheduler(BaseScheduler):
             self.stats.set_value("irl/governor/cuts", governor.cuts)
             if governor.cap > cap:
                 self.waker.wake()  # room for one more fetch
-
-    def _turn_over(self) -> None:
-        """A new reactor turn: admission may run again; if it has work, wake the engine."""
-        self._admitted_this_turn = False
-        frontier = self.frontier
-        if frontier is not None and not frontier.closed and frontier.can_admit():
-            self.waker.wake()
 
     def _idle(self, frontier: Frontier) -> None:
         """Nothing is due: wake the engine when something will be."""
