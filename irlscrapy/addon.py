@@ -24,7 +24,8 @@ settings still win):
   on top would only add idle time.
 - ``EXTENSIONS``: GCTuning, which keeps CPython's full GC collections from stalling the
   reactor (start-up objects frozen out of them, and fewer of them; ``IRL_GC_FREEZE``,
-  ``IRL_GC_FULL_EVERY``).
+  ``IRL_GC_FULL_EVERY``); StatusServer, the status endpoint on loopback, which stays
+  off unless ``IRL_STATUS_PORT`` is set.
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
   grows without bound.
 """
@@ -47,6 +48,7 @@ ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 STAR_MIDDLEWARE = "irlscrapy.middlewares.star.StarMiddleware"
 STAR_ORDER = 950  # irlscrapy.middlewares.star.ORDER (not imported: keep this light)
 GC_TUNING_EXTENSION = "irlscrapy.gctuning.GCTuning"
+STATUS_EXTENSION = "irlscrapy.report.status.StatusServer"
 
 
 class Addon:
@@ -75,5 +77,6 @@ class Addon:
             ("SPIDER_MIDDLEWARES", STAR_MIDDLEWARE, STAR_ORDER),
             ("SPIDER_MIDDLEWARES", PAGE_DONE_MIDDLEWARE, PAGE_DONE_ORDER),
             ("EXTENSIONS", GC_TUNING_EXTENSION, 0),
+            ("EXTENSIONS", STATUS_EXTENSION, 0),
         ):
             settings.setdefault_in_component_priority_dict(setting, component, order)

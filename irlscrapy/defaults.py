@@ -356,6 +356,30 @@ SETTINGS: tuple[Setting, ...] = (
         "0: no cap but CONCURRENT_REQUESTS",
     ),
     Setting(
+        "IRL_STATUS_PORT",
+        0,
+        "int",
+        "TCP port",
+        "serve the crawl's figures on http://IRL_STATUS_HOST:port/ (HTML page, "
+        "/status.json, Prometheus /metrics); 0: off; extension "
+        "irlscrapy.report.status.StatusServer, enabled by the add-on",
+    ),
+    Setting(
+        "IRL_STATUS_HOST",
+        "127.0.0.1",
+        "str",
+        "IP address",
+        "the loopback address the status endpoint binds (non-loopback addresses are refused)",
+    ),
+    Setting(
+        "IRL_STATUS_TOKEN",
+        "",
+        "str",
+        "secret",
+        "if set, the status endpoint answers only requests with Authorization: Bearer "
+        "<token> or ?token=<token>",
+    ),
+    Setting(
         "IRL_GC_FREEZE",
         True,
         "bool",

@@ -1,4 +1,10 @@
-"""Live progress for a crawl: a periodic line, and a summary when the spider closes."""
+"""Live progress for a crawl: a periodic line, and a summary when the spider closes.
+
+The line's figures are :func:`irlscrapy.report.figures.crawl_figures`, the status
+endpoint's; on the IRL scheduler it adds the frontier: URLseen's pending URLs, BEAST's
+URLs and queues, URLs waiting for DNS, the workbench's URLs, hosts and IPs (and how many
+IPs have a host due), and the load governor's cap.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from irlscrapy import defaults
+from irlscrapy.report.figures import crawl_figures
 
 logger = logging.getLogger(__name__)
 
@@ -25,7 +32,11 @@ class CrawlProgress:
         self.crawler = crawler
         self.interval = interval
         self.started = 0.0
-        self._last = (0.0, 0, 0)  # time, pages, links at the previous line
+        self._last: tuple[float, float, float] = (
+            0.0,
+            0,
+            0,
+        )  # time, pages, links at the previous line
         self._loop: task.LoopingCall | None = None
         self._process = psutil.Process()
 
@@ -39,14 +50,6 @@ class CrawlProgress:
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
-    def _figures(self) -> tuple[int, int]:
-        stats = self.crawler.stats
-        assert stats is not None
-        return (
-            stats.get_value("response_received_count", 0),
-            stats.get_value("irl/spider/links", 0),
-        )
-
     def spider_opened(self, spider: Spider) -> None:
         self.started = time.monotonic()
         self._last = (self.started, 0, 0)
@@ -55,23 +58,22 @@ class CrawlProgress:
 
     def log_progress(self) -> None:
         now = time.monotonic()
-        pages, links = self._figures()
+        figures = crawl_figures(self.crawler, self._process)
+        pages, links = figures["pages"], figures["links"]
         then, pages0, links0 = self._last
         dt = max(now - then, 1e-9)
         self._last = (now, pages, links)
-        engine = self.crawler.engine
-        scheduler = engine.scheduler if engine else None
-        scheduled = len(scheduler) if scheduler is not None and hasattr(scheduler, "__len__") else 0
         logger.info(
             "progress: %d pages (%.1f/s), %d links (%.0f/s), %d scheduled, %d in flight, "
-            "RSS %.0f MB",
+            "RSS %.0f MB%s",
             pages,
             (pages - pages0) / dt,
             links,
             (links - links0) / dt,
-            scheduled,
-            len(engine.downloader.active) if engine else 0,
-            self._process.memory_info().rss / 2**20,
+            figures.get("scheduled", 0),
+            figures.get("downloader_active", 0),
+            figures["rss_bytes"] / 2**20,
+            _frontier_part(figures),
         )
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
@@ -80,7 +82,8 @@ class CrawlProgress:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         stats = self.crawler.stats
         assert stats is not None
-        pages, links = self._figures()
+        pages = stats.get_value("response_received_count", 0)
+        links = stats.get_value("irl/spider/links", 0)
         statuses = {
             k.rsplit("/", 1)[1]: v
             for k, v in stats.get_stats().items()
@@ -105,6 +108,17 @@ class CrawlProgress:
             dict(sorted(statuses.items())),
             _peak_rss_mb(),
         )
+
+
+def _frontier_part(figures: dict[str, float]) -> str:
+    if "workbench_urls" not in figures:
+        return ""
+    return (
+        "; frontier: URLseen {urlseen_pending:,.0f} pending, BEAST {beast_urls:,.0f} URLs "
+        "in {beast_queues:.0f} queues, DNS {dns_waiting_urls:,.0f}, workbench "
+        "{workbench_urls:,.0f} URLs / {workbench_hosts:,.0f} hosts / {workbench_ips:,.0f} "
+        "IPs ({ips_due:,.0f} due), {fetches_in_flight:.0f} fetching (cap {fetch_cap:.0f})"
+    ).format(**figures)
 
 
 def _peak_rss_mb() -> float:

@@ -127,6 +127,8 @@ DOWNLOAD_SLOT = "irl"
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
 #: Records handled per reactor turn when draining URLseen results into BEAST.
 DRAIN_SLICE = 32
+#: status() counts the IPs due up to this many.
+DUE_COUNT_LIMIT = 10_000
 #: Seconds between admissions from BEAST (each at most frontier.ADMIT_SECONDS of work).
 ADMIT_INTERVAL = 0.02
 #: The close reason of a crawl stopped by a full disk.
@@ -219,6 +221,7 @@ class IRLScheduler(BaseScheduler):
         self.guard = guard
         self.reputation = reputation  # STAR's budgets; None: every PLD has the default
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
+        self.ceiling = crawler.settings.getint("CONCURRENT_REQUESTS")
         self.max_crawl_delay = defaults.get(crawler.settings, "IRL_ROBOTS_MAX_CRAWL_DELAY")
         self.state_dir = state_dir
         self.max_queues = max_queues
@@ -617,6 +620,27 @@ class IRLScheduler(BaseScheduler):
 
     def __len__(self) -> int:
         return len(self._frontier()) + self.df.pending
+
+    def status(self) -> dict[str, int]:
+        """The frontier now, for the progress line and the status endpoint: RAM reads
+        only (``ips_due`` walks the due part of the IP heap, up to DUE_COUNT_LIMIT)."""
+        frontier = self.frontier
+        if frontier is None:
+            return {}
+        workbench = frontier.workbench
+        return {
+            "urlseen_pending": self.df.pending,
+            "beast_urls": len(frontier.beast),
+            "beast_queues": frontier.beast.j,
+            "beast_overflow_urls": frontier.beast.qf_records,
+            "dns_waiting_urls": frontier.waiting_dns,
+            "workbench_urls": len(workbench),
+            "workbench_hosts": len(workbench.hosts),
+            "workbench_ips": len(workbench.ips),
+            "ips_due": workbench.due_ips(self.waker.clock.seconds(), DUE_COUNT_LIMIT),
+            "fetches_in_flight": len(self._in_flight),
+            "fetch_cap": self.governor.cap if self.governor is not None else self.ceiling,
+        }
 
     @_stops_when_disk_is_full(default=None)
     def next_request(self) -> Request | None:

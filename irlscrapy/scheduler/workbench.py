@@ -203,6 +203,30 @@ class Workbench:
         entry = self._top_entry()
         return None if entry is None else self._priority(entry)
 
+    def due_ips(self, now: float, limit: int) -> int:
+        """IP entries whose top host and the IP itself are due at ``now``, counted up to
+        ``limit``. The IP heap is walked only below items due by ``now`` (a stored
+        priority is never later than the entry's current one), so the cost grows with
+        the count, not with the IPs held."""
+        heap = self._heap
+        count = 0
+        stack = [0] if heap else []
+        while stack and count < limit:
+            i = stack.pop()
+            priority, version, ip = heap[i]
+            if priority > now:
+                continue  # nor are its children
+            entry = self.ips.get(ip)
+            if (
+                entry is not None
+                and entry.version == version
+                and self._top_host(entry) is not None
+                and self._priority(entry) <= now
+            ):
+                count += 1
+            stack.extend(c for c in (2 * i + 1, 2 * i + 2) if c < len(heap))
+        return count
+
     def take(self, now: float) -> tuple[VisitState, Any] | None:
         """The first URL of the top host if it and its IP are due; both go in flight."""
         entry = self._top_entry()

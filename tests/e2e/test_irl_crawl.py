@@ -20,6 +20,7 @@ from irlscrapy.invitro.audit import audit
 from irlscrapy.invitro.groundtruth import CrawlPolicy, disallowed_prefixes, reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.scheduler.loadgovernor import FLOOR
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 from .conftest import (
@@ -210,3 +211,21 @@ def test_a_hanging_host_holds_one_slot_and_is_backed_off(
         if later:  # the crawler gave up at DOWNLOAD_TIMEOUT, then backed off
             gap = later[0]["t_start"] - (a["t_start"] + TINY_DOWNLOAD_TIMEOUT)
             assert gap >= 0.2 - 0.05, (a, later[0])
+
+
+def test_a_load_governor_at_its_floor_loses_nothing(tmp_path: Path) -> None:
+    """A lag target no reactor meets cuts the cap on fetches in flight to its floor at
+    the first busy quarter second; held-back fetches wait for one in flight to end, so
+    the crawl still downloads exactly the ground truth and ends."""
+    log = tmp_path / "requests.jsonl"
+    result = crawl_tiny(
+        log, *QUICK_IRL, "IRL_REACTOR_LAG_TARGET=0.000001", f"CONCURRENT_REQUESTS={FLOOR + 1}"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"'irl/governor/cap': {FLOOR}," in result.stderr, result.stderr[-3000:]
+    truth = reachable(InVitroWeb(TINY, SEED), IRL_POLICY)
+    downloaded = set(downloads(log))
+    assert downloaded == truth, {
+        "extra": sorted(downloaded - truth)[:10],
+        "missing": sorted(truth - downloaded)[:10],
+    }

@@ -127,6 +127,10 @@ class WorkbenchMachine(RuleBasedStateMachine):
         ]
         assert self.bench.next_due() == (min(times) if times else None)
         assert len(self.bench) == sum(map(len, self.fifo.values()))
+        due_ips = {ip_of(h) for h in self.due()}
+        assert self.bench.due_ips(self.now, len(HOSTS)) == len(due_ips)
+        if due_ips:
+            assert self.bench.due_ips(self.now, 1) == 1  # stops at the limit
         for ip, entry in self.bench.ips.items():
             assert entry.urls == sum(len(self.fifo[h]) for h in HOSTS if ip_of(h) == ip)
             assert entry.host_count == sum(1 for s in self.bench.hosts.values() if s.ip == ip)

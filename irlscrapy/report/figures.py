@@ -1,0 +1,102 @@
+"""What a crawl is doing now: one set of figures for the progress line and the status
+endpoint (:mod:`irlscrapy.report.status`), so the two never disagree.
+
+:func:`crawl_figures` reads Scrapy's stats, the process's RSS and, on the IRL scheduler,
+its frontier (:meth:`irlscrapy.scheduler.irl.IRLScheduler.status`): RAM reads only, cheap
+enough to run on every request to the endpoint. :class:`Throughput` keeps pages per
+second over the last samples, for the rate and the sparkline.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from typing import Any
+
+import psutil
+from scrapy.crawler import Crawler
+
+#: Running totals: figure name -> (Scrapy stat, meaning). Prometheus exposes them as
+#: counters, everything else as gauges.
+COUNTERS: dict[str, tuple[str, str]] = {
+    "pages": ("response_received_count", "responses received, robots.txt included"),
+    "items": ("item_scraped_count", "items scraped"),
+    "links": ("irl/spider/links", "links extracted by the broad spider"),
+    "requests": ("downloader/request_count", "requests sent to the downloader"),
+    "download_errors": ("downloader/exception_count", "downloads that failed"),
+    "duplicates": ("dupefilter/filtered", "URLs URLseen found seen before"),
+    "unique_urls": ("irl/urlseen/unique", "URLs URLseen found new"),
+    "robots_disallowed": ("irl/robots/disallowed", "URLs robots.txt disallowed"),
+}
+#: Gauges: figure name -> meaning.
+GAUGES: dict[str, str] = {
+    "pages_per_second": "responses per second over the last samples",
+    "uptime_seconds": "seconds since the spider opened",
+    "rss_bytes": "resident memory of the crawler process",
+    "downloader_active": "requests in the downloader",
+    "scheduled": "requests the scheduler holds",
+    "urlseen_pending": "URLs waiting for URLseen's next batch check",
+    "beast_urls": "URLs in BEAST's disk queues",
+    "beast_queues": "BEAST's queues j (doubling up to IRL_BEAST_MAX_QUEUES)",
+    "beast_overflow_urls": "URLs in BEAST's overflow queue QF",
+    "dns_waiting_urls": "admitted URLs whose host is being resolved",
+    "workbench_urls": "URLs in the workbench (RAM)",
+    "workbench_hosts": "hosts in the workbench",
+    "workbench_ips": "IP addresses in the workbench",
+    "ips_due": "IPs with a host due now (counted up to 10,000)",
+    "fetches_in_flight": "fetches the scheduler released that have not ended",
+    "fetch_cap": "the load governor's cap on fetches in flight",
+}
+#: Samples :class:`Throughput` keeps.
+HISTORY = 120
+
+
+def crawl_figures(crawler: Crawler, process: psutil.Process | None = None) -> dict[str, float]:
+    """Every figure of :data:`COUNTERS` and :data:`GAUGES` the crawl has now (the
+    frontier's only on the IRL scheduler; the rate and uptime come from a
+    :class:`Throughput`, see :meth:`Throughput.figures`)."""
+    stats = crawler.stats
+    assert stats is not None
+    figures: dict[str, float] = {
+        name: stats.get_value(key, 0) or 0 for name, (key, _) in COUNTERS.items()
+    }
+    figures["rss_bytes"] = (process or psutil.Process()).memory_info().rss
+    engine = crawler.engine
+    if engine is None:
+        return figures
+    figures["downloader_active"] = len(engine.downloader.active)
+    scheduler: Any = engine.scheduler
+    if scheduler is not None:
+        if hasattr(scheduler, "__len__"):
+            figures["scheduled"] = len(scheduler)
+        status = getattr(scheduler, "status", None)
+        if callable(status):
+            figures.update(status())
+    return figures
+
+
+class Throughput:
+    """Pages at the last :data:`HISTORY` samples; rate and sparkline from them."""
+
+    def __init__(self, clock: Any = time.monotonic, history: int = HISTORY) -> None:
+        self.clock = clock
+        self.started = clock()
+        self.samples: deque[tuple[float, float]] = deque(maxlen=history)
+
+    def add(self, pages: float) -> None:
+        self.samples.append((self.clock(), pages))
+
+    def rate(self) -> float:
+        """Pages per second between the oldest and the newest sample (0 before two)."""
+        if len(self.samples) < 2:
+            return 0.0
+        (t0, p0), (t1, p1) = self.samples[0], self.samples[-1]
+        return (p1 - p0) / (t1 - t0) if t1 > t0 else 0.0
+
+    def sparkline(self) -> list[float]:
+        """Pages per second between consecutive samples, oldest first."""
+        pairs = zip(self.samples, list(self.samples)[1:], strict=False)
+        return [(p1 - p0) / (t1 - t0) if t1 > t0 else 0.0 for (t0, p0), (t1, p1) in pairs]
+
+    def figures(self) -> dict[str, float]:
+        return {"pages_per_second": self.rate(), "uptime_seconds": self.clock() - self.started}

@@ -1,0 +1,232 @@
+"""``StatusServer``: the crawl's figures over HTTP, on loopback, while it runs.
+
+On when ``IRL_STATUS_PORT`` is set (0: off); the add-on enables the extension. It
+listens on ``IRL_STATUS_HOST`` (127.0.0.1; any other loopback address may be given, a
+non-loopback one is refused: the figures say what the crawl is fetching) and serves,
+on the reactor, from :func:`irlscrapy.report.figures.crawl_figures`:
+
+- ``/status.json``: every figure, plus the pages-per-second sparkline;
+- ``/metrics``: the same in Prometheus' text format (prometheus-client), each as
+  ``irlscrapy_<figure>``, totals as counters;
+- ``/``: a small HTML page that refreshes itself every :data:`REFRESH_SECONDS`, with
+  the figures and a throughput sparkline.
+
+With ``IRL_STATUS_TOKEN`` set, every request must carry it: ``Authorization: Bearer
+<token>`` or ``?token=<token>``; without it the answer is 401. Figures are computed per
+request (RAM reads only); one timer a second adds a throughput sample. ``port`` holds the
+port actually bound (useful with a port chosen by the system in tests).
+"""
+
+from __future__ import annotations
+
+import hmac
+import html
+import ipaddress
+import json
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psutil
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+from twisted.web.resource import Resource
+from twisted.web.server import Request, Site
+
+from irlscrapy import defaults
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.report.figures import COUNTERS, GAUGES, Throughput, crawl_figures
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_SECONDS = 1.0
+REFRESH_SECONDS = 5
+PREFIX = "irlscrapy_"
+
+
+class StatusServer:
+    def __init__(self, crawler: Crawler, host: str, port: int, token: str) -> None:
+        self.crawler = crawler
+        self.host = host
+        self.requested_port = port
+        self.token = token
+        self.port: int | None = None  # bound while the spider runs
+        self.throughput = Throughput()
+        self._process = psutil.Process()
+        self._listener: Any = None
+        self._loop: task.LoopingCall | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> StatusServer:
+        settings = crawler.settings
+        port = defaults.get(settings, "IRL_STATUS_PORT")
+        if not port:
+            raise NotConfigured("IRL_STATUS_PORT is 0")
+        if not 0 < port < 65536:
+            raise ConfigurationError(f"IRL_STATUS_PORT={port}: not a TCP port")
+        host = defaults.get(settings, "IRL_STATUS_HOST")
+        try:
+            loopback = ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if not loopback:
+            raise ConfigurationError(
+                f"IRL_STATUS_HOST={host!r}: the status endpoint binds loopback addresses "
+                "only (127.0.0.0/8 or ::1); reach it from elsewhere through an SSH tunnel "
+                "or a reverse proxy"
+            )
+        server = cls(crawler, host, port, defaults.get(settings, "IRL_STATUS_TOKEN"))
+        crawler.signals.connect(server.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(server.spider_closed, signal=signals.spider_closed)
+        return server
+
+    # -- figures -------------------------------------------------------------------
+    def figures(self) -> dict[str, float]:
+        return {**crawl_figures(self.crawler, self._process), **self.throughput.figures()}
+
+    def as_json(self) -> bytes:
+        body = {
+            "spider": self.crawler.spider.name if self.crawler.spider else None,
+            "figures": self.figures(),
+            "pages_per_second_history": self.throughput.sparkline(),
+            "sample_seconds": SAMPLE_SECONDS,
+        }
+        return json.dumps(body).encode()
+
+    def as_prometheus(self) -> bytes:
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(_Collector(self.figures))
+        return generate_latest(registry)
+
+    def as_html(self) -> bytes:
+        figures = self.figures()
+        rows = "\n".join(
+            f"<tr><td>{html.escape(name)}</td><td>{_shown(value)}</td>"
+            f"<td>{html.escape(_meaning(name))}</td></tr>"
+            for name, value in figures.items()
+        )
+        spider = self.crawler.spider.name if self.crawler.spider else "-"
+        page = f"""<!doctype html>
+<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{REFRESH_SECONDS}">
+<title>irlscrapy: {html.escape(spider)}</title>
+<style>body{{font-family:sans-serif;margin:2em}}td{{padding:2px 12px}}
+td:nth-child(2){{text-align:right;font-variant-numeric:tabular-nums}}</style></head>
+<body><h1>irlscrapy: {html.escape(spider)}</h1>
+<p>{_shown(figures.get("pages_per_second", 0.0))} pages/s; refreshes every
+{REFRESH_SECONDS} s. <a href="status.json">JSON</a> <a href="metrics">Prometheus</a></p>
+{_sparkline_svg(self.throughput.sparkline())}
+<table>{rows}</table></body></html>
+"""
+        return page.encode()
+
+    # -- signals -------------------------------------------------------------------
+    def spider_opened(self, spider: Spider) -> None:
+        from twisted.internet import reactor
+
+        installed: Any = reactor  # the one Scrapy installed: imported late
+        self._listener = installed.listenTCP(
+            self.requested_port, Site(_StatusResource(self)), interface=self.host
+        )
+        self.port = self._listener.getHost().port
+        self._loop = task.LoopingCall(self._sample)
+        self._loop.start(SAMPLE_SECONDS, now=True)
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        logger.info(
+            "status endpoint: http://%s:%d/ (JSON /status.json, Prometheus /metrics)%s",
+            host,
+            self.port,
+            ", token required" if self.token else "",
+        )
+
+    def spider_closed(self, spider: Spider) -> Any:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        if self._listener is not None:
+            listener, self._listener = self._listener, None
+            return listener.stopListening()
+        return None
+
+    def _sample(self) -> None:
+        stats = self.crawler.stats
+        assert stats is not None
+        self.throughput.add(stats.get_value(COUNTERS["pages"][0], 0) or 0)
+
+    def authorized(self, request: Request) -> bool:
+        if not self.token:
+            return True
+        expected = self.token.encode()
+        given = request.getHeader(b"authorization") or b""
+        if hmac.compare_digest(given, b"Bearer " + expected):
+            return True
+        return any(hmac.compare_digest(t, expected) for t in request.args.get(b"token", []))
+
+
+class _StatusResource(Resource):
+    isLeaf = True
+
+    def __init__(self, server: StatusServer) -> None:
+        super().__init__()
+        self.status = server
+
+    def render_GET(self, request: Request) -> bytes:
+        if not self.status.authorized(request):
+            request.setResponseCode(401)
+            request.setHeader(b"www-authenticate", b'Bearer realm="irlscrapy"')
+            return b"a token is required: Authorization: Bearer <token> or ?token=<token>\n"
+        request.setHeader(b"cache-control", b"no-store")
+        path = request.path.rstrip(b"/")
+        if path == b"/status.json":
+            request.setHeader(b"content-type", b"application/json")
+            return self.status.as_json()
+        if path == b"/metrics":
+            request.setHeader(b"content-type", CONTENT_TYPE_LATEST.encode())
+            return self.status.as_prometheus()
+        if path == b"":
+            request.setHeader(b"content-type", b"text/html; charset=utf-8")
+            return self.status.as_html()
+        request.setResponseCode(404)
+        return b"not found: try /, /status.json or /metrics\n"
+
+
+class _Collector:
+    """A prometheus-client collector over a figures function, read at each scrape."""
+
+    def __init__(self, figures: Callable[[], dict[str, float]]) -> None:
+        self._figures = figures
+
+    def collect(self) -> Iterator[Metric]:
+        for name, value in self._figures().items():
+            family = CounterMetricFamily if name in COUNTERS else GaugeMetricFamily
+            yield family(PREFIX + name, _meaning(name), value=value)
+
+
+def _meaning(name: str) -> str:
+    return COUNTERS[name][1] if name in COUNTERS else GAUGES.get(name, name)
+
+
+def _shown(value: float) -> str:
+    return (
+        f"{value:,.1f}" if isinstance(value, float) and not value.is_integer() else f"{value:,.0f}"
+    )
+
+
+def _sparkline_svg(rates: list[float], width: int = 480, height: int = 60) -> str:
+    if len(rates) < 2:
+        return "<p>(the sparkline starts after two samples)</p>"
+    top = max(max(rates), 1e-9)
+    step = width / (len(rates) - 1)
+    points = " ".join(
+        f"{i * step:.1f},{height - rate / top * (height - 2) - 1:.1f}"
+        for i, rate in enumerate(rates)
+    )
+    return (
+        f'<svg width="{width}" height="{height}" role="img" '
+        f'aria-label="pages per second, last {len(rates)} seconds, peak {top:.0f}">'
+        f'<polyline fill="none" stroke="steelblue" stroke-width="1.5" points="{points}"/></svg>'
+        f"<p>pages/s over the last {len(rates)} s (peak {top:,.0f})</p>"
+    )

@@ -1,0 +1,141 @@
+"""The status endpoint during a real crawl of the tiny web: JSON, Prometheus text (read
+back with prometheus-client's own parser), the HTML page, the token, loopback only."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import psutil
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
+
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.report.figures import COUNTERS, GAUGES
+from irlscrapy.report.status import StatusServer
+
+from .conftest import QUICK_IRL, ROOT, tiny_crawl_args
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "s3cret-token"
+WAIT_SECONDS = 60
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def get(url: str, token: str | None = TOKEN) -> tuple[int, str, bytes]:
+    request = urllib.request.Request(url)
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # no proxy
+    try:
+        with opener.open(request, timeout=10) as answer:
+            return answer.status, answer.headers.get("Content-Type", ""), answer.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers.get("Content-Type", ""), error.read()
+
+
+@pytest.fixture(scope="module")
+def crawl(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A tiny crawl with the endpoint on; yields (process, base URL) while it runs."""
+    log = tmp_path_factory.mktemp("status") / "requests.jsonl"
+    port = free_port()
+    args = tiny_crawl_args(log, *QUICK_IRL, f"IRL_STATUS_PORT={port}", f"IRL_STATUS_TOKEN={TOKEN}")
+    process = subprocess.Popen(
+        args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while True:
+            try:
+                status, _, body = get(f"{base}/status.json")
+                if status == 200 and json.loads(body)["figures"]["pages"] > 0:
+                    break
+            except OSError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                _, err = process.communicate(timeout=30)
+                pytest.fail(f"the endpoint never showed a page; crawl log:\n{err[-3000:]}")
+            time.sleep(0.2)
+        yield process, base
+    finally:
+        process.terminate()
+        process.communicate(timeout=60)
+
+
+def test_json_has_every_figure_of_the_irl_crawl(crawl: Any) -> None:
+    _, base = crawl
+    status, content_type, body = get(f"{base}/status.json")
+    assert status == 200 and content_type == "application/json"
+    answer = json.loads(body)
+    assert answer["spider"] == "broad"
+    figures = answer["figures"]
+    assert set(figures) == set(COUNTERS) | set(GAUGES)
+    assert figures["pages"] > 0 and figures["rss_bytes"] > 10 * 2**20
+    assert 1 <= figures["fetch_cap"] <= 64
+    assert figures["workbench_ips"] >= figures["ips_due"] >= 0
+    assert isinstance(answer["pages_per_second_history"], list)
+
+
+def test_metrics_parse_as_prometheus_text(crawl: Any) -> None:
+    _, base = crawl
+    status, content_type, body = get(f"{base}/metrics")
+    assert status == 200 and content_type.startswith("text/plain")
+    families = {f.name: f for f in text_string_to_metric_families(body.decode())}
+    assert families["irlscrapy_pages"].type == "counter"
+    assert families["irlscrapy_workbench_urls"].type == "gauge"
+    pages = [s for s in families["irlscrapy_pages"].samples if s.name == "irlscrapy_pages_total"]
+    assert pages and pages[0].value > 0
+    assert {f"irlscrapy_{name}" for name in GAUGES} <= set(families)
+
+
+def test_html_page_refreshes_itself_and_shows_the_figures(crawl: Any) -> None:
+    _, base = crawl
+    status, content_type, body = get(f"{base}/")
+    page = body.decode()
+    assert status == 200 and content_type.startswith("text/html")
+    assert 'http-equiv="refresh"' in page and "workbench_hosts" in page
+    assert get(f"{base}/nothing")[0] == 404
+
+
+def test_the_token_is_required(crawl: Any) -> None:
+    _, base = crawl
+    assert get(f"{base}/status.json", token=None)[0] == 401
+    assert get(f"{base}/status.json", token="wrong")[0] == 401
+    assert get(f"{base}/metrics?token={TOKEN}", token=None)[0] == 200
+
+
+def test_it_listens_on_loopback_only(crawl: Any) -> None:
+    process, base = crawl
+    port = int(base.rsplit(":", 1)[1])
+    listening = [
+        c.laddr
+        for c in psutil.Process(process.pid).net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN and c.laddr.port == port
+    ]
+    assert [addr.ip for addr in listening] == ["127.0.0.1"]
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "192.0.2.1", "::", "example.com"])
+def test_non_loopback_hosts_are_refused(host: str) -> None:
+    crawler = get_crawler(Spider, {"IRL_STATUS_PORT": 8999, "IRL_STATUS_HOST": host})
+    with pytest.raises(ConfigurationError, match="loopback"):
+        StatusServer.from_crawler(crawler)
+
+
+def test_the_port_must_be_a_port() -> None:
+    with pytest.raises(ConfigurationError, match="not a TCP port"):
+        StatusServer.from_crawler(get_crawler(Spider, {"IRL_STATUS_PORT": 70000}))

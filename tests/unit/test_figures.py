@@ -1,0 +1,46 @@
+"""Throughput: the rate and sparkline of the progress line and the status endpoint."""
+
+from __future__ import annotations
+
+import pytest
+
+from irlscrapy.report.figures import Throughput
+from irlscrapy.report.status import _sparkline_svg
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_rate_is_over_the_samples_kept_and_zero_before_two() -> None:
+    clock = FakeClock()
+    throughput = Throughput(clock, history=3)
+    assert throughput.rate() == 0.0 and throughput.sparkline() == []
+    for pages in (0, 10, 40, 100):  # one sample a second
+        throughput.add(pages)
+        clock.now += 1.0
+    # the oldest of the four is gone: (100 - 10) pages over 2 s
+    assert throughput.rate() == pytest.approx(45.0)
+    assert throughput.sparkline() == pytest.approx([30.0, 60.0])
+    assert throughput.figures()["uptime_seconds"] == pytest.approx(4.0)
+
+
+def test_samples_at_one_instant_give_no_division_by_zero() -> None:
+    clock = FakeClock()
+    throughput = Throughput(clock)
+    throughput.add(5)
+    throughput.add(9)
+    assert throughput.rate() == 0.0
+    assert throughput.sparkline() == [0.0]
+
+
+def test_sparkline_svg_scales_to_the_peak() -> None:
+    assert "<svg" not in _sparkline_svg([3.0])
+    svg = _sparkline_svg([0.0, 50.0, 100.0], width=100, height=60)
+    points = svg.split('points="')[1].split('"')[0].split()
+    assert points[0] == "0.0,59.0" and points[-1] == "100.0,1.0"
+    assert "peak 100" in svg
