@@ -23,6 +23,8 @@ from irlscrapy.report.figures import crawl_figures
 
 logger = logging.getLogger(__name__)
 
+BAR_WIDTH = 20
+
 
 class CrawlProgress:
     """Logs pages and links per second, what is scheduled, and RSS every
@@ -32,11 +34,10 @@ class CrawlProgress:
         self.crawler = crawler
         self.interval = interval
         self.started = 0.0
-        self._last: tuple[float, float, float] = (
-            0.0,
-            0,
-            0,
-        )  # time, pages, links at the previous line
+        #: time, pages, links at the previous line
+        self._last: tuple[float, float, float] = (0.0, 0, 0)
+        #: CLOSESPIDER_PAGECOUNT: with a page budget the line opens with a progress bar
+        self.page_budget = crawler.settings.getint("CLOSESPIDER_PAGECOUNT")
         self._loop: task.LoopingCall | None = None
         self._process = psutil.Process()
 
@@ -63,11 +64,13 @@ class CrawlProgress:
         then, pages0, links0 = self._last
         dt = max(now - then, 1e-9)
         self._last = (now, pages, links)
+        rate = (pages - pages0) / dt
         logger.info(
-            "progress: %d pages (%.1f/s), %d links (%.0f/s), %d scheduled, %d in flight, "
+            "progress: %s%d pages (%.1f/s), %d links (%.0f/s), %d scheduled, %d in flight, "
             "RSS %.0f MB%s",
+            progress_bar(pages, self.page_budget, rate),
             pages,
-            (pages - pages0) / dt,
+            rate,
             links,
             (links - links0) / dt,
             figures.get("scheduled", 0),
@@ -108,6 +111,16 @@ class CrawlProgress:
             dict(sorted(statuses.items())),
             _peak_rss_mb(),
         )
+
+
+def progress_bar(done: float, budget: int, rate: float, width: int = BAR_WIDTH) -> str:
+    """``[#####-----] 50% of 3,000, ETA 12 s `` towards a page budget; "" without one."""
+    if budget <= 0:
+        return ""
+    share = min(max(done / budget, 0.0), 1.0)
+    filled = int(share * width)
+    eta = f", ETA {(budget - done) / rate:.0f} s" if rate > 0 and done < budget else ""
+    return f"[{'#' * filled}{'-' * (width - filled)}] {share:.0%} of {budget:,}{eta}; "
 
 
 def _frontier_part(figures: dict[str, float]) -> str:

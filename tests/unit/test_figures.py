@@ -1,10 +1,12 @@
-"""Throughput: the rate and sparkline of the progress line and the status endpoint."""
+"""Throughput (rate, sparkline) and the progress bar of the progress line and the status
+endpoint."""
 
 from __future__ import annotations
 
 import pytest
 
 from irlscrapy.report.figures import Throughput
+from irlscrapy.report.progress import progress_bar
 from irlscrapy.report.status import _sparkline_svg
 
 
@@ -44,3 +46,10 @@ def test_sparkline_svg_scales_to_the_peak() -> None:
     points = svg.split('points="')[1].split('"')[0].split()
     assert points[0] == "0.0,59.0" and points[-1] == "100.0,1.0"
     assert "peak 100" in svg
+
+
+def test_progress_bar_towards_the_page_budget() -> None:
+    assert progress_bar(10, 0, 5.0) == ""  # no budget, no bar
+    assert progress_bar(500, 1000, 50.0, width=10) == "[#####-----] 50% of 1,000, ETA 10 s; "
+    assert progress_bar(0, 1000, 0.0, width=4) == "[----] 0% of 1,000; "
+    assert progress_bar(1200, 1000, 9.0, width=4) == "[####] 100% of 1,000; "  # overshoot
