@@ -43,7 +43,7 @@ GAUGES: dict[str, str] = {
     "workbench_urls": "URLs in the workbench (RAM)",
     "workbench_hosts": "hosts in the workbench",
     "workbench_ips": "IP addresses in the workbench",
-    "ips_due": "IPs with a host due now (counted up to 10,000)",
+    "ips_due": "IPs with a host due now (counted up to 1,000)",
     "fetches_in_flight": "fetches the scheduler released that have not ended",
     "fetch_cap": "the load governor's cap on fetches in flight",
 }

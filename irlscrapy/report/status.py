@@ -12,8 +12,9 @@ on the reactor, from :func:`irlscrapy.report.figures.crawl_figures`:
   the figures and a throughput sparkline.
 
 With ``IRL_STATUS_TOKEN`` set, every request must carry it: ``Authorization: Bearer
-<token>`` or ``?token=<token>``; without it the answer is 401. Figures are computed per
-request (RAM reads only); one timer a second adds a throughput sample. ``port`` holds the
+<token>`` or ``?token=<token>``; without it the answer is 401. Figures are computed on
+request, at most once a second (RAM reads only); one timer a second adds a
+throughput sample. ``port`` holds the
 port actually bound (useful with a port chosen by the system in tests).
 """
 
@@ -24,6 +25,7 @@ import html
 import ipaddress
 import json
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -45,6 +47,8 @@ from irlscrapy.report.figures import COUNTERS, GAUGES, Throughput, crawl_figures
 logger = logging.getLogger(__name__)
 
 SAMPLE_SECONDS = 1.0
+#: Figures are computed at most this often; requests in between get the same ones.
+FIGURES_MAX_AGE = 1.0
 REFRESH_SECONDS = 5
 PREFIX = "irlscrapy_"
 
@@ -60,6 +64,7 @@ class StatusServer:
         self._process = psutil.Process()
         self._listener: Any = None
         self._loop: task.LoopingCall | None = None
+        self._figures: tuple[float, dict[str, float]] = (float("-inf"), {})
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StatusServer:
@@ -87,7 +92,14 @@ class StatusServer:
 
     # -- figures -------------------------------------------------------------------
     def figures(self) -> dict[str, float]:
-        return {**crawl_figures(self.crawler, self._process), **self.throughput.figures()}
+        """The figures, computed at most every FIGURES_MAX_AGE seconds: any number of
+        dashboards and scrapers cost the crawl one computation a second at most."""
+        now = time.monotonic()
+        computed, figures = self._figures
+        if now - computed >= FIGURES_MAX_AGE:
+            figures = {**crawl_figures(self.crawler, self._process), **self.throughput.figures()}
+            self._figures = (now, figures)
+        return figures
 
     def as_json(self) -> bytes:
         body = {

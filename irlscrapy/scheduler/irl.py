@@ -128,7 +128,7 @@ ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
 #: Records handled per reactor turn when draining URLseen results into BEAST.
 DRAIN_SLICE = 32
 #: status() counts the IPs due up to this many.
-DUE_COUNT_LIMIT = 10_000
+DUE_COUNT_LIMIT = 1_000
 #: Seconds between admissions from BEAST (each at most frontier.ADMIT_SECONDS of work).
 ADMIT_INTERVAL = 0.02
 #: The close reason of a crawl stopped by a full disk.
