@@ -71,7 +71,7 @@ class StatusServer:
         settings = crawler.settings
         port = defaults.get(settings, "IRL_STATUS_PORT")
         if not port:
-            raise NotConfigured("IRL_STATUS_PORT is 0")
+            raise NotConfigured  # off by default: no args, so Scrapy logs no warning
         if not 0 < port < 65536:
             raise ConfigurationError(f"IRL_STATUS_PORT={port}: not a TCP port")
         host = defaults.get(settings, "IRL_STATUS_HOST")
