@@ -137,7 +137,7 @@ class Frontier:
         workbench: Workbench,
         journal: AdmittedJournal,
         resolve: Callable[[str], defer.Deferred[str]],
-        budget_of: Callable[[int], int],
+        host_budget: Callable[[str], float],
         stats: Any,
         *,
         capacity: int,
@@ -154,7 +154,7 @@ class Frontier:
         self.workbench = workbench
         self.journal = journal
         self.resolve = resolve
-        self.budget_of = budget_of
+        self.host_budget = host_budget  # the budget of a host's PLD (STAR's, or B0)
         self.stats = stats
         self.capacity = capacity
         self.host_cap = host_cap
@@ -325,7 +325,7 @@ class Frontier:
             self.stats.inc_value("irl/robots/disallowed")
             self._refuse(item, "robots.txt")
             return
-        budget = self.budget_of(domain_key(pld(host)))
+        budget = self.host_budget(host)
         self.workbench.add(
             host, ip, item, priority=priority, budget=budget, front=front, since=self.clock()
         )

@@ -347,17 +347,18 @@ class IRLScheduler(BaseScheduler):
         if found:
             last = max(found)
             self._stored_before_restart = (last, found[last])
-        workbench = Workbench(
-            self._host_delay,
-            self._ip_delay,
-            budget_of=lambda host: budget_of(domain_key(pld(host))),
-        )
+        def host_budget(host: str) -> int:
+            """The budget of the host's PLD: where a host joins the workbench, and at
+            every release (STAR's ranks change while it stays)."""
+            return budget_of(domain_key(pld(host)))
+
+        workbench = Workbench(self._host_delay, self._ip_delay, budget_of=host_budget)
         self.frontier = Frontier(
             beast,
             workbench,
             self.journal,
             self.dns.resolve,
-            budget_of,
+            host_budget,
             self.stats,
             capacity=self.capacity,
             host_cap=self.host_cap,
