@@ -296,6 +296,11 @@ class DRUM:
         return int(self._fill.max()) * self._record.itemsize >= self.bucket_bytes
 
     @property
+    def batch_tuples(self) -> int:
+        """Tuples that fill every bucket: about one batch between merges."""
+        return self.buckets * self.bucket_bytes // self._record.itemsize
+
+    @property
     def pending(self) -> int:
         """Tuples submitted and not merged yet."""
         return sum(s.tuples for g, s in self._generations.items() if g >= self._merged)

@@ -73,6 +73,7 @@ class DRUMDupeFilter(BaseDupeFilter):
         self._pending: set[int] = set()  # submitted, not in a merge yet
         self._merging: set[int] = set()  # in the merge running now
         self._merge: defer.Deferred[Any] | None = None
+        self._pending_at_flush = 0  # tuples pending when the running merge was asked for
         # runs a merge off the reactor thread (the default: in a low-priority thread)
         self._merge_thread: MergeThread | None = None
         if in_thread is None:
@@ -168,12 +169,25 @@ class DRUMDupeFilter(BaseDupeFilter):
         """True when DRUM's fullest bucket is full: time to merge (see DRUM)."""
         return self.drum is not None and self.drum.should_merge()
 
+    def behind(self) -> bool:
+        """A merge is running and a whole batch more has been submitted since it was
+        asked for: URLseen is not keeping up (its merge thread is starved of CPU, or the
+        disk is slow), and what is submitted now only grows the backlog on disk. The IRL
+        scheduler holds fetches while this is true."""
+        drum = self.drum
+        return (
+            self._merge is not None
+            and drum is not None
+            and drum.pending - self._pending_at_flush >= drum.batch_tuples
+        )
+
     def flush(self) -> defer.Deferred[int]:
         """Merge everything submitted, in a worker thread (also the early flush a
         starving crawl asks for). Fires with the number of tuples merged."""
         assert self.drum is not None, "open() first"
         if self._merge is not None:  # one merge at a time; chain the next after it
             return self._merge.addCallback(lambda _: self.flush())
+        self._pending_at_flush = self.drum.pending
         merge = self._merge = self._in_thread(self.drum.merge)
         merge.addBoth(self._flushed)
         return merge

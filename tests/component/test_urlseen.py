@@ -127,6 +127,39 @@ class TestBatchedApi:
         finally:
             df.close("finished")
 
+    def test_behind_once_a_whole_batch_waits_for_a_running_merge(self, tmp_path: Path) -> None:
+        held: list[defer.Deferred[Any]] = []
+
+        def in_thread(f: Any, *args: Any) -> defer.Deferred[Any]:
+            d: defer.Deferred[Any] = defer.Deferred()  # the merge runs when the test says
+            held.append(d)
+            d.addCallback(lambda _: f(*args))
+            return d
+
+        df = DRUMDupeFilter(
+            tmp_path, RequestIdentity(RequestFingerprinter()), memory=1, in_thread=in_thread
+        )
+        df.batched = True
+        df.open()
+        try:
+            assert df.drum is not None
+            batch = df.drum.batch_tuples
+            urls = [f"http://h.com/{i}" for i in range(3 * batch)]
+            df.submit_urls(urls[:batch])
+            assert not df.behind()  # a full batch, but no merge running: time to merge
+            df.flush()
+            df.submit_urls(urls[batch : 2 * batch - 1])
+            assert not df.behind()  # the merge runs; one tuple short of a batch more
+            df.submit_urls(urls[2 * batch - 1 : 2 * batch])
+            assert df.behind()
+            held[0].callback(None)  # the merge ends
+            assert not df.behind()
+        finally:
+            for d in held:
+                if not d.called:
+                    d.callback(None)
+            df.close("finished")
+
     def test_unacknowledged_results_come_back_after_a_restart(self, tmp_path: Path) -> None:
         df = make_filter(tmp_path, batched=True)
         seq = df.submit_urls(["http://h.com/a"])
