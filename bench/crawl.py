@@ -428,30 +428,17 @@ def throughput(budget: int, stock: bool = True) -> None:
         runs["bfo"] = run_variant("bfo", broad_cmd(page_budget + bfo_settings()), CRAWL_WALL_S)
     figures = {name: throughput_figures(run, budget) for name, run in runs.items()}
     floor = figures["fetch"]
+    # (figure, the variant's figure, the floor's): the floor's responses are all HTML
+    # pages; the crawl's are also robots.txt, redirects and errors
+    ratios = (
+        ("pages_per_s_to_floor_ratio", "pages_per_s", "pages_per_s"),
+        ("html_pages_per_s_to_floor_ratio", "html_pages_per_s", "pages_per_s"),
+        ("cpu_per_page_to_floor_ratio", "cpu_s_per_page", "cpu_s_per_page"),
+    )
     for name in [n for n in runs if n != "fetch"]:
-        f = figures[name]
-        emit(
-            BENCH_NAME,
-            "pages_per_s_to_floor_ratio",
-            round(f["pages_per_s"] / floor["pages_per_s"], 3),
-            "ratio",
-            variant=name,
-        )
-        # the floor's responses are all HTML pages; the crawl's also robots.txt, redirects, errors
-        emit(
-            BENCH_NAME,
-            "html_pages_per_s_to_floor_ratio",
-            round(f["html_pages_per_s"] / floor["pages_per_s"], 3),
-            "ratio",
-            variant=name,
-        )
-        emit(
-            BENCH_NAME,
-            "cpu_per_page_to_floor_ratio",
-            round(f["cpu_s_per_page"] / floor["cpu_s_per_page"], 3),
-            "ratio",
-            variant=name,
-        )
+        for figure, key, floor_key in ratios:
+            ratio = round(figures[name][key] / floor[floor_key], 3)
+            emit(BENCH_NAME, figure, ratio, "ratio", variant=name)
     irl_figures(runs["irl"])
     lag_figures(runs["fetch"], "floor")
     if not stock:
