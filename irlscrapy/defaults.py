@@ -380,6 +380,52 @@ SETTINGS: tuple[Setting, ...] = (
         "<token> or ?token=<token>",
     ),
     Setting(
+        "IRL_WARC_DIR",
+        "",
+        "str",
+        "path",
+        "write WARC 1.1 files of every exchange (robots.txt included) here, through the "
+        "add-on's download handler; empty: off",
+    ),
+    Setting(
+        "IRL_WARC_PREFIX",
+        "irlscrapy",
+        "str",
+        "name",
+        "the WARC file names' prefix: <prefix>-<timestamp>-<serial>-<host>.warc.gz",
+    ),
+    Setting(
+        "IRL_WARC_MAX_SIZE",
+        1_000_000_000,
+        "int",
+        "bytes",
+        "a WARC file is closed and the next one begun once it holds this many bytes",
+    ),
+    Setting(
+        "IRL_WARC_CDXJ",
+        False,
+        "bool",
+        "on/off",
+        "write a CDXJ index beside each WARC file (<name>.cdxj)",
+    ),
+    Setting(
+        "IRL_WARC_QUEUE_BYTES",
+        64 << 20,
+        "int",
+        "bytes",
+        "bodies waiting for the WARC writer's thread beyond this much make downloads wait "
+        "for it (RAM bound; also what a kill -9 can lose)",
+    ),
+    Setting(
+        "IRL_CONTENT_DEDUP",
+        False,
+        "bool",
+        "on/off",
+        "check every downloaded body's SHA-1 against a DRUM of those seen; a duplicate "
+        "gets meta irl_duplicate_of (the first capture's date), stat "
+        "irl/content/duplicates, and a WARC revisit record instead of a second copy",
+    ),
+    Setting(
         "IRL_GC_FREEZE",
         True,
         "bool",

@@ -3,8 +3,10 @@
 1. Waking the engine (:class:`EngineWaker`), through the engine's private ``nextcall``.
 2. A download handler that never re-sends a request on its own
    (:class:`PoliteHTTPDownloadHandler`), through the HTTP/1.1 handler's private ``_pool``.
+3. The response head as received (:func:`capture_heads`), for the WARC writer, through
+   the same ``_pool``'s protocol factory and Scrapy's private response parser.
 
-tests/component/test_internals.py fails loudly if a Scrapy upgrade moves either.
+tests/component/test_internals.py fails loudly if a Scrapy upgrade moves any of them.
 
 Waking the engine
 -----------------
@@ -28,12 +30,19 @@ the scheduler and its delays, so the handler turns Twisted's re-send off.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from scrapy import signals
+from scrapy.core.downloader.handlers import http11
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
+from scrapy.http import Request, Response
+from w3lib.url import safe_url_string
 
 from irlscrapy.exceptions import IrlscrapyError
+
+if TYPE_CHECKING:
+    from irlscrapy.warc.recorder import ExchangeRecorder
 
 
 class EngineWaker:
@@ -89,15 +98,134 @@ class EngineWaker:
 
 
 class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
-    """Scrapy's HTTP/1.1 download handler without Twisted's automatic re-send."""
+    """Scrapy's HTTP/1.1 download handler without Twisted's automatic re-send; with
+    ``IRL_WARC_DIR`` or ``IRL_CONTENT_DEDUP`` set, every response passes through the
+    :class:`~irlscrapy.warc.recorder.ExchangeRecorder` as received, before any
+    downloader middleware (still compressed; the head as it came off the wire)."""
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
+        pool = self._private_pool()
+        pool.retryAutomatically = False
+        from irlscrapy.warc.recorder import ExchangeRecorder
+
+        self.recorder: ExchangeRecorder | None = ExchangeRecorder.from_crawler(crawler)
+        #: heads matched to their Scrapy request by the headers_received signal
+        self._heads: dict[Request, ReceivedHead] = {}
+        if self.recorder is not None:
+            capture_heads(pool)
+            crawler.signals.connect(self._headers_received, signal=signals.headers_received)
+
+    def _private_pool(self) -> Any:
         try:
-            pool = self._pool
+            return self._pool
         except AttributeError:
             raise IrlscrapyError(
                 "this Scrapy version's HTTP11DownloadHandler has no _pool; irlscrapy's "
                 "adapter (irlscrapy/internals.py) needs updating"
             ) from None
-        pool.retryAutomatically = False
+
+    def _headers_received(self, request: Request, **_: Any) -> None:
+        head = take_received_head()
+        if head is not None and head.request.absoluteURI == _wire_url(request):
+            self._heads[request] = head
+
+    async def download_request(self, request: Request) -> Response:
+        if self.recorder is None:
+            return await super().download_request(request)
+        try:
+            response = await super().download_request(request)
+        finally:
+            head = self._heads.pop(request, None)
+        return await self.recorder.record(request, response, head)
+
+    async def close(self) -> None:
+        await super().close()
+        if self.recorder is not None:
+            await self.recorder.close()
+
+
+def _wire_url(request: Request) -> bytes:
+    """The URL as the handler sends it (no fragment, ASCII)."""
+    return safe_url_string(request.url.partition("#")[0]).encode("ascii")
+
+
+# -- the response head as received ---------------------------------------------------------
+#
+# Twisted's parser hands Scrapy a response whose headers are already interpreted: names
+# re-cased, repeats merged by name, and the connection headers (Content-Length,
+# Transfer-Encoding, Connection, Keep-Alive) moved out of them. A WARC records what was
+# exchanged, so the parser keeps each status and header line as it came (CR included)
+# until the blank line. The head reaches the download handler by the only path that
+# has both the Twisted response and the Scrapy request: the parser publishes it just
+# before it fires the response Deferred, whose callbacks (Scrapy's agent) send the
+# headers_received signal with the request in the same call stack; the handler takes it
+# there and checks that the URLs agree. A head that does not arrive (a Scrapy change;
+# the test in tests/component/test_internals.py catches it) leaves the recorder to
+# rebuild the head from Scrapy's headers, counted as irl/warc/head_rebuilt.
+
+
+class ReceivedHead(NamedTuple):
+    """A response's status line and header lines, each with its line end, as received,
+    through the blank line; and the Twisted request that was sent (method, target,
+    headers as written, ``persistent``)."""
+
+    head: bytes
+    request: Any
+
+
+_published: list[ReceivedHead] = []  # at most one: the head whose Deferred is firing
+
+
+def take_received_head() -> ReceivedHead | None:
+    """The head being delivered now (see above), once."""
+    return _published.pop() if _published else None
+
+
+def capture_heads(pool: Any) -> None:
+    """Have ``pool``'s connections keep each response's head (see above)."""
+    try:
+        base_factory = http11._LenientHTTP11ClientFactory
+        base_protocol = http11._LenientHTTP11ClientProtocol
+        base_parser = http11._LenientHTTPClientParser
+    except AttributeError:
+        raise IrlscrapyError(
+            "this Scrapy version has no _LenientHTTP11ClientFactory/_LenientHTTPClientParser; "
+            "irlscrapy's adapter (irlscrapy/internals.py) needs updating"
+        ) from None
+
+    class HeadKeepingParser(base_parser):  # type: ignore[misc,valid-type]
+        _irl_lines: list[bytes]
+
+        def connectionMade(self) -> None:  # also the reset after a 1xx response
+            self._irl_lines = []
+            super().connectionMade()
+
+        def lineReceived(self, line: bytes) -> None:
+            self._irl_lines.append(line)
+            super().lineReceived(line)
+
+        def allHeadersReceived(self) -> None:
+            if 100 <= self.response.code < 200:  # Twisted skips it and parses anew
+                super().allHeadersReceived()
+                return
+            head = b"".join(line + b"\n" for line in self._irl_lines)
+            _published[:] = [ReceivedHead(head, self.request)]
+            try:
+                super().allHeadersReceived()
+            finally:
+                _published.clear()
+
+    class HeadKeepingProtocol(base_protocol):  # type: ignore[misc,valid-type]
+        def request(self, request: Any) -> Any:
+            d = super().request(request)
+            # Scrapy's request() swapped its parser's class in the same way
+            self._parser.__class__ = HeadKeepingParser
+            self._parser._irl_lines = []
+            return d
+
+    class HeadKeepingFactory(base_factory):  # type: ignore[misc,valid-type]
+        def buildProtocol(self, addr: Any) -> Any:
+            return HeadKeepingProtocol(self._quiescentCallback)
+
+    pool._factory = HeadKeepingFactory

@@ -51,3 +51,13 @@ hrefs = st.one_of(
         ]
     ),
 )
+
+
+def combined(old: int | None, value: int, combine: str) -> int:
+    """The value a DRUM stores after an update (irlscrapy.dupefilters.drummerge's
+    ``combine``), on a plain dict's entry ``old`` (None: absent)."""
+    if combine == "add":
+        return (old or 0) + value
+    if combine == "first":
+        return value if old is None else old
+    return value

@@ -10,8 +10,9 @@ the property tests check):
     UPDATE        d[key] = combine(d.get(key), v);  value = d[key]
     CHECK_UPDATE  unique = key not in d;  d[key] = combine(d.get(key), v);  value = d[key]
 
-``combine`` is ``add`` (missing counts as 0) or ``overwrite``. A keys-only DRUM
-(URLseen) has no values; UPDATE then just inserts the key.
+``combine`` is ``add`` (missing counts as 0), ``overwrite``, or ``first`` (the value
+stored first is kept: ``d.setdefault(key, v)``, what content dedup remembers of a body's
+first capture). A keys-only DRUM (URLseen) has no values; UPDATE then just inserts the key.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 CHECK = 1
 UPDATE = 2
 CHECK_UPDATE = CHECK | UPDATE
-COMBINES = ("overwrite", "add")
+COMBINES = ("overwrite", "add", "first")
 
 
 class Applied(NamedTuple):
@@ -77,6 +78,11 @@ def apply_sorted(
             incl = np.cumsum(contrib)
             before = base + (incl - contrib) - (incl - contrib)[starts][run_of]
             values = before + contrib
+        elif combine == "first":
+            # the run's first update, if it came at or before this tuple, set the value
+            first = np.minimum.reduceat(np.where(is_update, np.arange(n), n), starts)[run_of]
+            fresh = np.where(first <= np.arange(n), tvalues[np.minimum(first, n - 1)], 0)
+            values = np.where(existing, base, fresh).astype(stored.dtype)
         else:
             last = np.maximum.accumulate(np.where(is_update, np.arange(n), -1))
             values = np.where(last >= starts[run_of], tvalues[np.maximum(last, 0)], base)

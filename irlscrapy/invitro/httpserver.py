@@ -217,17 +217,8 @@ class ProxyProtocol(Protocol):
     def _send(self, reply: Reply, head_only: bool, keep_alive: bool) -> None:
         self._timer = None
         body = b"" if head_only else reply.body
-        lines = [f"HTTP/1.1 {reply.status} {reason(reply.status)}"]
-        lines.extend(f"{name}: {value}" for name, value in reply.headers)
-        if reply.chunked and not head_only:
-            lines.append("Transfer-Encoding: chunked")
-            payload = _chunked(body)
-        else:
-            lines.append(f"Content-Length: {len(reply.body)}")
-            payload = body
-        if not keep_alive:
-            lines.append("Connection: close")
-        wire = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + payload
+        payload = _chunked(body) if reply.chunked and not head_only else body
+        wire = wire_head(reply, head_only, keep_alive) + payload
         assert self._pending is not None
         self._pending["status"] = reply.status
         self._pending["bytes"] = len(body)
@@ -325,6 +316,20 @@ def _parse_head(lines: list[bytes]) -> tuple[bytes, bytes, bytes, dict[bytes, by
             return "malformed header line"
         headers[name.lower()] = value.strip()
     return parts[0], parts[1], parts[2], headers
+
+
+def wire_head(reply: Reply, head_only: bool, keep_alive: bool) -> bytes:
+    """The status line and headers the server sends for ``reply``, through the blank
+    line (what a WARC of the crawl must record byte for byte)."""
+    lines = [f"HTTP/1.1 {reply.status} {reason(reply.status)}"]
+    lines.extend(f"{name}: {value}" for name, value in reply.headers)
+    if reply.chunked and not head_only:
+        lines.append("Transfer-Encoding: chunked")
+    else:
+        lines.append(f"Content-Length: {len(reply.body)}")
+    if not keep_alive:
+        lines.append("Connection: close")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
 def _chunked(body: bytes) -> bytes:

@@ -153,7 +153,7 @@ def _decode(raw: bytes) -> _Entry:
     return _Entry(raw[_ENTRY.size :].decode("ascii") or None, _CODES[code], expiry)
 
 
-def _is_ip(host: str) -> bool:
+def is_ip(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
     except ValueError:
@@ -413,14 +413,14 @@ class DNSCache:
     # -- reading -------------------------------------------------------------------------
     def lookup(self, host: str, now: float) -> str | None:
         """The address of ``host`` if a positive entry is fresh at ``now``."""
-        if _is_ip(host):
+        if is_ip(host):
             return host
         e = self._get(_norm(host))
         return e.address if e is not None and e.failure is None and e.expiry > now else None
 
     def stale(self, host: str) -> str | None:
         """The last address known for ``host``, however old, even after a failure."""
-        if _is_ip(host):
+        if is_ip(host):
             return host
         e = self._get(_norm(host))
         return e.address if e is not None else None
@@ -430,7 +430,7 @@ class DNSCache:
 
         Fails with :class:`DNSLookupFailed` (also from the negative cache).
         """
-        if _is_ip(host):
+        if is_ip(host):
             return defer.succeed(host)
         host = _norm(host)
         e = self._get(host)

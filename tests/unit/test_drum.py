@@ -16,6 +16,7 @@ from irlscrapy.dirlock import DirectoryLocked
 from irlscrapy.dupefilters.drum import CHECK, CHECK_UPDATE, DRUM, UPDATE, DrumFormatError
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.recordfile import MAGIC
+from tests.strategies import combined
 
 KEYS = st.integers(0, 2**64 - 1) | st.sampled_from([0, 1, 2, 2**63, 2**64 - 1, 12345])
 OPS = st.sampled_from([CHECK, UPDATE, CHECK_UPDATE])
@@ -29,7 +30,7 @@ class DrumMachine(RuleBasedStateMachine):
         bucket_bytes=st.sampled_from([1, 64, 10**6]),
         chunk_keys=st.sampled_from([1, 3, 1000]),
         valued=st.booleans(),
-        combine=st.sampled_from(["add", "overwrite"]),
+        combine=st.sampled_from(["add", "overwrite", "first"]),
     )
     def setup(
         self, buckets: int, bucket_bytes: int, chunk_keys: int, valued: bool, combine: str
@@ -79,10 +80,8 @@ class DrumMachine(RuleBasedStateMachine):
             for key, op, v, _ in batch:
                 unique.append(key not in self.model)
                 if op & UPDATE:
-                    old = self.model.get(key, 0)
-                    self.model[key] = (
-                        (old + v if self.combine == "add" else v) if self.valued else 0
-                    )
+                    old = self.model.get(key)
+                    self.model[key] = combined(old, v, self.combine) if self.valued else 0
                 values.append(self.model.get(key, 0))
             self.expected[seq] = (unique, values, [a for _, _, _, a in batch])
         self.submitted.clear()

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, UPDATE, apply_sorted
+from tests.strategies import combined
 
 small_keys = st.integers(0, 12)
 tuples = st.lists(
@@ -24,7 +25,7 @@ def model(
     for key, op, v in batch:
         unique.append(key not in d)
         if op & UPDATE:
-            d[key] = (d.get(key, 0) + v if combine == "add" else v) if valued else 0
+            d[key] = combined(d.get(key), v, combine) if valued else 0
         values.append(d.get(key, 0))
     return unique, values, d
 
@@ -32,7 +33,7 @@ def model(
 @given(
     initial=st.dictionaries(small_keys, st.integers(-5, 5)),
     batch=tuples,
-    combine=st.sampled_from(["add", "overwrite"]),
+    combine=st.sampled_from(["add", "overwrite", "first"]),
     valued=st.booleans(),
 )
 def test_kernel_matches_tuple_by_tuple_model(

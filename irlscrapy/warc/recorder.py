@@ -1,0 +1,380 @@
+"""ExchangeRecorder: WARC records and content dedup for every response, off the reactor.
+
+Theory of operation
+-------------------
+The download handler (:class:`irlscrapy.internals.PoliteHTTPDownloadHandler`) passes
+each response here as it was received, before any downloader middleware: the body
+still compressed, the head as it came off the wire (:mod:`irlscrapy.warc.exchange`
+says exactly what is recorded). On the reactor, :meth:`ExchangeRecorder.record` only
+gathers references (bytes already in memory) into a queue. One worker thread takes
+the whole queue as a batch whenever it is idle, so batches grow with the load and
+nothing waits for a timer. For a batch it:
+
+1. hashes each body (SHA-1; hashlib releases the GIL);
+2. with ``IRL_CONTENT_DEDUP``, applies the digests to ContentSeen's DRUM
+   (:mod:`irlscrapy.dupefilters.contentseen`) and hands the verdicts to the reactor at
+   once;
+3. with ``IRL_WARC_DIR``, writes each exchange (request + response records, or request
+   + revisit when dedup found the body before), then hands the files to the OS.
+
+With dedup on, ``record`` waits for its verdict (one batch's DRUM merge: milliseconds)
+so the spider sees ``response.meta["irl_duplicate_of"]`` (the first capture's
+WARC-Date) on a duplicate. With only WARC on, it returns at once, unless the queue
+holds more than ``IRL_WARC_QUEUE_BYTES`` of bodies: then it waits for the worker (the
+crawl slows to the disk's pace instead of filling RAM).
+
+What a crash can lose (kill -9): the exchanges in the queue and in the batch being
+written (at most ``IRL_WARC_QUEUE_BYTES`` plus one batch). Their pages were delivered
+to the spider, so a resumed crawl does not fetch them again, except those still in
+the downloader at the kill. The files' torn tails are cut on the next open
+(:mod:`irlscrapy.warc.files`); ContentSeen's side is in its module docstring.
+
+A failure in the worker (a full disk, an unwritable directory) is logged once, stops
+recording, and closes the spider with reason ``warc_error``: a crawl does not go on
+archiving nothing.
+
+Stats: ``irl/warc/records`` (responses and revisits), ``irl/warc/revisits``,
+``irl/warc/bytes`` (compressed), ``irl/warc/files`` (files finished),
+``irl/warc/head_rebuilt`` (responses whose received head did not reach the recorder),
+``irl/content/unique``, ``irl/content/duplicates``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import scrapy
+from scrapy.crawler import Crawler
+from scrapy.http import Request, Response
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.job import job_dir
+from twisted.internet import defer, threads
+from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
+
+import irlscrapy
+from irlscrapy import defaults
+from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
+from irlscrapy.internals import ReceivedHead
+from irlscrapy.warc import exchange
+from irlscrapy.warc.files import Capture, WarcFiles, warc_date
+
+logger = logging.getLogger(__name__)
+
+#: ``request.meta`` key set on a response whose body was downloaded before: the
+#: WARC-Date of the first capture.
+DUPLICATE_KEY = "irl_duplicate_of"
+FAILED_REASON = "warc_error"
+
+
+@dataclass
+class _Pending:
+    capture: Capture
+    verdict: defer.Deferred[Verdict] | None  # fired by the worker when dedup is on
+
+
+class ExchangeRecorder:
+    def __init__(
+        self,
+        *,
+        files: WarcFiles | None,
+        seen: ContentSeen | None,
+        stats: Any,
+        address_of: Callable[[Request, Response], str | None],
+        queue_bytes: int,
+        close_spider: Callable[[str], None],
+        clock: Callable[[], float] = time.time,
+        reactor: Any = None,
+        temporary: Path | None = None,
+    ) -> None:
+        self.files = files
+        self.seen = seen
+        self.stats = stats
+        self.address_of = address_of
+        self.queue_bytes = queue_bytes
+        self.close_spider = close_spider
+        self.clock = clock
+        self._reactor = reactor
+        self._temporary = temporary  # ContentSeen's directory, removed at close
+        self._queue: list[_Pending] = []
+        self._queued_bytes = 0
+        self._busy = False
+        self._failed = False
+        self._opened = False
+        self._pool: ThreadPool | None = None
+        self._waiters: list[defer.Deferred[None]] = []  # for room in the queue, or idle
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> ExchangeRecorder | None:
+        """None when neither ``IRL_WARC_DIR`` nor ``IRL_CONTENT_DEDUP`` is set."""
+        settings = crawler.settings
+        warc_dir = defaults.get(settings, "IRL_WARC_DIR")
+        dedup = defaults.get(settings, "IRL_CONTENT_DEDUP")
+        if not warc_dir and not dedup:
+            return None
+        files = None
+        if warc_dir:
+            files = WarcFiles(
+                warc_dir,
+                prefix=defaults.get(settings, "IRL_WARC_PREFIX"),
+                max_size=defaults.get(settings, "IRL_WARC_MAX_SIZE"),
+                cdxj=defaults.get(settings, "IRL_WARC_CDXJ"),
+                info=_warcinfo(settings),
+            )
+        seen = temporary = None
+        if dedup:
+            base = defaults.get(settings, "IRL_STATE_DIR") or job_dir(settings)
+            if base:
+                path = Path(base) / "contentseen"
+            else:
+                path = temporary = Path(tempfile.mkdtemp(prefix="irlscrapy-contentseen-"))
+            seen = ContentSeen(path)
+        return cls(
+            files=files,
+            seen=seen,
+            stats=crawler.stats,
+            address_of=_address_finder(crawler),
+            queue_bytes=defaults.get(settings, "IRL_WARC_QUEUE_BYTES"),
+            close_spider=lambda reason: _close_spider(crawler, reason),
+            temporary=temporary,
+        )
+
+    @property
+    def reactor(self) -> Any:
+        if self._reactor is None:
+            from twisted.internet import reactor
+
+            self._reactor = reactor
+        return self._reactor
+
+    # -- the reactor's side ----------------------------------------------------------------
+    async def record(
+        self, request: Request, response: Response, head: ReceivedHead | None
+    ) -> Response:
+        """Queue the exchange; with dedup, mark a duplicate's meta before returning."""
+        if self._failed:
+            return response
+        if not self._opened:
+            await maybe_deferred_to_future(self._run(self._open))
+        pending = _Pending(self._capture(request, response, head), None)
+        if self.seen is not None:
+            pending.verdict = defer.Deferred()
+        self._queue.append(pending)
+        self._queued_bytes += len(pending.capture.payload)
+        self._kick()
+        if pending.verdict is not None:
+            verdict = await maybe_deferred_to_future(pending.verdict)
+            if verdict.duplicate:
+                request.meta[DUPLICATE_KEY] = warc_date(verdict.first)
+                self.stats.inc_value("irl/content/duplicates")
+            else:
+                self.stats.inc_value("irl/content/unique")
+        while self._queued_bytes > self.queue_bytes and not self._failed:
+            await maybe_deferred_to_future(self._wait())
+        return response
+
+    def _capture(self, request: Request, response: Response, head: ReceivedHead | None) -> Capture:
+        body = response.body
+        if head is not None:
+            sent = head.request
+            request_head = exchange.request_block(
+                sent.method, sent.uri, sent.headers.getAllRawHeaders(), b"", sent.persistent
+            )
+            response_head = exchange.record_head(head.head, len(body))
+        else:
+            self.stats.inc_value("irl/warc/head_rebuilt")
+            host = (request.headers.get(b"Host") or _netloc(response.url)).strip()
+            request_head = exchange.request_block(
+                request.method.encode("ascii"),
+                response.url.encode("ascii"),
+                [(b"Host", [host]), *request.headers.items()],
+                b"",
+                True,
+            )
+            response_head = exchange.rebuilt_head(
+                response.protocol or "HTTP/1.1", response.status, response.headers.items()
+            )
+        content_type = response.headers.get(b"Content-Type") or b""
+        return Capture(
+            url=response.url,
+            date=self.clock(),
+            request_head=request_head,
+            request_body=request.body,
+            response_head=response_head,
+            payload=body,
+            payload_digest="",  # the worker computes it
+            ip_address=self.address_of(request, response),
+            truncated="disconnect" if "dataloss" in response.flags else None,
+            mime=content_type.split(b";")[0].strip().lower().decode("latin-1"),
+        )
+
+    def _kick(self) -> None:
+        if self._busy or not self._queue or self._failed:
+            return
+        batch, self._queue = self._queue, []
+        self._busy = True
+        d = self._run(self._work, batch)
+        d.addCallbacks(self._done, self._worker_failed, callbackArgs=(batch,))
+
+    def _answer(self, batch: list[_Pending], verdicts: list[Verdict]) -> None:
+        for pending, verdict in zip(batch, verdicts, strict=True):
+            if pending.verdict is not None:
+                pending.verdict.callback(verdict)
+                pending.verdict = None
+
+    def _done(self, written: tuple[int, int, int], batch: list[_Pending]) -> None:
+        records, revisits, size = written
+        if records:
+            self.stats.inc_value("irl/warc/records", records)
+            self.stats.inc_value("irl/warc/revisits", revisits)
+            self.stats.inc_value("irl/warc/bytes", size)
+            assert self.files is not None
+            self.stats.set_value("irl/warc/files", self.files.files_written)
+        self._settle(batch)
+
+    def _worker_failed(self, failure: Failure, batch: list[_Pending]) -> None:
+        if not self._failed:
+            self._failed = True
+            logger.error(
+                "irlscrapy: writing WARC records failed; recording stops and the spider "
+                "closes (%s). Fix the cause, then resume with the same JOBDIR.",
+                failure.getErrorMessage(),
+                exc_info=(failure.type, failure.value, failure.getTracebackObject()),
+            )
+            self.close_spider(FAILED_REASON)
+        for pending in batch + self._queue:
+            if pending.verdict is not None:
+                pending.verdict.callback(Verdict(False, pending.capture.date))
+        self._queue = []
+        self._settle(batch)
+
+    def _settle(self, batch: list[_Pending]) -> None:
+        self._queued_bytes -= sum(len(p.capture.payload) for p in batch)
+        self._busy = False
+        self._kick()
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.callback(None)
+
+    def _wait(self) -> defer.Deferred[None]:
+        d: defer.Deferred[None] = defer.Deferred()
+        self._waiters.append(d)
+        return d
+
+    def _run(self, f: Callable[..., Any], *args: Any) -> defer.Deferred[Any]:
+        if self._pool is None:
+            self._pool = ThreadPool(1, 1, "irlscrapy-warc")
+            self._pool.start()
+            self.reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
+        return threads.deferToThreadPool(self.reactor, self._pool, f, *args)
+
+    async def close(self) -> None:
+        """Write everything queued, then close the files and ContentSeen."""
+        while self._busy or self._queue:
+            await maybe_deferred_to_future(self._wait())
+        if self._opened:
+            await maybe_deferred_to_future(self._run(self._close))
+        self._stop_pool()
+        if self._temporary is not None:
+            shutil.rmtree(self._temporary, ignore_errors=True)
+
+    def _stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.stop()
+            self._pool = None
+
+    # -- the worker thread ---------------------------------------------------------------
+    def _open(self) -> None:
+        if self.files is not None:
+            self.files.open()
+        if self.seen is not None:
+            self.seen.open()
+        self._opened = True
+
+    def _close(self) -> None:
+        if self.files is not None:
+            self.files.close()
+        if self.seen is not None:
+            self.seen.close()
+
+    def _work(self, batch: list[_Pending]) -> tuple[int, int, int]:
+        """Hash, check, write one batch; (records, revisits, bytes) written."""
+        sha1s = [hashlib.sha1(p.capture.payload).digest() for p in batch]
+        for pending, sha1 in zip(batch, sha1s, strict=True):
+            pending.capture.payload_digest = "sha1:" + base64.b32encode(sha1).decode("ascii")
+        verdicts = [Verdict(False, p.capture.date) for p in batch]
+        if self.seen is not None:
+            verdicts = self.seen.check(sha1s, [p.capture.date for p in batch])
+            self.reactor.callFromThread(self._answer, batch, verdicts)
+        if self.files is None:
+            return 0, 0, 0
+        size = revisits = 0
+        for pending, verdict in zip(batch, verdicts, strict=True):
+            if verdict.duplicate:
+                pending.capture.duplicate_of = verdict.first
+                revisits += 1
+            size += self.files.write(pending.capture)
+        self.files.flush()
+        return len(batch), revisits, size
+
+
+def _netloc(url: str) -> bytes:
+    from urllib.parse import urlsplit
+
+    return urlsplit(url).netloc.encode("ascii")
+
+
+def _address_finder(crawler: Crawler) -> Callable[[Request, Response], str | None]:
+    """WARC-IP-Address: with the IRL resolver, the address the scheduler's DNS cache
+    gave the host (where the crawler meant to connect, also through a proxy); else the
+    peer's address, unless the request went through a proxy (the peer is the proxy)."""
+    from irlscrapy.addon import RESOLVER
+    from irlscrapy.scheduler.dns import dns_cache, is_ip
+
+    if crawler.settings.get("TWISTED_DNS_RESOLVER") == RESOLVER:
+        cache = dns_cache(crawler)
+
+        def from_cache(request: Request, response: Response) -> str | None:
+            host = _netloc(response.url).decode("ascii").rsplit(":", 1)[0].strip("[]")
+            return host if is_ip(host) else cache.stale(host.lower())
+
+        return from_cache
+
+    def from_peer(request: Request, response: Response) -> str | None:
+        if request.meta.get("proxy") or response.ip_address is None:
+            return None
+        return str(response.ip_address)
+
+    return from_peer
+
+
+def _warcinfo(settings: Any) -> dict[str, str]:
+    return {
+        "software": (
+            f"irlscrapy/{irlscrapy.__version__} (Scrapy {scrapy.__version__}; "
+            f"warcio {version('warcio')})"
+        ),
+        "format": "WARC File Format 1.1",
+        "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",
+        "isPartOf": settings.get("BOT_NAME", ""),
+        "http-header-user-agent": settings.get("USER_AGENT", ""),
+        "robots": "obey" if settings.getbool("ROBOTSTXT_OBEY") else "ignore",
+    }
+
+
+def _close_spider(crawler: Crawler, reason: str) -> None:
+    from scrapy.utils.defer import deferred_from_coro
+
+    engine = crawler.engine
+    if engine is not None and engine.spider is not None:
+        deferred_from_coro(engine.close_spider_async(reason=reason))
