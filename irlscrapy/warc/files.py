@@ -74,7 +74,7 @@ REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-dig
 _NAME = re.compile(r"^(?P<prefix>.+)-(?P<ts>\d{14})-(?P<serial>\d{5,})-(?P<host>[^/]*)\.warc\.gz")
 
 
-class ReceivedHead(StatusAndHeaders):  # type: ignore[misc]
+class ExactHead(StatusAndHeaders):
     """warcio's parsed head that is written back as the exact bytes it was parsed from
     (warcio would otherwise rewrite every header line as ``name: value``)."""
 
@@ -216,7 +216,7 @@ class WarcFiles:
         record_type = "response" if capture.duplicate_of is None else "revisit"
         headers = self._common_headers(capture, record_type)
         headers["WARC-Payload-Digest"] = capture.payload_digest
-        head = ReceivedHead(capture.response_head)
+        head = ExactHead(capture.response_head)
         if capture.duplicate_of is not None:
             headers["WARC-Profile"] = REVISIT_PROFILE
             headers["WARC-Refers-To-Date"] = warc_date(capture.duplicate_of)
@@ -247,7 +247,7 @@ class WarcFiles:
             payload=BytesIO(capture.request_body),
             length=len(capture.request_body),
             warc_headers_dict=headers,
-            http_headers=ReceivedHead(capture.request_head),
+            http_headers=ExactHead(capture.request_head),
         )
 
     def _cdxj_line(self, capture: Capture, offset: int, length: int) -> str:

@@ -58,6 +58,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.job import job_dir
+from scrapy.utils.log import failure_to_exc_info
 from twisted.internet import defer, threads
 from twisted.python.failure import Failure
 from twisted.python.threadpool import ThreadPool
@@ -164,8 +165,9 @@ class ExchangeRecorder:
         """Queue the exchange; with dedup, mark a duplicate's meta before returning."""
         if self._failed:
             return response
-        if not self._opened:
-            await maybe_deferred_to_future(self._run(self._open))
+        if not self._opened:  # the worker opens the files before its first batch
+            self._opened = True
+            self._run(self._open).addErrback(self._fail)
         pending = _Pending(self._capture(request, response, head), None)
         if self.seen is not None:
             pending.verdict = defer.Deferred()
@@ -243,20 +245,24 @@ class ExchangeRecorder:
         self._settle(batch)
 
     def _worker_failed(self, failure: Failure, batch: list[_Pending]) -> None:
-        if not self._failed:
-            self._failed = True
-            logger.error(
-                "irlscrapy: writing WARC records failed; recording stops and the spider "
-                "closes (%s). Fix the cause, then resume with the same JOBDIR.",
-                failure.getErrorMessage(),
-                exc_info=(failure.type, failure.value, failure.getTracebackObject()),
-            )
-            self.close_spider(FAILED_REASON)
+        self._fail(failure)
         for pending in batch + self._queue:
             if pending.verdict is not None:
                 pending.verdict.callback(Verdict(False, pending.capture.date))
         self._queue = []
         self._settle(batch)
+
+    def _fail(self, failure: Failure) -> None:
+        if self._failed:
+            return
+        self._failed = True
+        logger.error(
+            "irlscrapy: recording responses (WARC files, content dedup) failed; it stops "
+            "and the spider closes (%s). Fix the cause, then resume with the same JOBDIR.",
+            failure.getErrorMessage(),
+            exc_info=failure_to_exc_info(failure),
+        )
+        self.close_spider(FAILED_REASON)
 
     def _settle(self, batch: list[_Pending]) -> None:
         self._queued_bytes -= sum(len(p.capture.payload) for p in batch)
@@ -284,6 +290,8 @@ class ExchangeRecorder:
             await maybe_deferred_to_future(self._wait())
         if self._opened:
             await maybe_deferred_to_future(self._run(self._close))
+            if self.files is not None:
+                self.stats.set_value("irl/warc/files", self.files.files_written)
         self._stop_pool()
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
@@ -299,7 +307,6 @@ class ExchangeRecorder:
             self.files.open()
         if self.seen is not None:
             self.seen.open()
-        self._opened = True
 
     def _close(self) -> None:
         if self.files is not None:
@@ -309,6 +316,8 @@ class ExchangeRecorder:
 
     def _work(self, batch: list[_Pending]) -> tuple[int, int, int]:
         """Hash, check, write one batch; (records, revisits, bytes) written."""
+        if self._failed:  # opening failed (set on the reactor before this batch ran)
+            return 0, 0, 0
         sha1s = [hashlib.sha1(p.capture.payload).digest() for p in batch]
         for pending, sha1 in zip(batch, sha1s, strict=True):
             pending.capture.payload_digest = "sha1:" + base64.b32encode(sha1).decode("ascii")

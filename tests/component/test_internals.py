@@ -78,3 +78,18 @@ def test_one_timer_wakes_the_engine_at_the_earliest_due_time() -> None:
     clock.advance(0.2)
     assert crawler.nextcall.calls == 1
     assert not clock.getDelayedCalls()
+
+
+def test_with_warc_on_the_http_handler_keeps_response_heads(tmp_path: object) -> None:
+    out = _run(
+        "from scrapy.utils.reactor import install_reactor\n"
+        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
+        "from scrapy import Spider\n"
+        "from scrapy.utils.test import get_crawler\n"
+        "from irlscrapy.internals import PoliteHTTPDownloadHandler\n"
+        f"c = get_crawler(Spider, {{'IRL_WARC_DIR': '{tmp_path}'}})\n"
+        "h = PoliteHTTPDownloadHandler(c)\n"
+        "p = h._pool._factory(lambda p: None, None).buildProtocol(None)\n"
+        "print(type(h.recorder).__name__, type(p).__name__, p._parser is None)\n"
+    )
+    assert out == "ExchangeRecorder HeadKeepingProtocol True"
