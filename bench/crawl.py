@@ -3,6 +3,7 @@
     python bench/crawl.py [--pages N] [--quick]      # throughput: variants a, b, c, d
     python bench/crawl.py --no-stock                 # throughput: the floor (c) and irl (d)
     python bench/crawl.py --memory [--quick]         # memory curve: variants a, b
+    python bench/crawl.py --warc [--rounds R]        # the IRL crawl without and with WARC
 
 Every variant gets a fresh in-vitro web (``InVitroProcess``, profile broad, seed 0)
 pinned to core :data:`SERVER_CPU`; the crawler is a separate process pinned to core
@@ -24,6 +25,11 @@ Variants
           scheduler (add-on), politeness binding with tau_h = 4 s and tau_s = 0.5 s
           (:data:`IRL_SETTINGS`), reactor lag measured (stats ``irl/reactor/*``). Its
           samples also say whether a host was due (``due``).
+
+``warc``  e. ``irl`` with WARC files and content dedup on (:data:`WARC_SETTINGS`; the
+          files go to a scratch directory, measured, then deleted). ``--warc`` runs
+          ``irl`` and ``warc`` alternately, :data:`WARC_ROUNDS` times each, and reports
+          each round's ``warc``/``irl`` pages/s ratio (issue 7's bar: >= 0.85).
 
 Each stops through CLOSESPIDER_PAGECOUNT at the same page budget (:data:`PAGES`
 responses; the floor's list is :data:`FETCH_LIST_MARGIN` longer so that it too stops on
@@ -94,6 +100,9 @@ IRL_SETTINGS = {
     "IRL_IP_DELAY_MIN": "0.05",
     "IRL_REACTOR_LAG": "1",
 }
+WARC_DIR = RESULTS / "warc-scratch"
+WARC_SETTINGS = {"IRL_WARC_DIR": str(WARC_DIR), "IRL_CONTENT_DEDUP": "1", "IRL_WARC_CDXJ": "1"}
+WARC_ROUNDS = 2
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
 SAMPLER = "sampler.Sampler"
 #: The reactor-lag extension; the floor runs it too, as the lag a crawl that does no
@@ -496,6 +505,38 @@ def memory(limit: int, wall_s: float, variants: list[str]) -> None:
         )
 
 
+def warc(budget: int, rounds: int) -> None:
+    """``irl`` and ``warc`` alternately; each round's pages/s ratio, and the archive."""
+    import shutil
+
+    emit(BENCH_NAME, "setup", budget, "pages", profile=PROFILE, seed=SEED, rounds=rounds)
+    page_budget = ["-s", f"CLOSESPIDER_PAGECOUNT={budget}"]
+    for round_ in range(1, rounds + 1):
+        shutil.rmtree(WARC_DIR, ignore_errors=True)
+        irl = throughput_figures(
+            run_variant("irl", broad_cmd(page_budget + as_args(IRL_SETTINGS)), CRAWL_WALL_S),
+            budget,
+        )
+        warc_run = run_variant(
+            "warc",
+            broad_cmd(page_budget + as_args({**IRL_SETTINGS, **WARC_SETTINGS})),
+            CRAWL_WALL_S,
+        )
+        archived = throughput_figures(warc_run, budget)
+        ratio = archived["pages_per_s"] / irl["pages_per_s"]
+        emit(BENCH_NAME, "warc_to_irl_pages_per_s_ratio", round(ratio, 3), "ratio", round=round_)
+        log = warc_run.log.read_text(errors="replace")
+        stats = {
+            key: int(found.group(1))
+            for key in ("irl/warc/records", "irl/warc/revisits", "irl/warc/bytes", "irl/warc/files")
+            if (found := re.search(rf"'{key}': ([0-9]+)", log))
+        }
+        size = sum(p.stat().st_size for p in WARC_DIR.glob("*.warc.gz"))
+        emit(BENCH_NAME, "warc_files", stats, "stats", round=round_, bytes_on_disk=size)
+        lag_figures(warc_run, f"warc_round{round_}")
+        shutil.rmtree(WARC_DIR, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=PAGES, help=f"page budget ({PAGES})")
@@ -526,8 +567,16 @@ def main() -> int:
         action="append",
         help="memory mode: only these variants (default both)",
     )
+    parser.add_argument(
+        "--warc",
+        action="store_true",
+        help="the IRL crawl without and with WARC files + content dedup, alternately",
+    )
+    parser.add_argument("--rounds", type=int, default=WARC_ROUNDS, help="--warc: rounds")
     args = parser.parse_args()
-    if args.memory:
+    if args.warc:
+        warc(QUICK_PAGES if args.quick else args.pages, args.rounds)
+    elif args.memory:
         memory(
             QUICK_MEMORY_UNIQUE if args.quick else MEMORY_UNIQUE,
             args.wall,
