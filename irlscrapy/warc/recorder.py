@@ -54,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 import scrapy
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -112,6 +113,7 @@ class ExchangeRecorder:
         self._busy = False
         self._failed = False
         self._opened = False
+        self._closed = False
         self._pool: ThreadPool | None = None
         self._waiters: list[defer.Deferred[None]] = []  # for room in the queue, or idle
 
@@ -140,7 +142,7 @@ class ExchangeRecorder:
             else:
                 path = temporary = Path(tempfile.mkdtemp(prefix="irlscrapy-contentseen-"))
             seen = ContentSeen(path)
-        return cls(
+        recorder = cls(
             files=files,
             seen=seen,
             stats=crawler.stats,
@@ -149,6 +151,11 @@ class ExchangeRecorder:
             close_spider=lambda reason: _close_spider(crawler, reason),
             temporary=temporary,
         )
+        # Downloads are over when the spider closes: finish the files then, so the stats
+        # Scrapy dumps next count them (the handler's own close comes later, at
+        # engine_stopped, and finds nothing left to do).
+        crawler.signals.connect(recorder.close, signal=signals.spider_closed)
+        return recorder
 
     @property
     def reactor(self) -> Any:
@@ -163,7 +170,7 @@ class ExchangeRecorder:
         self, request: Request, response: Response, head: ReceivedHead | None
     ) -> Response:
         """Queue the exchange; with dedup, mark a duplicate's meta before returning."""
-        if self._failed:
+        if self._failed or self._closed:
             return response
         if not self._opened:  # the worker opens the files before its first batch
             self._opened = True
@@ -285,9 +292,12 @@ class ExchangeRecorder:
         return threads.deferToThreadPool(self.reactor, self._pool, f, *args)
 
     async def close(self) -> None:
-        """Write everything queued, then close the files and ContentSeen."""
+        """Write everything queued, then close the files and ContentSeen (once)."""
         while self._busy or self._queue:
             await maybe_deferred_to_future(self._wait())
+        if self._closed:
+            return
+        self._closed = True
         if self._opened:
             await maybe_deferred_to_future(self._run(self._close))
             if self.files is not None:

@@ -112,8 +112,9 @@ def _expected(web: InVitroWeb, url: str, request: dict[str, Any]) -> tuple[bytes
 
 
 def test_the_files_pass_warcio_check_and_index(crawl: Any) -> None:
-    archive, _, _ = crawl
+    archive, stats, _ = crawl
     assert len(archive.files) >= 2, "the tiny web should fill more than one file"
+    assert int(stats["irl/warc/files"]) == len(archive.files)
     for path in archive.files:
         check = subprocess.run(
             [sys.executable, "-m", "warcio.cli", "check", "-v", str(path)],
