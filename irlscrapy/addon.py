@@ -10,10 +10,14 @@ settings still win):
   behind the scheduler's back, outside politeness; the scheduler fetches it first and
   obeys it when ``ROBOTSTXT_OBEY`` is true); FetchEndMiddleware on, outermost, to release
   a host whose request ends before reaching the downloader; HostHealthMiddleware on,
-  inside RetryMiddleware, to back off hosts that answer 429/503 or fail.
+  inside RetryMiddleware, to back off hosts that answer 429/503 or fail;
+  DuplicateContentMiddleware, innermost, off unless ``IRL_CONTENT_DEDUP``, which flags a
+  response whose body was downloaded before (``meta["irl_duplicate_of"]``).
 - ``DOWNLOAD_HANDLERS`` for http and https: Scrapy's HTTP/1.1 handler without Twisted's
   silent re-send of a request whose reused connection failed (that re-send reaches the
-  server with no delay: a politeness violation; see irlscrapy/internals.py).
+  server with no delay: a politeness violation; see irlscrapy/internals.py); with
+  ``IRL_WARC_DIR`` or ``IRL_CONTENT_DEDUP`` it also hands every response, as received,
+  to the WARC writer and content dedup (irlscrapy/warc/recorder.py).
 - ``SPIDER_MIDDLEWARES``: StarMiddleware, which counts each page's PLD edges for STAR's
   budgets and hands ``Links`` to the scheduler; PageDoneMiddleware, outermost, which
   tells the scheduler a page's links are all in.
@@ -44,6 +48,8 @@ PAGE_DONE_ORDER = 5
 HOST_HEALTH_MIDDLEWARE = "irlscrapy.scheduler.fetchend.HostHealthMiddleware"
 HOST_HEALTH_ORDER = 880  # irlscrapy.scheduler.fetchend.HOST_HEALTH_ORDER
 HTTP_HANDLER = "irlscrapy.internals.PoliteHTTPDownloadHandler"
+DUPLICATE_MIDDLEWARE = "irlscrapy.warc.middleware.DuplicateContentMiddleware"
+DUPLICATE_ORDER = 990  # irlscrapy.warc.middleware.ORDER
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 STAR_MIDDLEWARE = "irlscrapy.middlewares.star.StarMiddleware"
 STAR_ORDER = 950  # irlscrapy.middlewares.star.ORDER (not imported: keep this light)
@@ -74,6 +80,7 @@ class Addon:
             ("DOWNLOADER_MIDDLEWARES", ROBOTS_MIDDLEWARE, None),
             ("DOWNLOADER_MIDDLEWARES", FETCH_END_MIDDLEWARE, FETCH_END_ORDER),
             ("DOWNLOADER_MIDDLEWARES", HOST_HEALTH_MIDDLEWARE, HOST_HEALTH_ORDER),
+            ("DOWNLOADER_MIDDLEWARES", DUPLICATE_MIDDLEWARE, DUPLICATE_ORDER),
             ("SPIDER_MIDDLEWARES", STAR_MIDDLEWARE, STAR_ORDER),
             ("SPIDER_MIDDLEWARES", PAGE_DONE_MIDDLEWARE, PAGE_DONE_ORDER),
             ("EXTENSIONS", GC_TUNING_EXTENSION, 0),

@@ -109,7 +109,7 @@ class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
         pool.retryAutomatically = False
         from irlscrapy.warc.recorder import ExchangeRecorder
 
-        self.recorder: ExchangeRecorder | None = ExchangeRecorder.from_crawler(crawler)
+        self.recorder: ExchangeRecorder | None = ExchangeRecorder.of(crawler)
         #: heads matched to their Scrapy request by the headers_received signal
         self._heads: dict[Request, ReceivedHead] = {}
         if self.recorder is not None:

@@ -401,7 +401,10 @@ class DRUM:
             slots = self._open_slots(gen, total, "r+" if self._results_path(gen).exists() else "w+")
             for bucket in range(self.buckets):
                 self._merge_bucket(gen, bucket, slots)
-            slots.flush()
+            # No msync (``slots.flush()``): the page cache keeps a MAP_SHARED mapping's
+            # writes across a kill -9, which is all the crash semantics above promise;
+            # and CPython's mmap.flush holds the GIL through msync(MS_SYNC), a disk
+            # write of the whole results file, stalling the reactor thread meanwhile.
             del slots
         with self._db.write_batch(transaction=True) as wb:
             for key in self._db.iterator(prefix=b"A" + _U64.pack(gen), include_value=False):

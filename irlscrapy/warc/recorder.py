@@ -17,11 +17,14 @@ nothing waits for a timer. For a batch it:
 3. with ``IRL_WARC_DIR``, writes each exchange (request + response records, or request
    + revisit when dedup found the body before), then hands the files to the OS.
 
-With dedup on, ``record`` waits for its verdict (one batch's DRUM merge: milliseconds)
-so the spider sees ``response.meta["irl_duplicate_of"]`` (the first capture's
-WARC-Date) on a duplicate. With only WARC on, it returns at once, unless the queue
-holds more than ``IRL_WARC_QUEUE_BYTES`` of bodies: then it waits for the worker (the
-crawl slows to the disk's pace instead of filling RAM).
+``record`` returns at once, unless the queue holds more than ``IRL_WARC_QUEUE_BYTES``
+of bodies: then it waits for the worker (the crawl slows to the disk's pace instead of
+filling RAM). So the fetch ends, and the scheduler frees its host, IP and load-governor
+slot, without waiting for the worker. With dedup on, the response then waits for its
+verdict in :class:`~irlscrapy.warc.middleware.DuplicateContentMiddleware`, the
+innermost downloader middleware (one batch: milliseconds, holding only one of the
+engine's ``CONCURRENT_REQUESTS``), so every later middleware and the spider see
+``response.meta["irl_duplicate_of"]`` (the first capture's WARC-Date) on a duplicate.
 
 What a crash can lose (kill -9): the exchanges in the queue and in the batch being
 written (at most ``IRL_WARC_QUEUE_BYTES`` plus one batch). Their pages were delivered
@@ -52,6 +55,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 import scrapy
 from scrapy import signals
@@ -69,7 +73,7 @@ from irlscrapy import defaults
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
 from irlscrapy.warc import exchange
-from irlscrapy.warc.files import Capture, WarcFiles, warc_date
+from irlscrapy.warc.files import Capture, WarcFiles
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +81,9 @@ logger = logging.getLogger(__name__)
 #: WARC-Date of the first capture.
 DUPLICATE_KEY = "irl_duplicate_of"
 FAILED_REASON = "warc_error"
+
+
+_RECORDERS: WeakKeyDictionary[Crawler, ExchangeRecorder | None] = WeakKeyDictionary()
 
 
 @dataclass
@@ -116,6 +123,17 @@ class ExchangeRecorder:
         self._closed = False
         self._pool: ThreadPool | None = None
         self._waiters: list[defer.Deferred[None]] = []  # for room in the queue, or idle
+        #: verdicts not yet taken by DuplicateContentMiddleware (weak: a response that
+        #: never reaches it does not keep its entry)
+        self._verdicts: WeakKeyDictionary[Request, defer.Deferred[Verdict]] = WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> ExchangeRecorder | None:
+        """The crawler's one recorder, shared by the download handler and
+        DuplicateContentMiddleware; built on first use (None: both features off)."""
+        if crawler not in _RECORDERS:
+            _RECORDERS[crawler] = cls.from_crawler(crawler)
+        return _RECORDERS[crawler]
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ExchangeRecorder | None:
@@ -182,12 +200,7 @@ class ExchangeRecorder:
         self._queued_bytes += len(pending.capture.payload)
         self._kick()
         if pending.verdict is not None:
-            verdict = await maybe_deferred_to_future(pending.verdict)
-            if verdict.duplicate:
-                request.meta[DUPLICATE_KEY] = warc_date(verdict.first)
-                self.stats.inc_value("irl/content/duplicates")
-            else:
-                self.stats.inc_value("irl/content/unique")
+            self._verdicts[request] = pending.verdict
         while self._queued_bytes > self.queue_bytes and not self._failed:
             await maybe_deferred_to_future(self._wait())
         return response
@@ -235,9 +248,20 @@ class ExchangeRecorder:
         d = self._run(self._work, batch)
         d.addCallbacks(self._done, self._worker_failed, callbackArgs=(batch,))
 
+    async def verdict(self, request: Request) -> Verdict | None:
+        """The content-dedup verdict on ``request``'s response, once it is known (None
+        without dedup, or for a response the recorder did not see)."""
+        d = self._verdicts.pop(request, None)
+        if d is None:
+            return None
+        verdict: Verdict = await maybe_deferred_to_future(d)
+        return verdict
+
     def _answer(self, batch: list[_Pending], verdicts: list[Verdict]) -> None:
         for pending, verdict in zip(batch, verdicts, strict=True):
             if pending.verdict is not None:
+                duplicate = "duplicates" if verdict.duplicate else "unique"
+                self.stats.inc_value(f"irl/content/{duplicate}")
                 pending.verdict.callback(verdict)
                 pending.verdict = None
 

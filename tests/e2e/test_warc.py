@@ -73,6 +73,8 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Archive, dict[str, 
         "IRL_WARC_CDXJ=1",
         "IRL_CONTENT_DEDUP=1",
         f"JOBDIR={work / 'job'}",
+        'EXTENSIONS={"irlscrapy.report.progress.CrawlProgress": 500, '
+        '"tests.e2e.dedup_probe.DuplicateProbe": 0}',
     )
     assert result.returncode == 0, result.stderr[-3000:]
     stats = _stats(result.stderr)
@@ -177,6 +179,10 @@ def test_revisits_repeat_an_earlier_capture_of_the_same_body(crawl: Any) -> None
     revisits = archive.of_type("revisit")
     assert revisits
     assert int(stats["irl/content/duplicates"]) == len(revisits)
+    # duplicates reach the engine flagged (those RetryMiddleware and RedirectMiddleware
+    # turn into new requests never do; every 2xx one does)
+    answered = [r for r in revisits if r["http"].get_statuscode().startswith("2")]
+    assert len(answered) <= int(stats["test/flagged_duplicates"]) <= len(revisits)
     assert int(stats["irl/warc/revisits"]) == len(revisits)
     first: dict[str, str] = {}
     for record in archive.records:

@@ -1,0 +1,42 @@
+"""DuplicateContentMiddleware: a duplicate body's response carries
+``meta["irl_duplicate_of"]`` before any other downloader middleware sees it.
+
+The verdict comes from ContentSeen's batch in the recorder's worker
+(:mod:`irlscrapy.warc.recorder`); this middleware, the innermost one
+(:data:`ORDER`), waits for it after the fetch has ended, so the wait holds no host, IP
+or load-governor slot. Off (NotConfigured) unless ``IRL_CONTENT_DEDUP``; enabled by the
+add-on.
+"""
+
+from __future__ import annotations
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Request, Response
+
+from irlscrapy import defaults
+from irlscrapy.warc.files import warc_date
+from irlscrapy.warc.recorder import DUPLICATE_KEY, ExchangeRecorder
+
+#: Past every stock downloader middleware (HttpCompressionMiddleware is 590), so its
+#: process_response runs first.
+ORDER = 990
+
+
+class DuplicateContentMiddleware:
+    def __init__(self, recorder: ExchangeRecorder) -> None:
+        self.recorder = recorder
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> DuplicateContentMiddleware:
+        if not defaults.get(crawler.settings, "IRL_CONTENT_DEDUP"):
+            raise NotConfigured
+        recorder = ExchangeRecorder.of(crawler)
+        assert recorder is not None
+        return cls(recorder)
+
+    async def process_response(self, request: Request, response: Response) -> Response:
+        verdict = await self.recorder.verdict(request)
+        if verdict is not None and verdict.duplicate:
+            request.meta[DUPLICATE_KEY] = warc_date(verdict.first)
+        return response
