@@ -409,6 +409,14 @@ SETTINGS: tuple[Setting, ...] = (
         "write a CDXJ index beside each WARC file (<name>.cdxj)",
     ),
     Setting(
+        "IRL_WARC_GZIP_LEVEL",
+        1,
+        "int",
+        "zlib level",
+        "compression level of each record's gzip member (0-9); 1 costs a ninth of the CPU "
+        "of warcio's 9 for files about 18% larger (on the in-vitro web's pages)",
+    ),
+    Setting(
         "IRL_WARC_QUEUE_BYTES",
         64 << 20,
         "int",

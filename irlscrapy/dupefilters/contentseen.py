@@ -1,12 +1,20 @@
 """ContentSeen: which downloaded bodies were downloaded before (exact duplicates).
 
 A DRUM (:mod:`irlscrapy.dupefilters.drum`) keyed by the first 64 bits of each body's
-SHA-1, valued by the time of the body's first capture, combined ``first`` (the first
-capture's time is kept). :meth:`ContentSeen.check` takes a batch of digests with their
-capture times, applies it (check+update) and answers for each: new, or the time of the
-capture it repeats. One batch is one DRUM generation: the batches are what arrived
-while the previous one was being checked, tens of keys, so the DRUM has one bucket and
-small cache chunks (a batch rewrites at most one chunk of up to 64 KB per key).
+SHA-1, valued by the time of the body's first capture. :meth:`ContentSeen.check` takes
+a batch of digests with their capture times and answers for each at once: new, or the
+time of the capture it repeats. The recorder's batches are small (what arrived while
+the previous one was written: a handful of bodies), and a DRUM merge per handful would
+cost milliseconds of fixed work each, so the check is IRLbot's split between RAM and
+disk:
+
+- a digest submitted since the last merge is answered from :attr:`pending` (RAM: at most
+  one DRUM batch: about 43,000 keys, see :data:`BUCKET_BYTES`);
+- an older one by one lookup in the DRUM's merged cache (one LevelDB seek and at most
+  one chunk read);
+- a new digest is remembered in ``pending`` and submitted as an UPDATE tuple (journaled:
+  durable on return); when the DRUM's batch is full, it is merged and ``pending`` is
+  emptied.
 
 Plain and synchronous; :class:`irlscrapy.warc.recorder.ExchangeRecorder` runs it in its
 worker thread.
@@ -23,8 +31,8 @@ Crash semantics: a batch is applied when :meth:`check` returns; the worker write
 records after. A kill -9 between the two leaves digests that are marked seen but whose
 records were never written; their re-fetch after resume (requests in flight at a crash
 are fetched again) is recorded as a revisit of a capture the WARC files do not hold.
-That is at most the batches in the worker at the kill. :meth:`open` acknowledges what a
-killed run left unread.
+That is at most the batches in the worker at the kill. :meth:`open` merges what a
+killed run submitted, so no digest is lost to the next run's lookups.
 """
 
 from __future__ import annotations
@@ -32,13 +40,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
+from irlscrapy.dupefilters.drum import DRUM, UPDATE
 
-from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM
-
-#: DRUM geometry for batches of tens of keys.
+#: One bucket of this many bytes of tuples (24 bytes each) is one merge: about 43,000
+#: new bodies, and ``pending`` holds at most that many entries (a few MB).
 BUCKET_BYTES = 1 << 20
-CHUNK_KEYS = 2048
+CHUNK_KEYS = 4096
 
 
 @dataclass(frozen=True)
@@ -56,55 +63,66 @@ def digest_key(sha1: bytes) -> int:
 
 
 class ContentSeen:
-    def __init__(self, path: Path | str) -> None:
+    """Invariant: *a digest is answered "new" once, at its first check, across restarts.*"""
+
+    def __init__(self, path: Path | str, bucket_bytes: int = BUCKET_BYTES) -> None:
         self.path = Path(path)
+        self.bucket_bytes = bucket_bytes
         self.drum: DRUM | None = None
+        #: digest key -> first capture time, for the digests not merged yet
+        self.pending: dict[int, int] = {}
 
     def open(self) -> None:
         self.drum = DRUM(
             self.path,
             buckets=1,
-            bucket_bytes=BUCKET_BYTES,
+            bucket_bytes=self.bucket_bytes,
             chunk_keys=CHUNK_KEYS,
             value_dtype="<u8",
             combine="first",
         )
         self.drum.open()
-        if self.drum.should_merge():
+        if self.drum.pending or self.drum.should_merge():  # what a previous run submitted
             self.drum.merge()
         self.drum.ack_merged()
+        self.pending = {}
 
     def close(self) -> None:
         if self.drum is not None:
             self.drum.close()
             self.drum = None
+        self.pending = {}
 
     @property
     def stored(self) -> int:
         """Distinct bodies seen."""
         assert self.drum is not None, "open() first"
-        return self.drum.stored_keys
+        return self.drum.stored_keys + len(self.pending)
 
     def check(self, sha1s: list[bytes], times: list[float]) -> list[Verdict]:
-        """Apply a batch; one verdict per digest, in order (a digest repeated within the
-        batch is a duplicate of its first occurrence)."""
+        """One verdict per digest, in order (a digest repeated within the batch is a
+        duplicate of its first occurrence)."""
         drum = self.drum
         assert drum is not None, "open() first"
-        if not sha1s:
-            return []
-        keys = np.fromiter((digest_key(d) for d in sha1s), dtype=np.uint64, count=len(sha1s))
-        seconds = np.asarray([int(t) for t in times], dtype=np.uint64)
-        seq = drum.submit(keys, CHECK_UPDATE, values=seconds)
-        drum.merge()
         verdicts: list[Verdict] = []
-        for batch in drum.results():
-            if batch.seq != seq:  # cannot happen: open() acknowledged everything older
+        new_keys: list[int] = []
+        new_times: list[int] = []
+        for sha1, when in zip(sha1s, times, strict=True):
+            key = digest_key(sha1)
+            first = self.pending.get(key)
+            if first is None:
+                first = drum.lookup(key)
+            if first is not None:
+                verdicts.append(Verdict(True, float(first)))
                 continue
-            assert batch.values is not None
-            verdicts = [
-                Verdict(not bool(unique), float(first))
-                for unique, first in zip(batch.unique, batch.values, strict=True)
-            ]
-        drum.ack(seq)
-        assert len(verdicts) == len(sha1s)
+            self.pending[key] = int(when)
+            new_keys.append(key)
+            new_times.append(int(when))
+            verdicts.append(Verdict(False, float(int(when))))
+        if new_keys:
+            drum.submit(new_keys, UPDATE, values=new_times)
+            if drum.should_merge():
+                drum.merge()
+                drum.ack_merged()
+                self.pending = {}
         return verdicts

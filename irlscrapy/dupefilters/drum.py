@@ -388,6 +388,13 @@ class DRUM:
         assert self._chunks is not None, "open() first"
         return self._chunks.contains(key >> self._shift, key, self._merged)
 
+    def lookup(self, key: int) -> int | None:
+        """``key``'s value in the merged cache (0 in a keys-only DRUM), None if absent;
+        as :meth:`contains`."""
+        assert self._chunks is not None, "open() first"
+        found, value = self._chunks.find(key >> self._shift, key, self._merged)
+        return value if found else None
+
     def items(self) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
         """The merged cache, one chunk at a time: (keys, values) arrays, each chunk's
         keys sorted. Not while a merge runs. One chunk is in RAM at a time."""

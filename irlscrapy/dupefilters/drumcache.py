@@ -35,7 +35,7 @@ class ChunkStore:
         self.cached_chunks = cached_chunks
         # find(): decoded chunks with the version they were read at; used only while the
         # caller's version (DRUM's merged-generation count) has not moved on
-        self._cache: OrderedDict[bytes, tuple[int, np.ndarray]] = OrderedDict()
+        self._cache: OrderedDict[bytes, tuple[int, np.ndarray, np.ndarray | None]] = OrderedDict()
 
     @staticmethod
     def prefix(bucket: int) -> bytes:
@@ -81,6 +81,12 @@ class ChunkStore:
 
     def contains(self, bucket: int, key: int, version: int) -> bool:
         """True if ``key`` is in its chunk. Reads one chunk at most."""
+        return self.find(bucket, key, version)[0]
+
+    def find(self, bucket: int, key: int, version: int) -> tuple[bool, int]:
+        """Whether ``key`` is in its chunk, and its value (0 without one, or absent).
+        Reads one chunk at most; the last few are kept decoded while ``version`` (the
+        caller's count of merged generations) stays the same."""
         prefix = self.prefix(bucket)
         found = next(
             self.db.iterator(
@@ -92,15 +98,17 @@ class ChunkStore:
             None,
         )
         if found is None:
-            return False
+            return False, 0
         cached = self._cache.get(found)
         if cached is not None and cached[0] == version:
-            keys = cached[1]
+            keys, values = cached[1], cached[2]
         else:
-            keys = self.load(found)[0]
-            self._cache[found] = (version, keys)
+            keys, values = self.load(found)
+            self._cache[found] = (version, keys, values)
         self._cache.move_to_end(found)
         if len(self._cache) > self.cached_chunks:
             self._cache.popitem(last=False)
         at = int(np.searchsorted(keys, np.uint64(key)))
-        return at < len(keys) and int(keys[at]) == key
+        if at < len(keys) and int(keys[at]) == key:
+            return True, 0 if values is None else int(values[at])
+        return False, 0

@@ -150,6 +150,7 @@ class ExchangeRecorder:
                 prefix=defaults.get(settings, "IRL_WARC_PREFIX"),
                 max_size=defaults.get(settings, "IRL_WARC_MAX_SIZE"),
                 cdxj=defaults.get(settings, "IRL_WARC_CDXJ"),
+                gzip_level=defaults.get(settings, "IRL_WARC_GZIP_LEVEL"),
                 info=_warcinfo(settings),
             )
         seen = temporary = None

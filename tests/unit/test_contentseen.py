@@ -17,10 +17,14 @@ batch = st.lists(st.tuples(bodies, st.integers(1, 10**9)), max_size=6)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(batch, st.booleans()), max_size=8))
-def test_verdicts_match_a_dict_of_first_captures(steps: list[tuple[list, bool]]) -> None:
+@given(st.lists(st.tuples(batch, st.booleans()), max_size=8), st.sampled_from([24, 72, 1 << 20]))
+def test_verdicts_match_a_dict_of_first_captures(
+    steps: list[tuple[list, bool]], bucket_bytes: int
+) -> None:
+    """Merging after every tuple, every third, or never; closing and reopening between
+    batches."""
     with tempfile.TemporaryDirectory() as tmp:
-        seen = ContentSeen(Path(tmp) / "cs")
+        seen = ContentSeen(Path(tmp) / "cs", bucket_bytes)
         seen.open()
         first: dict[bytes, int] = {}
         for pairs, reopen in steps:

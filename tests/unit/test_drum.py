@@ -123,6 +123,17 @@ class DrumMachine(RuleBasedStateMachine):
             if self.valued:
                 assert values == exp_values, seq
 
+    @precondition(lambda self: not self.submitted)  # everything submitted is merged
+    @rule(data=st.data())
+    def lookup(self, data: st.DataObject) -> None:
+        key = data.draw(st.sampled_from([*self.model, 0, 2**64 - 1]))
+        found = self.drum.lookup(key)
+        assert self.drum.contains(key) == (key in self.model)
+        if key not in self.model:
+            assert found is None
+        else:
+            assert found == (self.model[key] if self.valued else 0)
+
     @invariant()
     def stored_key_count_matches(self) -> None:
         if not self.submitted:

@@ -171,7 +171,9 @@ def test_recovering_a_whole_file_keeps_all_of_it(tmp_path: Path) -> None:
     assert [r[0] for r in _records(final)] == ["warcinfo", "response", "request"]
 
 
-@pytest.mark.parametrize("kwargs", [{"max_size": 0}, {"prefix": ""}, {"prefix": "a/b"}])
+@pytest.mark.parametrize(
+    "kwargs", [{"max_size": 0}, {"prefix": ""}, {"prefix": "a/b"}, {"gzip_level": 10}]
+)
 def test_bad_settings_are_refused(tmp_path: Path, kwargs: dict[str, object]) -> None:
     options: dict[str, object] = {"prefix": "t", "max_size": 10, "info": {}, **kwargs}
     with pytest.raises(ConfigurationError):
