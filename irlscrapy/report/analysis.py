@@ -5,7 +5,8 @@
   recorded, so the curves neither drop nor double count. What a run did after its last
   recorded line (a kill -9) is missing from the timeline, not from the later counts.
 - :func:`download_rates` (Fig. 6): pages/s and bits/s between consecutive lines of one
-  run (the paper plots 10-minute averages; ours average over ``IRL_REPORT_INTERVAL``).
+  run (the paper plots 10-minute averages; ours average over ``IRL_REPORT_INTERVAL``,
+  or over longer windows when :func:`thin` keeps one line in k of a long crawl).
 - :func:`uniqueness` (Fig. 7(a)): the probability of uniqueness ``p``, the share of the
   URLs checked against URLseen between two lines that were new, plotted against the
   pages crawled by the end of the interval. Intervals without checks have no ``p``.
@@ -60,6 +61,22 @@ def stitch(samples: Sequence[Sample]) -> list[Sample]:
         out.append(replace(sample, **{n: getattr(sample, n) + offset[n] for n in COUNTERS}))
         last = sample
     return out
+
+
+def thin(samples: Sequence[Sample], limit: int) -> list[Sample]:
+    """At most about ``limit`` of ``samples``: every k-th line of each run, and each
+    run's first and last, so rates and ``p`` over the lines kept are averages over
+    longer windows (the paper's Fig. 6 plots 10-minute averages) and nothing is lost
+    from the totals."""
+    assert limit >= 1
+    step = max(1, -(-len(samples) // limit))  # ceil
+    kept: list[Sample] = []
+    for i, sample in enumerate(samples):
+        first = i == 0 or samples[i - 1].run != sample.run
+        last = i == len(samples) - 1 or samples[i + 1].run != sample.run
+        if first or last or i % step == 0:
+            kept.append(sample)
+    return kept
 
 
 class Rate(NamedTuple):

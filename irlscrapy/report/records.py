@@ -101,7 +101,7 @@ def read_crawl(state_dir: Path, meter: Meter | None = None) -> CrawlRecords:
             "finished, or stop it (Ctrl-C), then run the report again"
         ) from None
     try:
-        crawl = _read_records(state_dir)
+        crawl = _read_records(state_dir, meter)
         if crawl.settings.get("IRL_STAR_ENABLED") and (state_dir / "star").is_dir():
             crawl.star = read_star(state_dir / "star", crawl.settings, meter)
         return crawl
@@ -109,7 +109,7 @@ def read_crawl(state_dir: Path, meter: Meter | None = None) -> CrawlRecords:
         lock.release()
 
 
-def _read_records(state_dir: Path) -> CrawlRecords:
+def _read_records(state_dir: Path, meter: Meter) -> CrawlRecords:
     timeline = state_dir / RECORDS_DIR / TIMELINE
     if not timeline.exists():
         raise ReportError(
@@ -119,8 +119,13 @@ def _read_records(state_dir: Path) -> CrawlRecords:
         )
     lines: list[dict[str, Any]] = []
     torn = 0
-    with open(timeline, encoding="utf-8") as f:
+    reading = meter("reading the timeline (bytes)", timeline.stat().st_size)
+    done = 0
+    with open(timeline, "rb") as f:
         for raw in f:
+            done += len(raw)
+            if len(lines) % 4096 == 0:
+                reading.update(done)
             try:
                 line = json.loads(raw)
             except ValueError:
@@ -134,6 +139,8 @@ def _read_records(state_dir: Path) -> CrawlRecords:
                     else f"{timeline} is not a timeline: it holds {raw[:80]!r}"
                 )
             lines.append(line)
+    reading.update(done)
+    reading.close()
     if not lines:
         raise ReportError(f"{timeline} is empty: the crawl recorded nothing; crawl again")
     opens = [line for line in lines if line["event"] == "open"]

@@ -41,6 +41,8 @@ PNG_RATE = "download_rate.png"
 PNG_UNIQUENESS = "uniqueness.png"
 PNG_PLDS = "pages_per_pld.png"
 PNG_DELAYS = "host_delays.png"
+#: Timeline lines kept for the rate and ``p`` (longer crawls average over longer windows).
+POINTS = 500
 #: Settings shown under "Politeness in force".
 POLITENESS_SETTINGS = (
     "IRL_HOST_DELAY",
@@ -92,7 +94,7 @@ def run_counts(lines: list[dict[str, Any]], name: str) -> dict[str, float]:
 def report_data(crawl: CrawlRecords) -> dict[str, Any]:
     """The numbers of every table and plot (``report.json``)."""
     lines = crawl.lines
-    samples = analysis.stitch(crawl.samples)
+    samples = analysis.stitch(analysis.thin(crawl.samples, POINTS))  # thin keeps run ends
     unique, duplicates = run_total(lines, "unique_urls"), run_total(lines, "duplicates")
     stats = crawl.stats or {}
     summary: dict[str, Any] = {

@@ -4,6 +4,7 @@ probability of uniqueness p, in-degree bins, host delays; and the progress meter
 from __future__ import annotations
 
 import io
+import itertools
 import statistics
 
 import numpy as np
@@ -19,6 +20,7 @@ from irlscrapy.report.analysis import (
     host_delays,
     overall_uniqueness,
     stitch,
+    thin,
     uniqueness,
 )
 from irlscrapy.report.meter import ProgressMeter, bar
@@ -183,3 +185,27 @@ def test_the_progress_line_and_the_meter_draw_the_same_bar() -> None:
     assert progress_bar(500, 1000, 0.0).startswith(bar(0.5) + " 50% of 1,000")
     assert bar(0.5, 10) == "[#####-----]"
     assert bar(2.0, 4) == "[####]" and bar(-1.0, 4) == "[----]"
+
+
+@given(st.lists(st.integers(1, 40), min_size=1, max_size=5), st.integers(1, 30))
+def test_thinning_keeps_each_runs_ends_and_about_limit_lines(
+    run_lengths: list[int], limit: int
+) -> None:
+    samples = [
+        Sample(float(i), run, pages=i)
+        for run, length in enumerate(run_lengths, 1)
+        for i in range(length)
+    ]
+    kept = thin(samples, limit)
+    assert stitch(kept) == thin(stitch(samples), limit)  # the report thins first: cheaper
+    assert len(kept) <= limit + 2 * len(run_lengths)
+    for run in range(1, len(run_lengths) + 1):
+        own = [s for s in samples if s.run == run]
+        mine = [s for s in kept if s.run == run]
+        assert mine[0] == own[0] and mine[-1] == own[-1]
+    # the kept lines' windows tile each run: the rates times their windows add up
+    rates = download_rates(kept)
+    starts = [a.t for a, b in itertools.pairwise(kept) if a.run == b.run]
+    assert len(starts) == len(rates)
+    grown = sum(r.pages_per_second * (r.t - t0) for r, t0 in zip(rates, starts, strict=True))
+    assert grown == pytest.approx(sum(length - 1 for length in run_lengths))
