@@ -29,7 +29,8 @@ add fields instead)::
                               ROBOTSTXT_OBEY: the report reopens STAR's store with them
     stats.json      {"v": 1, "t": ..., "run": n, "stats": {Scrapy stat: value}},
                     rewritten (temporary file, then rename) when the crawl closes; values
-                    made JSON-safe (datetimes as ISO 8601, anything else unusual as str)
+                    made JSON-safe (:func:`jsonable`: numbers as numbers, datetimes as ISO 8601,
+                    anything else as str)
 
 Crash semantics: each line is one ``write`` flushed to the OS; a kill -9 loses at most
 the figures of the current interval, and a torn last line is skipped by the reader
@@ -47,6 +48,7 @@ from __future__ import annotations
 import datetime
 import json
 import logging
+import numbers
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -185,7 +187,7 @@ class CrawlRecorder:
                 robots[key] = value
         line.update(status=status, content_types=content_types, robots=robots)
         line.update(extra)
-        self._file.write(json.dumps(line, default=str) + "\n")
+        self._file.write(json.dumps(line, default=jsonable) + "\n")
         self._file.flush()
 
     def response_received(self, response: Response, request: Any, spider: Spider) -> None:
@@ -266,11 +268,19 @@ def write_stats(path: Path, stats: dict[str, Any], run: int, now: float) -> None
 
 
 def json_safe(stats: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in stats.items():
-        if isinstance(value, datetime.datetime):
-            value = value.isoformat()
-        elif not isinstance(value, int | float | str | bool | type(None)):
-            value = str(value)
-        out[str(key)] = value
-    return out
+    return {
+        str(k): v if isinstance(v, int | float | str | bool | type(None)) else jsonable(v)
+        for k, v in stats.items()
+    }
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON value for what json cannot write: numpy and other numbers as numbers,
+    datetimes as ISO 8601, anything else as its str."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    return str(value)

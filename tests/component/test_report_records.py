@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 from scrapy import Spider
 from scrapy.exceptions import NotConfigured
@@ -78,6 +79,7 @@ def test_a_run_appends_lines_and_a_resumed_run_counts_on(tmp_path: Path) -> None
         stats.set_value("response_received_count", 7 * run)
         stats.set_value("downloader/response_status_count/200", 5)
         stats.set_value("start_time", datetime.datetime(2026, 1, 1))
+        stats.set_value("irl/star/plds", np.uint64(3))  # numbers stay numbers
         clock.now += 10
         ext.sample()
         ext.spider_closed(Spider("s"), "finished")
@@ -99,6 +101,7 @@ def test_a_run_appends_lines_and_a_resumed_run_counts_on(tmp_path: Path) -> None
     stats_json = json.loads((tmp_path / "report" / "stats.json").read_text())
     assert stats_json["run"] == 2
     assert stats_json["stats"]["start_time"] == "2026-01-01T00:00:00"
+    assert stats_json["stats"]["irl/star/plds"] == 3
 
 
 def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
