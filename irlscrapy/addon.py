@@ -29,7 +29,9 @@ settings still win):
 - ``EXTENSIONS``: GCTuning, which keeps CPython's full GC collections from stalling the
   reactor (start-up objects frozen out of them, and fewer of them; ``IRL_GC_FREEZE``,
   ``IRL_GC_FULL_EVERY``); StatusServer, the status endpoint on loopback, which stays
-  off unless ``IRL_STATUS_PORT`` is set.
+  off unless ``IRL_STATUS_PORT`` is set; CrawlRecorder, which leaves the records of the
+  crawl report under the state directory (a line every ``IRL_REPORT_INTERVAL`` seconds)
+  and renders the report at close into ``IRL_REPORT_DIR`` if set.
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
   grows without bound.
 """
@@ -55,6 +57,8 @@ STAR_MIDDLEWARE = "irlscrapy.middlewares.star.StarMiddleware"
 STAR_ORDER = 950  # irlscrapy.middlewares.star.ORDER (not imported: keep this light)
 GC_TUNING_EXTENSION = "irlscrapy.gctuning.GCTuning"
 STATUS_EXTENSION = "irlscrapy.report.status.StatusServer"
+RECORDER_EXTENSION = "irlscrapy.report.timeline.CrawlRecorder"
+RECORDER_ORDER = 1000  # built last: at spider_closed it runs (and logs) after the others
 
 
 class Addon:
@@ -85,5 +89,6 @@ class Addon:
             ("SPIDER_MIDDLEWARES", PAGE_DONE_MIDDLEWARE, PAGE_DONE_ORDER),
             ("EXTENSIONS", GC_TUNING_EXTENSION, 0),
             ("EXTENSIONS", STATUS_EXTENSION, 0),
+            ("EXTENSIONS", RECORDER_EXTENSION, RECORDER_ORDER),
         ):
             settings.setdefault_in_component_priority_dict(setting, component, order)

@@ -4,6 +4,9 @@ irlscrapy invitro serve --profile P --seed S [--log FILE]
     serve an in-vitro web; prints one JSON line (see irlscrapy.invitro.serve)
 irlscrapy invitro urls --profile P --seed S --count N [--policy rfc9309|scrapy]
     print the first N HTML page URLs a breadth-first crawl of that web downloads
+irlscrapy report JOBDIR [--out DIR]
+    write the report of a finished crawl (its JOBDIR or IRL_STATE_DIR): report.html with
+    PNG plots, and report.json, into DIR (default JOBDIR/report); prints the page's path
 """
 
 from __future__ import annotations
@@ -34,13 +37,20 @@ def _parser() -> argparse.ArgumentParser:
     urls = sub.choices["urls"]
     urls.add_argument("--count", type=int, required=True)
     urls.add_argument("--policy", choices=("rfc9309", "scrapy"), default="scrapy")
+    report = commands.add_parser("report", help="write a finished crawl's report")
+    report.add_argument("jobdir", type=Path, help="the crawl's JOBDIR (or IRL_STATE_DIR)")
+    report.add_argument("--out", type=Path, help="output directory (default JOBDIR/report)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        if args.action == "serve":
+        if args.command == "report":
+            from irlscrapy.report.render import write_report
+
+            print(write_report(args.jobdir, args.out or args.jobdir / "report"))
+        elif args.action == "serve":
             from irlscrapy.invitro.serve import serve
 
             serve(args.profile, args.seed, args.log)

@@ -434,6 +434,23 @@ SETTINGS: tuple[Setting, ...] = (
         "irl/content/duplicates, and a WARC revisit record instead of a second copy",
     ),
     Setting(
+        "IRL_REPORT_INTERVAL",
+        10.0,
+        "float",
+        "seconds",
+        "how often the crawl appends a line of figures to <state dir>/report/timeline.jsonl "
+        "for its report (irlscrapy report); 0: no report records; extension "
+        "irlscrapy.report.timeline.CrawlRecorder, enabled by the add-on",
+    ),
+    Setting(
+        "IRL_REPORT_DIR",
+        "",
+        "str",
+        "path",
+        "write the crawl report (report.html, PNG plots) into this directory when the "
+        "crawl closes, also without JOBDIR; empty: only on demand, irlscrapy report JOBDIR",
+    ),
+    Setting(
         "IRL_GC_FREEZE",
         True,
         "bool",

@@ -5,7 +5,8 @@ Hierarchy::
     IrlscrapyError                 base of everything irlscrapy raises on purpose
     ├── ConfigurationError         a setting, profile or argument is wrong; the message says
     │                              which and what values are accepted
-    └── InVitroError               the in-vitro web could not be started or reached
+    ├── InVitroError               the in-vitro web could not be started or reached
+    └── ReportError                ``irlscrapy report`` cannot read a crawl's records
 
 Third-party errors are translated into these at one boundary per component, and every
 message says what to do next.
@@ -22,3 +23,7 @@ class ConfigurationError(IrlscrapyError, ValueError):
 
 class InVitroError(IrlscrapyError):
     """The in-vitro web could not be started, or it stopped unexpectedly."""
+
+
+class ReportError(IrlscrapyError):
+    """A directory is not a finished crawl's state directory with report records."""

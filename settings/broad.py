@@ -23,6 +23,9 @@ EXTENSIONS = {
     "irlscrapy.report.reactorlag.ReactorLag": 0,  # off unless IRL_REACTOR_LAG
 }
 IRL_PROGRESS_INTERVAL = 5.0
+# The demo ends by writing its report (report.html and plots) here, relative to the
+# directory the crawl runs in; with JOBDIR, `irlscrapy report JOBDIR` writes it again.
+IRL_REPORT_DIR = "crawl-report"
 
 # A broad crawl spreads over many hosts: more in flight than the default 16.
 CONCURRENT_REQUESTS = 64

@@ -20,10 +20,9 @@ from twisted.internet import task
 
 from irlscrapy import defaults
 from irlscrapy.report.figures import crawl_figures
+from irlscrapy.report.meter import BAR_WIDTH, bar
 
 logger = logging.getLogger(__name__)
-
-BAR_WIDTH = 20
 
 
 class CrawlProgress:
@@ -118,9 +117,8 @@ def progress_bar(done: float, budget: int, rate: float, width: int = BAR_WIDTH) 
     if budget <= 0:
         return ""
     share = min(max(done / budget, 0.0), 1.0)
-    filled = int(share * width)
     eta = f", ETA {(budget - done) / rate:.0f} s" if rate > 0 and done < budget else ""
-    return f"[{'#' * filled}{'-' * (width - filled)}] {share:.0%} of {budget:,}{eta}; "
+    return f"{bar(share, width)} {share:.0%} of {budget:,}{eta}; "
 
 
 def _frontier_part(figures: dict[str, float]) -> str:

@@ -137,6 +137,11 @@ DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
 PAGE_DONE_AFTER = 60.0
 
+#: Signal sent with ``state_dir`` and ``temporary`` once the scheduler has closed its state
+#: directory (lock released), before it removes a temporary one: the last moment to read
+#: it (the crawl report, irlscrapy.report.timeline, renders from it then).
+state_closed = object()
+
 _schedulers: weakref.WeakKeyDictionary[Crawler, IRLScheduler] = weakref.WeakKeyDictionary()
 
 
@@ -411,6 +416,10 @@ class IRLScheduler(BaseScheduler):
         self.dns.close()
         if self._lock is not None:
             self._lock.release()
+        if self.state_dir is not None:
+            self.crawler.signals.send_catch_log(
+                state_closed, state_dir=self.state_dir, temporary=self._temporary
+            )
         if self._temporary and self.state_dir is not None:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 

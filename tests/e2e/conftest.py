@@ -75,6 +75,8 @@ def tiny_crawl_args(log: Path, *settings: str) -> list[str]:
         f"DOWNLOAD_TIMEOUT={TINY_DOWNLOAD_TIMEOUT}",
         "-s",
         "TELNETCONSOLE_ENABLED=0",
+        "-s",
+        "IRL_REPORT_DIR=",  # the demo's report at close: only where a test asks for it
     ]
     for setting in settings:
         args += ["-s", setting]

@@ -1,0 +1,189 @@
+"""The arithmetic behind the report's figures (seeds/003 section VIII), on plain data.
+
+- :func:`stitch` makes a timeline continuous over restarts. Scrapy's counters start at 0
+  in every run; a resumed crawl's counts are added to the last counts its earlier runs
+  recorded, so the curves neither drop nor double count. What a run did after its last
+  recorded line (a kill -9) is missing from the timeline, not from the later counts.
+- :func:`download_rates` (Fig. 6): pages/s and bits/s between consecutive lines of one
+  run (the paper plots 10-minute averages; ours average over ``IRL_REPORT_INTERVAL``,
+  or over longer windows when :func:`thin` keeps one line in k of a long crawl).
+- :func:`uniqueness` (Fig. 7(a)): the probability of uniqueness ``p``, the share of the
+  URLs checked against URLseen between two lines that were new, plotted against the
+  pages crawled by the end of the interval. Intervals without checks have no ``p``.
+- :class:`InDegreeBins` (Fig. 7(b)): PLDs grouped by in-degree in powers of two
+  (``[1, 1]``, ``[2, 3]``, ``[4, 7]``, ...; in-degree 0 on its own), with the count, the
+  mean and the median of pages crawled per PLD of each bin. Every PLD STAR counted is
+  included, crawled or only linked to (0 pages), as in the paper. RAM: one counter of
+  distinct page counts per bin, never one entry per PLD.
+- :func:`host_delays`: the host delay ``tau_h`` each PLD's budget implies
+  (:class:`irlscrapy.scheduler.delays.Politeness`), counted by value.
+
+No Scrapy import; tested in tests/unit/test_report_analysis.py.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import numpy as np
+
+from irlscrapy.scheduler.delays import Politeness
+
+#: The counters :func:`stitch` carries over restarts.
+COUNTERS = ("pages", "unique_urls", "duplicates", "bytes")
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One timeline line: wall-clock time, run number, counters since the run began."""
+
+    t: float
+    run: int
+    pages: float = 0
+    unique_urls: float = 0
+    duplicates: float = 0
+    bytes: float = 0
+
+
+def stitch(samples: Sequence[Sample]) -> list[Sample]:
+    """``samples`` (in file order) with each run's counters added to the last ones of the
+    runs before it."""
+    out: list[Sample] = []
+    offset = dict.fromkeys(COUNTERS, 0.0)
+    last: Sample | None = None
+    for sample in samples:
+        if last is not None and sample.run != last.run:
+            offset = {name: getattr(out[-1], name) for name in COUNTERS}
+        out.append(replace(sample, **{n: getattr(sample, n) + offset[n] for n in COUNTERS}))
+        last = sample
+    return out
+
+
+def thin(samples: Sequence[Sample], limit: int) -> list[Sample]:
+    """At most about ``limit`` of ``samples``: every k-th line of each run, and each
+    run's first and last, so rates and ``p`` over the lines kept are averages over
+    longer windows (the paper's Fig. 6 plots 10-minute averages) and nothing is lost
+    from the totals."""
+    assert limit >= 1
+    step = max(1, -(-len(samples) // limit))  # ceil
+    kept: list[Sample] = []
+    for i, sample in enumerate(samples):
+        first = i == 0 or samples[i - 1].run != sample.run
+        last = i == len(samples) - 1 or samples[i + 1].run != sample.run
+        if first or last or i % step == 0:
+            kept.append(sample)
+    return kept
+
+
+class Rate(NamedTuple):
+    t: float  # end of the interval
+    pages_per_second: float
+    bits_per_second: float
+
+
+def download_rates(samples: Sequence[Sample]) -> list[Rate]:
+    """Pages/s and bits/s over each interval between two lines of the same run."""
+    rates = []
+    for a, b in itertools.pairwise(samples):
+        dt = b.t - a.t
+        if a.run == b.run and dt > 0:
+            rates.append(Rate(b.t, (b.pages - a.pages) / dt, 8 * (b.bytes - a.bytes) / dt))
+    return rates
+
+
+class Uniqueness(NamedTuple):
+    pages: float  # pages crawled by the end of the interval
+    p: float  # new URLs / URLs checked in the interval
+    checked: float
+
+
+def uniqueness(samples: Sequence[Sample]) -> list[Uniqueness]:
+    """``p`` over each interval between two lines of the same run that checked URLs."""
+    points = []
+    for a, b in itertools.pairwise(samples):
+        new = b.unique_urls - a.unique_urls
+        checked = new + b.duplicates - a.duplicates
+        if a.run == b.run and checked > 0:
+            points.append(Uniqueness(b.pages, new / checked, checked))
+    return points
+
+
+def overall_uniqueness(unique_urls: float, duplicates: float) -> float | None:
+    """``p`` over the whole crawl; None if no URL was checked."""
+    checked = unique_urls + duplicates
+    return unique_urls / checked if checked > 0 else None
+
+
+class Bin(NamedTuple):
+    low: int  # in-degrees low..high (inclusive)
+    high: int
+    plds: int
+    pages: int  # pages crawled from the bin's PLDs
+    mean: float
+    median: float
+
+
+def bin_of(in_degree: int) -> int:
+    """0 for in-degree 0, else 1 + floor(log2(in_degree))."""
+    return int(in_degree).bit_length()
+
+
+class InDegreeBins:
+    """Pages per PLD by in-degree bin; fed in chunks (numpy arrays) of any size."""
+
+    def __init__(self) -> None:
+        self._pages: dict[int, Counter[int]] = {}  # bin -> page count -> PLDs
+
+    def add(self, in_degrees: np.ndarray, pages: np.ndarray) -> None:
+        in_degrees = np.asarray(in_degrees, dtype=np.uint64)
+        pages = np.asarray(pages, dtype=np.uint64)
+        assert in_degrees.shape == pages.shape
+        if not len(in_degrees):
+            return
+        # bit_length, vectorised: floor(log2(d)) + 1 for d >= 1 (exact below 2**32, the
+        # largest in-degree the store holds)
+        bins = np.zeros(len(in_degrees), dtype=np.int64)
+        positive = in_degrees > 0
+        bins[positive] = np.floor(np.log2(in_degrees[positive].astype(np.float64))) + 1
+        pairs, counts = np.unique(
+            np.stack([bins, pages.astype(np.int64)]), axis=1, return_counts=True
+        )
+        for (b, p), n in zip(pairs.T.tolist(), counts.tolist(), strict=True):
+            self._pages.setdefault(b, Counter())[p] += n
+
+    def bins(self) -> list[Bin]:
+        out = []
+        for b in sorted(self._pages):
+            counter = self._pages[b]
+            plds = sum(counter.values())
+            pages = sum(p * n for p, n in counter.items())
+            low, high = (0, 0) if b == 0 else (1 << (b - 1), (1 << b) - 1)
+            out.append(Bin(low, high, plds, pages, pages / plds, _median(counter, plds)))
+        return out
+
+
+def _median(counter: Counter[int], n: int) -> float:
+    """The median of ``n`` values given as value -> occurrences (the mean of the two
+    middle values when ``n`` is even)."""
+    wanted = [(n - 1) // 2, n // 2]
+    found: list[int] = []
+    seen = 0
+    for value in sorted(counter):
+        seen += counter[value]
+        while wanted and wanted[0] < seen:
+            found.append(value)
+            wanted.pop(0)
+    return (found[0] + found[1]) / 2
+
+
+def host_delays(politeness: Politeness, budgets: Iterable[int], others: int) -> dict[float, int]:
+    """PLDs by the host delay their budget implies: ``budgets`` of the PLDs with a budget
+    of their own, ``others`` PLDs with the default budget."""
+    counts: Counter[float] = Counter(politeness.host(b) for b in budgets)
+    if others:
+        counts[politeness.host(politeness.default_budget)] += others
+    return dict(sorted(counts.items()))
