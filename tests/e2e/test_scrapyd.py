@@ -59,29 +59,29 @@ class Scrapyd:
     def output(self) -> str:
         return (self.root / "scrapyd.out").read_text(errors="replace")
 
-    def call(self, endpoint: str, data: list[tuple[str, str]] | None = None) -> dict[str, Any]:
-        """GET (``data`` None) or POST one Scrapyd JSON API endpoint; its status must be ok."""
-        url = self.url + endpoint
-        body = None
-        if data is not None:
-            body = urllib.parse.urlencode(data).encode()
-        elif "?" not in endpoint:
-            url += f"?project={PROJECT}"
+    def get(self, endpoint: str, **params: str) -> dict[str, Any]:
+        return self._answer(f"{self.url}{endpoint}?{urllib.parse.urlencode(params)}", None)
+
+    def post(self, endpoint: str, data: list[tuple[str, str]]) -> dict[str, Any]:
+        return self._answer(self.url + endpoint, urllib.parse.urlencode(data).encode())
+
+    def _answer(self, url: str, body: bytes | None) -> dict[str, Any]:
+        """One call of Scrapyd's JSON API, whose status must be ok."""
         with urllib.request.urlopen(url, data=body, timeout=30) as response:
             answer: dict[str, Any] = json.load(response)
-        assert answer.get("status") == "ok", (endpoint, answer, self.output()[-2000:])
+        assert answer.get("status") == "ok", (url, answer, self.output()[-2000:])
         return answer
 
     def schedule(self, job: str, *settings: str, **spider_args: str) -> None:
         data = [("project", PROJECT), ("spider", SPIDER), ("jobid", job)]
         data += [("setting", s) for s in settings]
         data += [*SPIDER_ARGS, *spider_args.items()]
-        assert self.call("schedule.json", data)["jobid"] == job
+        assert self.post("schedule.json", data)["jobid"] == job
 
     def runs(self, job: str) -> tuple[int, int]:
         """(runs of ``job`` pending or running, runs finished): a job id scheduled again
         (to resume) appears once per run."""
-        jobs = self.call("listjobs.json")
+        jobs = self.get("listjobs.json", project=PROJECT)
         active = sum(j["id"] == job for state in ("pending", "running") for j in jobs[state])
         return active, sum(j["id"] == job for j in jobs["finished"])
 
@@ -118,6 +118,22 @@ def without_checkout() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
+def stop_jobs(server: Scrapyd) -> None:
+    """Cancel what a failed test left running: stopping Scrapyd does not stop its jobs,
+    and each job's in-vitro web stops when its crawl does."""
+    if server.process.poll() is not None:
+        return
+    jobs = server.get("listjobs.json", project=PROJECT)
+    running = [j["id"] for state in ("pending", "running") for j in jobs[state]]
+    for job in running:
+        server.post("cancel.json", [("project", PROJECT), ("job", job)])
+    deadline = time.monotonic() + 30
+    while running and time.monotonic() < deadline:
+        jobs = server.get("listjobs.json", project=PROJECT)
+        running = [j["id"] for state in ("pending", "running") for j in jobs[state]]
+        time.sleep(0.2)
+
+
 @pytest.fixture(scope="module")
 def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
     root = tmp_path_factory.mktemp("scrapyd")
@@ -148,13 +164,14 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
         while True:
             assert process.poll() is None, f"scrapyd exited:\n{server.output()[-3000:]}"
             try:
-                server.call("daemonstatus.json?")
+                server.get("daemonstatus.json")
                 break
             except OSError:
                 assert time.monotonic() < deadline, f"no answer:\n{server.output()[-3000:]}"
                 time.sleep(0.2)
         yield server
     finally:
+        stop_jobs(server)
         process.terminate()
         try:
             process.wait(timeout=15)
@@ -216,8 +233,8 @@ def pythonpath_of_invitro(log: str) -> list[str]:
 def test_scrapyd_deploy_puts_the_project_and_its_broad_spider_on_scrapyd(
     deployed: Scrapyd,
 ) -> None:
-    assert PROJECT in deployed.call("listprojects.json?")["projects"]
-    assert deployed.call("listspiders.json")["spiders"] == [SPIDER]
+    assert PROJECT in deployed.get("listprojects.json")["projects"]
+    assert deployed.get("listspiders.json", project=PROJECT)["spiders"] == [SPIDER]
     eggs = list((deployed.root / "eggs" / PROJECT).glob("*.egg"))
     assert len(eggs) == 1, eggs
 
@@ -267,7 +284,7 @@ def test_cancel_stops_a_job_gracefully_and_the_same_jobid_resumes_it(
     # The job's in-vitro web, a child process, runs the egg's irlscrapy too.
     egg = next((deployed.root / "eggs" / PROJECT).glob("*.egg"))
     assert pythonpath_of_invitro(deployed.log(job))[0] == str(egg)
-    assert deployed.call("cancel.json", [("project", PROJECT), ("job", job)])["prevstate"] == (
+    assert deployed.post("cancel.json", [("project", PROJECT), ("job", job)])["prevstate"] == (
         "running"
     )
     deployed.wait_until_finished(job)
