@@ -12,7 +12,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import irlscrapy
 from irlscrapy.exceptions import InVitroError
+
+
+def irlscrapy_root() -> str:
+    """The ``sys.path`` entry this process imported ``irlscrapy`` from: a directory, or
+    the zip archive of a Scrapyd egg (whose path Scrapyd added at run time, so a child
+    process would not find it without being told)."""
+    spec = irlscrapy.__spec__
+    assert spec is not None and spec.submodule_search_locations, "irlscrapy is a package"
+    return os.path.abspath(os.path.dirname(next(iter(spec.submodule_search_locations))))
 
 
 class InVitroProcess:
@@ -58,8 +68,13 @@ class InVitroProcess:
         ]
         if self.log is not None:
             cmd += ["--log", str(self.log)]
+        # The child runs the same irlscrapy as this process, even one from a Scrapyd egg.
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(
+            p for p in (irlscrapy_root(), env.get("PYTHONPATH", "")) if p
+        )
         self._proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+            cmd, stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, env=env
         )
         if self.cpu is not None:
             os.sched_setaffinity(self._proc.pid, {self.cpu})

@@ -34,8 +34,9 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
+from irlscrapy import __version__
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.invitro.process import InVitroProcess
+from irlscrapy.invitro.process import InVitroProcess, irlscrapy_root
 from irlscrapy.links import Links
 from irlscrapy.middlewares.star import ORDER as STAR_MIDDLEWARE_ORDER
 from irlscrapy.spiders.extract import header_nofollow, links_to_follow, meta_nofollow
@@ -87,6 +88,8 @@ class BroadSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BroadSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        # Which copy runs, when a checkout, an install and a Scrapyd egg may all hold one.
+        spider.logger.info("irlscrapy %s from %s", __version__, irlscrapy_root())
         if spider.invitro is not None:
             # Started here, not in start(): the proxy environment must be in place before
             # Scrapy builds HttpProxyMiddleware, and settings before they are frozen.

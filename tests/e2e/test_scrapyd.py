@@ -1,0 +1,309 @@
+"""The project deploys to a real Scrapyd and runs there: deploy, schedule, cancel, resume.
+
+A Scrapyd process on 127.0.0.1 with its own scrapyd.conf (eggs, logs, dbs and jobs
+directories in a temporary directory) receives the egg that the real ``scrapyd-deploy``
+builds from a copy of the repository (its scrapy.cfg with the ``[deploy]`` URL pointed
+at this Scrapyd). Jobs crawl the tiny in-vitro web with QUICK_IRL politeness.
+
+Scrapyd runs without the checkout on ``PYTHONPATH``, as on a real host: the ``irlscrapy``
+that runs must be the egg's (irlscrapy_project moves the egg ahead of any installed
+copy), which the broad spider's "irlscrapy ... from ..." line shows.
+
+Scrapyd's ``jobs_dir`` makes each job's JOBDIR ``<jobs_dir>/<project>/<spider>/<jobid>``
+(overriding a ``setting=JOBDIR=...``), so scheduling again with the same ``jobid``
+resumes a cancelled job.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import QUICK_IRL, ROOT, SEED, TINY_DOWNLOAD_TIMEOUT, downloads
+
+pytestmark = pytest.mark.e2e
+
+PROJECT = "irlscrapy"  # the [deploy] project of the repository's scrapy.cfg
+SPIDER = "broad"
+#: What the egg is built from: the build files and the two packages it carries.
+BUILD_FILES = ("pyproject.toml", "setup.py", "README.md", "irlscrapy", "irlscrapy_project")
+SPIDER_ARGS = (("seeds", "invitro"), ("profile", "tiny"), ("seed", str(SEED)))
+QUICK = (*QUICK_IRL, f"DOWNLOAD_TIMEOUT={TINY_DOWNLOAD_TIMEOUT}", "TELNETCONSOLE_ENABLED=0")
+JOB_TIMEOUT = 60.0
+
+
+@dataclass
+class Scrapyd:
+    """A running Scrapyd: its URL, the directory holding its own directories, and its
+    process (whose output goes to ``root / "scrapyd.out"``)."""
+
+    url: str
+    root: Path
+    process: subprocess.Popen[bytes]
+
+    def output(self) -> str:
+        return (self.root / "scrapyd.out").read_text(errors="replace")
+
+    def get(self, endpoint: str, **params: str) -> dict[str, Any]:
+        return self._answer(f"{self.url}{endpoint}?{urllib.parse.urlencode(params)}", None)
+
+    def post(self, endpoint: str, data: list[tuple[str, str]]) -> dict[str, Any]:
+        return self._answer(self.url + endpoint, urllib.parse.urlencode(data).encode())
+
+    def _answer(self, url: str, body: bytes | None) -> dict[str, Any]:
+        """One call of Scrapyd's JSON API, whose status must be ok."""
+        with urllib.request.urlopen(url, data=body, timeout=30) as response:
+            answer: dict[str, Any] = json.load(response)
+        assert answer.get("status") == "ok", (url, answer, self.output()[-2000:])
+        return answer
+
+    def schedule(self, job: str, *settings: str, **spider_args: str) -> None:
+        data = [("project", PROJECT), ("spider", SPIDER), ("jobid", job)]
+        data += [("setting", s) for s in settings]
+        data += [*SPIDER_ARGS, *spider_args.items()]
+        assert self.post("schedule.json", data)["jobid"] == job
+
+    def runs(self, job: str) -> tuple[int, int]:
+        """(runs of ``job`` pending or running, runs finished): a job id scheduled again
+        (to resume) appears once per run."""
+        jobs = self.get("listjobs.json", project=PROJECT)
+        active = sum(j["id"] == job for state in ("pending", "running") for j in jobs[state])
+        return active, sum(j["id"] == job for j in jobs["finished"])
+
+    def wait_until_finished(self, job: str, runs: int = 1) -> None:
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.runs(job) == (0, runs):
+                return
+            time.sleep(0.2)
+        raise AssertionError(
+            f"job {job} did not finish run {runs} within {JOB_TIMEOUT} s; its log ends:\n"
+            + self.log(job)[-3000:]
+        )
+
+    def jobdir(self, job: str) -> Path:
+        return self.root / "jobs" / PROJECT / SPIDER / job
+
+    def log(self, job: str) -> str:
+        path = self.root / "logs" / PROJECT / SPIDER / f"{job}.log"
+        return path.read_text(errors="replace") if path.exists() else "(no log yet)"
+
+
+def free_port() -> int:
+    """A port free on loopback now (Scrapyd cannot listen on port 0 and say which)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def without_checkout() -> dict[str, str]:
+    """The environment of a Scrapyd host: this process's, minus the checkout on PYTHONPATH
+    (which would put the checkout's irlscrapy_project ahead of the egg's)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
+def stop_jobs(server: Scrapyd) -> None:
+    """Cancel what a failed test left running: stopping Scrapyd does not stop its jobs,
+    and each job's in-vitro web stops when its crawl does."""
+    if server.process.poll() is not None:
+        return
+    jobs = server.get("listjobs.json", project=PROJECT)
+    running = [j["id"] for state in ("pending", "running") for j in jobs[state]]
+    for job in running:
+        server.post("cancel.json", [("project", PROJECT), ("job", job)])
+    deadline = time.monotonic() + 30
+    while running and time.monotonic() < deadline:
+        jobs = server.get("listjobs.json", project=PROJECT)
+        running = [j["id"] for state in ("pending", "running") for j in jobs[state]]
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
+    root = tmp_path_factory.mktemp("scrapyd")
+    port = free_port()
+    # Scrapyd reads scrapyd.conf from its working directory (and, later, ~/.scrapyd.conf).
+    (root / "scrapyd.conf").write_text(
+        "[scrapyd]\n"
+        "bind_address = 127.0.0.1\n"
+        f"http_port = {port}\n"
+        f"eggs_dir = {root / 'eggs'}\n"
+        f"logs_dir = {root / 'logs'}\n"
+        f"dbs_dir = {root / 'dbs'}\n"
+        f"jobs_dir = {root / 'jobs'}\n"
+        "items_dir =\n"
+        "poll_interval = 0.2\n"
+    )
+    with open(root / "scrapyd.out", "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "scrapyd"],
+            cwd=root,
+            env=without_checkout(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    server = Scrapyd(f"http://127.0.0.1:{port}/", root, process)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            assert process.poll() is None, f"scrapyd exited:\n{server.output()[-3000:]}"
+            try:
+                server.get("daemonstatus.json")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, f"no answer:\n{server.output()[-3000:]}"
+                time.sleep(0.2)
+        yield server
+    finally:
+        stop_jobs(server)
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def deployed(scrapyd: Scrapyd, tmp_path_factory: pytest.TempPathFactory) -> Scrapyd:
+    """The repository deployed with ``scrapyd-deploy``, from a copy whose scrapy.cfg
+    targets this Scrapyd (the repository's own scrapy.cfg is left as it is)."""
+    copy = tmp_path_factory.mktemp("project")
+    for name in BUILD_FILES:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, copy / name)
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / "scrapy.cfg")
+    assert cfg["deploy"]["project"] == PROJECT
+    cfg["deploy"]["url"] = scrapyd.url
+    with open(copy / "scrapy.cfg", "w") as f:
+        cfg.write(f)
+    deploy = Path(sys.executable).with_name("scrapyd-deploy")
+    assert deploy.exists(), f"{deploy} is missing: pip install '.[test]' installs scrapyd-client"
+    result = subprocess.run(
+        [str(deploy), "--debug"],  # --debug shows setup.py's output if the build fails
+        cwd=copy,
+        env=without_checkout(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert '"status": "ok"' in result.stdout, result.stdout + result.stderr[-3000:]
+    return scrapyd
+
+
+def stat(log: str, name: str) -> int | str | None:
+    """One value of the stats dump at the end of a crawl's log."""
+    found = re.findall(rf"^ '{re.escape(name)}': (.+?),?$", log, re.MULTILINE)
+    if not found:
+        return None
+    value = found[-1]
+    return int(value) if value.isdigit() else value.strip("'")
+
+
+def pythonpath_of_invitro(log: str) -> list[str]:
+    """PYTHONPATH of the running in-vitro web whose pid the broad spider logged."""
+    found = re.search(r"in-vitro web \(tiny, seed \d+, pid (\d+)\)", log)
+    assert found, log[:3000]
+    environ = Path(f"/proc/{found.group(1)}/environ").read_bytes().split(b"\0")
+    value = next((v for v in environ if v.startswith(b"PYTHONPATH=")), b"PYTHONPATH=")
+    return value.decode().removeprefix("PYTHONPATH=").split(os.pathsep)
+
+
+def test_scrapyd_deploy_puts_the_project_and_its_broad_spider_on_scrapyd(
+    deployed: Scrapyd,
+) -> None:
+    assert PROJECT in deployed.get("listprojects.json")["projects"]
+    assert deployed.get("listspiders.json", project=PROJECT)["spiders"] == [SPIDER]
+    eggs = list((deployed.root / "eggs" / PROJECT).glob("*.egg"))
+    assert len(eggs) == 1, eggs
+
+
+def test_a_scheduled_job_runs_the_eggs_code_with_its_settings_and_arguments(
+    deployed: Scrapyd,
+) -> None:
+    job = "finish"
+    deployed.schedule(
+        job,
+        "CLOSESPIDER_PAGECOUNT=150",
+        "IRL_MAX_PATH_DEPTH=1",  # an IRL_* override with a visible effect: a trap stat
+        *QUICK,
+    )
+    deployed.wait_until_finished(job)
+    log = deployed.log(job)
+    egg = next((deployed.root / "eggs" / PROJECT).glob("*.egg"))
+    assert f"irlscrapy 0.1.0 from {egg}" in log, log[:3000]
+    assert "in-vitro web (tiny, seed 0," in log, log[:3000]
+    assert "'CLOSESPIDER_PAGECOUNT': '150'" in log
+    assert f"'JOBDIR': '{deployed.jobdir(job)}'" in log
+    assert stat(log, "finish_reason") == "closespider_pagecount", log[-3000:]
+    responses, pages = stat(log, "response_received_count"), stat(log, "irl/spider/pages")
+    assert isinstance(responses, int) and responses >= 150, log[-3000:]
+    assert isinstance(pages, int) and pages > 0, log[-3000:]
+    dropped = stat(log, "irl/traps/path_depth")
+    assert isinstance(dropped, int) and dropped > 0, log[-3000:]
+    assert "Traceback" not in log, log
+    # The frontier's state is in the job's JOBDIR under Scrapyd's jobs_dir.
+    state = {p.name for p in deployed.jobdir(job).iterdir()}
+    assert {"beast", "urlseen", "dns", "robots"} <= state, state
+
+
+def test_cancel_stops_a_job_gracefully_and_the_same_jobid_resumes_it(
+    deployed: Scrapyd, tmp_path: Path
+) -> None:
+    job = "resume"
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    # A small workbench keeps most of the frontier in BEAST's disk queues at the stop.
+    small = (*QUICK, "IRL_WORKBENCH_URLS=100")
+    deployed.schedule(job, *small, invitro_log=str(first))
+    deadline = time.monotonic() + JOB_TIMEOUT
+    while len(downloads(first)) < 300:
+        assert deployed.runs(job) != (0, 1), "the job ended before it was cancelled"
+        assert time.monotonic() < deadline, deployed.log(job)[-3000:]
+        time.sleep(0.2)
+    # The job's in-vitro web, a child process, runs the egg's irlscrapy too.
+    egg = next((deployed.root / "eggs" / PROJECT).glob("*.egg"))
+    assert pythonpath_of_invitro(deployed.log(job))[0] == str(egg)
+    assert deployed.post("cancel.json", [("project", PROJECT), ("job", job)])["prevstate"] == (
+        "running"
+    )
+    deployed.wait_until_finished(job)
+    stopped = deployed.log(job)
+    assert "Received SIGINT, shutting down gracefully" in stopped, stopped[-3000:]
+    assert stat(stopped, "finish_reason") == "shutdown", stopped[-3000:]
+    seeds = re.search(r"; seeds (.+)$", stopped, re.MULTILINE)
+    assert seeds, stopped[:3000]
+
+    deployed.schedule(job, *small, "CLOSESPIDER_PAGECOUNT=200", invitro_log=str(second))
+    deployed.wait_until_finished(job, runs=2)
+    resumed = deployed.log(job)[len(stopped) :]  # Scrapy appends to the job's log file
+    queued = re.search(
+        rf"resuming from {re.escape(str(deployed.jobdir(job)))}: (\d+) URLs", resumed
+    )
+    assert queued and int(queued.group(1)) > 0, resumed[:3000]
+    assert stat(resumed, "finish_reason") == "closespider_pagecount", resumed[-3000:]
+    assert "Traceback" not in resumed, resumed
+    # It went on from the stop: the seeds, answered in the first run, are not fetched again.
+    again = set(seeds.group(1).split(", ")) & set(downloads(second))
+    assert not again, again
+    assert len(downloads(second)) >= 200
