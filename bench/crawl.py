@@ -101,7 +101,9 @@ IRL_SETTINGS = {
     "IRL_REACTOR_LAG": "1",
 }
 WARC_DIR = RESULTS / "warc-scratch"
-WARC_SETTINGS = {"IRL_WARC_DIR": str(WARC_DIR), "IRL_CONTENT_DEDUP": "1", "IRL_WARC_CDXJ": "1"}
+#: The bar's configuration: WARC files and content dedup (the optional CDXJ index is off,
+#: as by default).
+WARC_SETTINGS = {"IRL_WARC_DIR": str(WARC_DIR), "IRL_CONTENT_DEDUP": "1"}
 WARC_ROUNDS = 2
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
 SAMPLER = "sampler.Sampler"

@@ -7,23 +7,24 @@ each response here as it was received, before any downloader middleware: the bod
 still compressed, the head as it came off the wire (:mod:`irlscrapy.warc.exchange`
 says exactly what is recorded). On the reactor, :meth:`ExchangeRecorder.record` only
 gathers references (bytes already in memory) into a queue. One worker thread takes
-the whole queue as a batch whenever it is idle, so batches grow with the load and
-nothing waits for a timer. For a batch it:
+the whole queue as a batch when it is idle, at most every :data:`BATCH_SECONDS`, so
+batches grow with the load. For a batch it:
 
 1. hashes each body (SHA-1; hashlib releases the GIL);
-2. with ``IRL_CONTENT_DEDUP``, applies the digests to ContentSeen's DRUM
-   (:mod:`irlscrapy.dupefilters.contentseen`) and hands the verdicts to the reactor at
-   once;
+2. with ``IRL_CONTENT_DEDUP``, checks the digests against ContentSeen
+   (:mod:`irlscrapy.dupefilters.contentseen`);
 3. with ``IRL_WARC_DIR``, writes each exchange (request + response records, or request
-   + revisit when dedup found the body before), then hands the files to the OS.
+   + revisit when dedup found the body before), then hands the files to the OS;
+
+and the reactor gets the batch's verdicts and counts when it is done.
 
 ``record`` returns at once, unless the queue holds more than ``IRL_WARC_QUEUE_BYTES``
 of bodies: then it waits for the worker (the crawl slows to the disk's pace instead of
 filling RAM). So the fetch ends, and the scheduler frees its host, IP and load-governor
 slot, without waiting for the worker. With dedup on, the response then waits for its
 verdict in :class:`~irlscrapy.warc.middleware.DuplicateContentMiddleware`, the
-innermost downloader middleware (one batch: milliseconds, holding only one of the
-engine's ``CONCURRENT_REQUESTS``), so every later middleware and the spider see
+innermost downloader middleware (at most :data:`BATCH_SECONDS` and one batch's work,
+holding only one of the engine's ``CONCURRENT_REQUESTS``), so every later middleware and the spider see
 ``response.meta["irl_duplicate_of"]`` (the first capture's WARC-Date) on a duplicate.
 
 What a crash can lose (kill -9): the exchanges in the queue and in the batch being
@@ -81,6 +82,10 @@ logger = logging.getLogger(__name__)
 #: WARC-Date of the first capture.
 DUPLICATE_KEY = "irl_duplicate_of"
 FAILED_REASON = "warc_error"
+#: Batches begin at most this often: each costs the reactor a thread hand-off and a
+#: wake-up, whatever its size, and a response flagged by DuplicateContentMiddleware
+#: waits at most about this long (plus the batch's work) for its verdict.
+BATCH_SECONDS = 0.05
 
 
 _RECORDERS: WeakKeyDictionary[Crawler, ExchangeRecorder | None] = WeakKeyDictionary()
@@ -121,6 +126,9 @@ class ExchangeRecorder:
         self._failed = False
         self._opened = False
         self._closed = False
+        self._closing = False  # close() began: batches go at once
+        self._timer: Any = None  # the IDelayedCall of a batch put off (BATCH_SECONDS)
+        self._last_batch = float("-inf")  # reactor time the last batch began
         self._pool: ThreadPool | None = None
         self._waiters: list[defer.Deferred[None]] = []  # for room in the queue, or idle
         #: verdicts not yet taken by DuplicateContentMiddleware (weak: a response that
@@ -242,12 +250,24 @@ class ExchangeRecorder:
         )
 
     def _kick(self) -> None:
-        if self._busy or not self._queue or self._failed:
+        """Hand the queue to the worker as one batch, if it is idle and the last batch
+        began at least :data:`BATCH_SECONDS` ago (else when that time comes)."""
+        if self._busy or not self._queue or self._failed or self._timer is not None:
             return
+        now = self.reactor.seconds()
+        wait = self._last_batch + BATCH_SECONDS - now
+        if wait > 0 and not self._closing:
+            self._timer = self.reactor.callLater(wait, self._timer_fired)
+            return
+        self._last_batch = now
         batch, self._queue = self._queue, []
         self._busy = True
         d = self._run(self._work, batch)
         d.addCallbacks(self._done, self._worker_failed, callbackArgs=(batch,))
+
+    def _timer_fired(self) -> None:
+        self._timer = None
+        self._kick()
 
     async def verdict(self, request: Request) -> Verdict | None:
         """The content-dedup verdict on ``request``'s response, once it is known (None
@@ -266,8 +286,10 @@ class ExchangeRecorder:
                 pending.verdict.callback(verdict)
                 pending.verdict = None
 
-    def _done(self, written: tuple[int, int, int], batch: list[_Pending]) -> None:
-        records, revisits, size = written
+    def _done(self, result: tuple[list[Verdict], int, int, int], batch: list[_Pending]) -> None:
+        verdicts, records, revisits, size = result
+        if self.seen is not None:
+            self._answer(batch, verdicts)
         if records:
             self.stats.inc_value("irl/warc/records", records)
             self.stats.inc_value("irl/warc/revisits", revisits)
@@ -318,6 +340,11 @@ class ExchangeRecorder:
 
     async def close(self) -> None:
         """Write everything queued, then close the files and ContentSeen (once)."""
+        self._closing = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._kick()
         while self._busy or self._queue:
             await maybe_deferred_to_future(self._wait())
         if self._closed:
@@ -349,19 +376,19 @@ class ExchangeRecorder:
         if self.seen is not None:
             self.seen.close()
 
-    def _work(self, batch: list[_Pending]) -> tuple[int, int, int]:
-        """Hash, check, write one batch; (records, revisits, bytes) written."""
+    def _work(self, batch: list[_Pending]) -> tuple[list[Verdict], int, int, int]:
+        """Hash, check, write one batch: its verdicts, and the records, revisits and
+        bytes written."""
         if self._failed:  # opening failed (set on the reactor before this batch ran)
-            return 0, 0, 0
+            return [Verdict(False, p.capture.date) for p in batch], 0, 0, 0
         sha1s = [hashlib.sha1(p.capture.payload).digest() for p in batch]
         for pending, sha1 in zip(batch, sha1s, strict=True):
             pending.capture.payload_digest = "sha1:" + base64.b32encode(sha1).decode("ascii")
         verdicts = [Verdict(False, p.capture.date) for p in batch]
         if self.seen is not None:
             verdicts = self.seen.check(sha1s, [p.capture.date for p in batch])
-            self.reactor.callFromThread(self._answer, batch, verdicts)
         if self.files is None:
-            return 0, 0, 0
+            return verdicts, 0, 0, 0
         size = revisits = 0
         for pending, verdict in zip(batch, verdicts, strict=True):
             if verdict.duplicate:
@@ -369,7 +396,7 @@ class ExchangeRecorder:
                 revisits += 1
             size += self.files.write(pending.capture)
         self.files.flush()
-        return len(batch), revisits, size
+        return verdicts, len(batch), revisits, size
 
 
 def _netloc(url: str) -> bytes:
