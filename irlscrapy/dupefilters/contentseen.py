@@ -17,7 +17,7 @@ disk:
   emptied.
 
 Plain and synchronous; :class:`irlscrapy.warc.recorder.ExchangeRecorder` runs it in its
-worker thread.
+worker process (irlscrapy.warc.worker).
 
 Files: ``<state dir>/contentseen/`` is the DRUM's directory (its files are listed in
 :mod:`irlscrapy.dupefilters.drum`).

@@ -98,6 +98,37 @@ def downloads(log: Path) -> list[str]:
     ]
 
 
+#: WARC files of the shared IRL crawl fill several files at this size.
+WARC_MAX_SIZE = 400_000
+
+
+@pytest.fixture(scope="session")
+def irl_crawl(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """One complete crawl of the tiny web on the IRL scheduler with every recording
+    feature on (WARC files with CDXJ, content dedup, a JOBDIR), shared by the crawl's
+    tests (tests/e2e/test_irl_crawl.py) and the archive's (tests/e2e/test_warc.py):
+    (the finished process, the server's request log, the WARC directory)."""
+    from irlscrapy_project.settings import EXTENSIONS
+
+    work = tmp_path_factory.mktemp("irl-crawl")
+    log = work / "requests.jsonl"
+    extensions = {**EXTENSIONS, "tests.e2e.dedup_probe.DuplicateProbe": 0}
+    result = crawl_tiny(
+        log,
+        *QUICK_IRL,
+        "IRL_PROGRESS_INTERVAL=1",
+        f"IRL_WARC_DIR={work / 'warc'}",
+        f"IRL_WARC_MAX_SIZE={WARC_MAX_SIZE}",
+        "IRL_WARC_CDXJ=1",
+        "IRL_CONTENT_DEDUP=1",
+        f"JOBDIR={work / 'job'}",
+        f"EXTENSIONS={json.dumps(extensions)}",
+    )
+    return result, log, work / "warc"
+
+
 @pytest.fixture(scope="session")
 def invitro(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     log = tmp_path_factory.mktemp("invitro") / "requests.jsonl"

@@ -42,10 +42,12 @@ IP_DELAY = 0.05
 
 @pytest.fixture(scope="module")
 def crawl(
-    tmp_path_factory: pytest.TempPathFactory,
+    irl_crawl: tuple[subprocess.CompletedProcess[str], Path, Path],
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    log = tmp_path_factory.mktemp("irl-crawl") / "requests.jsonl"
-    return crawl_tiny(log, *QUICK_IRL, "IRL_PROGRESS_INTERVAL=1"), log
+    """The shared crawl (conftest.irl_crawl: WARC and content dedup on, which change
+    nothing the server sees)."""
+    result, log, _ = irl_crawl
+    return result, log
 
 
 def test_crawl_finishes_with_progress_and_summary(

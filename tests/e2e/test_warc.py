@@ -22,12 +22,10 @@ from irlscrapy.invitro.httpserver import wire_head
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.warc.exchange import record_head
-from tests.e2e.conftest import QUICK_IRL, SEED, crawl_tiny, read_log
+from tests.e2e.conftest import SEED, read_log
 
 pytestmark = pytest.mark.e2e
 
-#: Small enough that the tiny web's crawl fills several files.
-MAX_SIZE = 400_000
 NAME = re.compile(r"^irlscrapy-\d{14}-(\d{5})-[A-Za-z0-9._]+\.warc\.gz$")
 
 
@@ -62,23 +60,13 @@ class Archive:
 
 
 @pytest.fixture(scope="module")
-def crawl(tmp_path_factory: pytest.TempPathFactory) -> tuple[Archive, dict[str, Any], Path]:
-    work = tmp_path_factory.mktemp("warc")
-    log = work / "requests.jsonl"
-    result = crawl_tiny(
-        log,
-        *QUICK_IRL,
-        f"IRL_WARC_DIR={work / 'warc'}",
-        f"IRL_WARC_MAX_SIZE={MAX_SIZE}",
-        "IRL_WARC_CDXJ=1",
-        "IRL_CONTENT_DEDUP=1",
-        f"JOBDIR={work / 'job'}",
-        'EXTENSIONS={"irlscrapy.report.progress.CrawlProgress": 500, '
-        '"tests.e2e.dedup_probe.DuplicateProbe": 0}',
-    )
+def crawl(
+    irl_crawl: tuple[subprocess.CompletedProcess[str], Path, Path],
+) -> tuple[Archive, dict[str, Any], Path]:
+    """The shared IRL crawl of the tiny web (conftest.irl_crawl), read back."""
+    result, log, warc_dir = irl_crawl
     assert result.returncode == 0, result.stderr[-3000:]
-    stats = _stats(result.stderr)
-    return Archive(work / "warc"), stats, log
+    return Archive(warc_dir), _stats(result.stderr), log
 
 
 def _stats(log: str) -> dict[str, Any]:
