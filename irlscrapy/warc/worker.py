@@ -19,8 +19,10 @@ module globals below, opened by :func:`open_stores` and closed by :func:`close_s
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import multiprocessing
+import os
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any
 
@@ -36,9 +38,22 @@ _seen: ContentSeen | None = None
 BatchResult = tuple[list[Verdict], int, int, int, int]
 
 
+def _lowest_priority() -> None:
+    """Run the child only when the crawler's core has nothing else to run (Linux's
+    SCHED_IDLE; elsewhere the lowest nice value): the reactor thread preempts it at
+    once when it wakes, so the worker adds no lag to the reactor's timers. The worker's
+    backlog is bounded by IRL_WARC_QUEUE_BYTES, past which downloads wait for it."""
+    with contextlib.suppress(AttributeError, OSError):
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        return
+    with contextlib.suppress(OSError):  # a sandbox forbids it: the crawler's priority
+        os.nice(19)
+
+
 def open_stores(files: WarcFiles | None, seen: ContentSeen | None) -> None:
-    """In the child: open the (pickled, unopened) stores."""
+    """In the child: lower its CPU priority, open the (pickled, unopened) stores."""
     global _files, _seen
+    _lowest_priority()
     _files, _seen = files, seen
     if files is not None:
         files.open()
