@@ -27,13 +27,9 @@ Variants
           samples also say whether a host was due (``due``).
 
 ``warc``  e. ``irl`` with WARC files and content dedup on (:data:`WARC_SETTINGS`; the
-          files go to a scratch directory, measured, then deleted). The recorder's worker
-          process inherits the crawler's pin to one core.
-``warc-free`` f. the same, the worker process free to run on either core (as on a
-          machine where the crawler is not pinned; the server's core has room).
-          ``--warc`` runs ``irl``, ``warc`` and ``warc-free`` in turn,
-          :data:`WARC_ROUNDS` times, and reports each round's ratios to ``irl``'s
-          pages/s (issue 7's bar: >= 0.85).
+          files go to a scratch directory, measured, then deleted). ``--warc`` runs
+          ``irl`` and ``warc`` alternately, :data:`WARC_ROUNDS` times each, and reports
+          each round's ``warc``/``irl`` pages/s ratio (issue 7's bar: >= 0.85).
 
 Each stops through CLOSESPIDER_PAGECOUNT at the same page budget (:data:`PAGES`
 responses; the floor's list is :data:`FETCH_LIST_MARGIN` longer so that it too stops on
@@ -62,7 +58,6 @@ import runpy
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -152,24 +147,8 @@ def sampler_settings(sample_file: Path, extensions: dict[str, int]) -> list[str]
     ]
 
 
-def free_children(proc: subprocess.Popen[Any], stop: threading.Event) -> None:
-    """Let the crawler's child processes (the WARC recorder's worker) run on every core:
-    only the crawler's own process stays pinned (variant ``warc-free``)."""
-    every = set(range(os.cpu_count() or 1))
-    while not stop.wait(0.2):
-        try:
-            for child in psutil.Process(proc.pid).children(recursive=True):
-                if set(child.cpu_affinity()) != every:
-                    child.cpu_affinity(sorted(every))
-        except psutil.Error:
-            pass
-
-
 def run_variant(
-    variant: str,
-    make_cmd: Callable[[dict[str, Any], Path], list[str]],
-    wall_limit: float,
-    free_workers: bool = False,
+    variant: str, make_cmd: Callable[[dict[str, Any], Path], list[str]], wall_limit: float
 ) -> Run:
     RESULTS.mkdir(exist_ok=True)
     sample_file = RESULTS / f"crawl-{variant}.jsonl"
@@ -193,9 +172,6 @@ def run_variant(
             stdin=subprocess.DEVNULL,
             preexec_fn=lambda: os.sched_setaffinity(0, {CRAWLER_CPU}),
         )
-        stop_freeing = threading.Event()
-        if free_workers:
-            threading.Thread(target=free_children, args=(proc, stop_freeing), daemon=True).start()
         try:
             proc.wait(wall_limit)
         except subprocess.TimeoutExpired:
@@ -206,7 +182,6 @@ def run_variant(
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        stop_freeing.set()
         wall = time.monotonic() - started
         server_cpu = sum(server_proc.cpu_times()[:2]) - server_cpu0
     samples = []
@@ -533,8 +508,7 @@ def memory(limit: int, wall_s: float, variants: list[str]) -> None:
 
 
 def warc(budget: int, rounds: int) -> None:
-    """``irl``, ``warc`` and ``warc-free`` in turn; each round's pages/s ratios, and the
-    archive of the ``warc`` run."""
+    """``irl`` and ``warc`` alternately; each round's pages/s ratio, and the archive."""
     import shutil
 
     emit(BENCH_NAME, "setup", budget, "pages", profile=PROFILE, seed=SEED, rounds=rounds)
@@ -553,28 +527,13 @@ def warc(budget: int, rounds: int) -> None:
         archived = throughput_figures(warc_run, budget)
         ratio = archived["pages_per_s"] / irl["pages_per_s"]
         emit(BENCH_NAME, "warc_to_irl_pages_per_s_ratio", round(ratio, 3), "ratio", round=round_)
-        size = sum(p.stat().st_size for p in WARC_DIR.glob("*.warc.gz"))
-        shutil.rmtree(WARC_DIR, ignore_errors=True)
-        free_run = run_variant(
-            "warc-free",
-            broad_cmd(page_budget + as_args({**IRL_SETTINGS, **WARC_SETTINGS})),
-            CRAWL_WALL_S,
-            free_workers=True,
-        )
-        free = throughput_figures(free_run, budget)
-        emit(
-            BENCH_NAME,
-            "warc_free_to_irl_pages_per_s_ratio",
-            round(free["pages_per_s"] / irl["pages_per_s"], 3),
-            "ratio",
-            round=round_,
-        )
         log = warc_run.log.read_text(errors="replace")
         stats = {
             key: int(found.group(1))
             for key in ("irl/warc/records", "irl/warc/revisits", "irl/warc/bytes", "irl/warc/files")
             if (found := re.search(rf"'{key}': ([0-9]+)", log))
         }
+        size = sum(p.stat().st_size for p in WARC_DIR.glob("*.warc.gz"))
         emit(BENCH_NAME, "warc_files", stats, "stats", round=round_, bytes_on_disk=size)
         lag_figures(warc_run, f"warc_round{round_}")
         shutil.rmtree(WARC_DIR, ignore_errors=True)

@@ -421,7 +421,7 @@ SETTINGS: tuple[Setting, ...] = (
         64 << 20,
         "int",
         "bytes",
-        "bodies waiting for the recorder's worker process beyond this much make downloads wait "
+        "bodies waiting for the WARC writer's thread beyond this much make downloads wait "
         "for it (RAM bound; also what a kill -9 can lose)",
     ),
     Setting(

@@ -17,7 +17,7 @@ disk:
   emptied.
 
 Plain and synchronous; :class:`irlscrapy.warc.recorder.ExchangeRecorder` runs it in its
-worker process (irlscrapy.warc.worker).
+worker thread.
 
 Files: ``<state dir>/contentseen/`` is the DRUM's directory (its files are listed in
 :mod:`irlscrapy.dupefilters.drum`).

@@ -5,7 +5,7 @@
   recovery after a crash).
 - :mod:`~irlscrapy.warc.recorder`: the Scrapy-facing part, fed by the download handler
   (:class:`irlscrapy.internals.PoliteHTTPDownloadHandler`); it batches exchanges to a
-  worker process (:mod:`~irlscrapy.warc.worker`) that checks bodies against
-  :mod:`irlscrapy.dupefilters.contentseen` and writes the records.
+  worker thread that checks bodies against :mod:`irlscrapy.dupefilters.contentseen`
+  and writes the records.
 - :mod:`~irlscrapy.warc.middleware`: the duplicate flag on a response's meta.
 """

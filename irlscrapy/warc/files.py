@@ -1,7 +1,7 @@
 """WARC 1.1 files on disk: naming, rotation, warcinfo, CDXJ, and recovery after a crash.
 
-Plain and synchronous (no Scrapy, no threads): :class:`WarcFiles` is driven by the
-recorder's worker process (:mod:`irlscrapy.warc.worker`). Records are built
+Plain and synchronous (no Scrapy, no threads): :class:`WarcFiles` is driven by one
+worker thread of :class:`irlscrapy.warc.recorder.ExchangeRecorder`. Records are built
 with warcio and written by its ``WARCWriter``, one gzip member per record.
 
 Files under the WARC directory

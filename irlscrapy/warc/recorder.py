@@ -6,12 +6,13 @@ The download handler (:class:`irlscrapy.internals.PoliteHTTPDownloadHandler`) pa
 each response here as it was received, before any downloader middleware: the body
 still compressed, the head as it came off the wire (:mod:`irlscrapy.warc.exchange`
 says exactly what is recorded). On the reactor, :meth:`ExchangeRecorder.record` only
-gathers references (bytes already in memory) into a queue. One worker process
-(:mod:`irlscrapy.warc.worker`, which says why not a thread) takes the whole queue as a
-batch when it is idle, at most every :data:`BATCH_SECONDS`, so batches grow with the
-load. For a batch it:
+gathers references (bytes already in memory) into a queue. One worker thread takes
+the whole queue as a batch when it is idle, at most every :data:`BATCH_SECONDS`, so
+batches grow with the load. (A worker process instead, spawned, niced or at
+SCHED_IDLE, kept 0.49-0.69 of the crawl's pages/s on the one-core benchmark against
+the thread's 0.66-0.80: BENCHMARKS.md, "WARC files and content dedup".) For a batch it:
 
-1. hashes each body (SHA-1);
+1. hashes each body (SHA-1; hashlib releases the GIL);
 2. with ``IRL_CONTENT_DEDUP``, checks the digests against ContentSeen
    (:mod:`irlscrapy.dupefilters.contentseen`);
 3. with ``IRL_WARC_DIR``, writes each exchange (request + response records, or request
@@ -26,8 +27,8 @@ slot, without waiting for the worker. With dedup on, the response then waits for
 verdict in :class:`~irlscrapy.warc.middleware.DuplicateContentMiddleware`, the
 innermost downloader middleware (at most :data:`BATCH_SECONDS` and one batch's
 work, holding only one of the engine's ``CONCURRENT_REQUESTS``), so every later
-middleware and the spider see ``response.meta["irl_duplicate_of"]`` (the first
-capture's WARC-Date) on a duplicate.
+middleware and the spider see
+``response.meta["irl_duplicate_of"]`` (the first capture's WARC-Date) on a duplicate.
 
 What a crash can lose (kill -9): the exchanges in the queue and in the batch being
 written (at most ``IRL_WARC_QUEUE_BYTES`` plus one batch). Their pages were delivered
@@ -47,12 +48,13 @@ Stats: ``irl/warc/records`` (responses and revisits), ``irl/warc/revisits``,
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import logging
 import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
@@ -68,12 +70,13 @@ from scrapy.utils.job import job_dir
 from scrapy.utils.log import failure_to_exc_info
 from twisted.internet import defer, threads
 from twisted.python.failure import Failure
+from twisted.python.threadpool import ThreadPool
 
 import irlscrapy
 from irlscrapy import defaults
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
-from irlscrapy.warc import exchange, worker
+from irlscrapy.warc import exchange
 from irlscrapy.warc.files import Capture, WarcFiles
 
 logger = logging.getLogger(__name__)
@@ -82,7 +85,7 @@ logger = logging.getLogger(__name__)
 #: WARC-Date of the first capture.
 DUPLICATE_KEY = "irl_duplicate_of"
 FAILED_REASON = "warc_error"
-#: Batches begin at most this often: each costs the reactor a hand-off and a
+#: Batches begin at most this often: each costs the reactor a thread hand-off and a
 #: wake-up, whatever its size, and a response flagged by DuplicateContentMiddleware
 #: waits at most about this long (plus the batch's work) for its verdict.
 BATCH_SECONDS = 0.05
@@ -129,7 +132,7 @@ class ExchangeRecorder:
         self._closing = False  # close() began: batches go at once
         self._timer: Any = None  # the IDelayedCall of a batch put off (BATCH_SECONDS)
         self._last_batch = float("-inf")  # reactor time the last batch began
-        self._worker: worker.WorkerProcess | None = None
+        self._pool: ThreadPool | None = None
         self._waiters: list[defer.Deferred[None]] = []  # for room in the queue, or idle
         #: verdicts not yet taken by DuplicateContentMiddleware (weak: a response that
         #: never reaches it does not keep its entry)
@@ -201,7 +204,7 @@ class ExchangeRecorder:
             return response
         if not self._opened:  # the worker opens the files before its first batch
             self._opened = True
-            self._run(worker.open_stores, self.files, self.seen).addErrback(self._fail)
+            self._run(self._open).addErrback(self._fail)
         pending = _Pending(self._capture(request, response, head), None)
         if self.seen is not None:
             pending.verdict = defer.Deferred()
@@ -262,7 +265,7 @@ class ExchangeRecorder:
         self._last_batch = now
         batch, self._queue = self._queue, []
         self._busy = True
-        d = self._run(worker.work, [pending.capture for pending in batch])
+        d = self._run(self._work, batch)
         d.addCallbacks(self._done, self._worker_failed, callbackArgs=(batch,))
 
     def _timer_fired(self) -> None:
@@ -286,15 +289,16 @@ class ExchangeRecorder:
                 pending.verdict.callback(verdict)
                 pending.verdict = None
 
-    def _done(self, result: worker.BatchResult, batch: list[_Pending]) -> None:
-        verdicts, records, revisits, size, files_written = result
+    def _done(self, result: tuple[list[Verdict], int, int, int], batch: list[_Pending]) -> None:
+        verdicts, records, revisits, size = result
         if self.seen is not None:
             self._answer(batch, verdicts)
         if records:
             self.stats.inc_value("irl/warc/records", records)
             self.stats.inc_value("irl/warc/revisits", revisits)
             self.stats.inc_value("irl/warc/bytes", size)
-            self.stats.set_value("irl/warc/files", files_written)
+            assert self.files is not None
+            self.stats.set_value("irl/warc/files", self.files.files_written)
         self._settle(batch)
 
     def _worker_failed(self, failure: Failure, batch: list[_Pending]) -> None:
@@ -331,21 +335,11 @@ class ExchangeRecorder:
         return d
 
     def _run(self, f: Callable[..., Any], *args: Any) -> defer.Deferred[Any]:
-        """Call ``f`` (a function of irlscrapy.warc.worker) in the worker process."""
-        if self._worker is None:
-            self._worker = worker.WorkerProcess()
-            self.reactor.addSystemEventTrigger("during", "shutdown", self._stop_worker)
-        d: defer.Deferred[Any] = defer.Deferred()
-
-        def settled(future: Future[Any]) -> None:  # in the executor's own thread
-            error = future.exception()
-            if error is None:
-                self.reactor.callFromThread(d.callback, future.result())
-            else:
-                self.reactor.callFromThread(d.errback, Failure(error))
-
-        self._worker.submit(f, *args).add_done_callback(settled)
-        return d
+        if self._pool is None:
+            self._pool = ThreadPool(1, 1, "irlscrapy-warc")
+            self._pool.start()
+            self.reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
+        return threads.deferToThreadPool(self.reactor, self._pool, f, *args)
 
     async def close(self) -> None:
         """Write everything queued, then close the files and ContentSeen (once)."""
@@ -360,18 +354,52 @@ class ExchangeRecorder:
             return
         self._closed = True
         if self._opened:
-            files_written = await maybe_deferred_to_future(self._run(worker.close_stores))
+            await maybe_deferred_to_future(self._run(self._close))
             if self.files is not None:
-                self.stats.set_value("irl/warc/files", files_written)
-        if self._worker is not None:
-            await maybe_deferred_to_future(threads.deferToThread(self._stop_worker))
+                self.stats.set_value("irl/warc/files", self.files.files_written)
+        self._stop_pool()
         if self._temporary is not None:
             shutil.rmtree(self._temporary, ignore_errors=True)
 
-    def _stop_worker(self) -> None:
-        if self._worker is not None:
-            self._worker.stop()
-            self._worker = None
+    def _stop_pool(self) -> None:
+        if self._pool is not None:
+            self._pool.stop()
+            self._pool = None
+
+    # -- the worker thread ---------------------------------------------------------------
+    def _open(self) -> None:
+        if self.files is not None:
+            self.files.open()
+        if self.seen is not None:
+            self.seen.open()
+
+    def _close(self) -> None:
+        if self.files is not None:
+            self.files.close()
+        if self.seen is not None:
+            self.seen.close()
+
+    def _work(self, batch: list[_Pending]) -> tuple[list[Verdict], int, int, int]:
+        """Hash, check, write one batch: its verdicts, and the records, revisits and
+        bytes written."""
+        if self._failed:  # opening failed (set on the reactor before this batch ran)
+            return [Verdict(False, p.capture.date) for p in batch], 0, 0, 0
+        sha1s = [hashlib.sha1(p.capture.payload).digest() for p in batch]
+        for pending, sha1 in zip(batch, sha1s, strict=True):
+            pending.capture.payload_digest = "sha1:" + base64.b32encode(sha1).decode("ascii")
+        verdicts = [Verdict(False, p.capture.date) for p in batch]
+        if self.seen is not None:
+            verdicts = self.seen.check(sha1s, [p.capture.date for p in batch])
+        if self.files is None:
+            return verdicts, 0, 0, 0
+        size = revisits = 0
+        for pending, verdict in zip(batch, verdicts, strict=True):
+            if verdict.duplicate:
+                pending.capture.duplicate_of = verdict.first
+                revisits += 1
+            size += self.files.write(pending.capture)
+        self.files.flush()
+        return verdicts, len(batch), revisits, size
 
 
 def _netloc(url: str) -> bytes:
