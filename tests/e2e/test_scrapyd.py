@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import QUICK_IRL, ROOT, SEED, TINY_DOWNLOAD_TIMEOUT, downloads
+from .conftest import QUICK_IRL, ROOT, SEED, TINY_DOWNLOAD_TIMEOUT, downloads, read_log
 
 pytestmark = pytest.mark.e2e
 
@@ -306,4 +306,6 @@ def test_cancel_stops_a_job_gracefully_and_the_same_jobid_resumes_it(
     # It went on from the stop: the seeds, answered in the first run, are not fetched again.
     again = set(seeds.group(1).split(", ")) & set(downloads(second))
     assert not again, again
-    assert len(downloads(second)) >= 200
+    # CLOSESPIDER_PAGECOUNT counts every response, robots.txt and the proxy's answers for
+    # unresolvable hosts included: the server answered at least that many requests.
+    assert len(read_log(second)) >= 200
