@@ -13,6 +13,15 @@ from twisted.internet import task
 
 from irlscrapy.internals import EngineWaker
 
+#: A child's lines before it builds the HTTP download handler (which needs a reactor).
+HANDLER_PROLOGUE = (
+    "from scrapy.utils.reactor import install_reactor\n"
+    "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
+    "from scrapy import Spider\n"
+    "from scrapy.utils.test import get_crawler\n"
+    "from irlscrapy.internals import PoliteHTTPDownloadHandler\n"
+)
+
 
 def _run(code: str) -> str:
     result = subprocess.run(
@@ -24,12 +33,7 @@ def _run(code: str) -> str:
 
 def test_the_http_handler_turns_twisteds_silent_resend_off() -> None:
     out = _run(
-        "from scrapy.utils.reactor import install_reactor\n"
-        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
-        "from scrapy import Spider\n"
-        "from scrapy.utils.test import get_crawler\n"
-        "from irlscrapy.internals import PoliteHTTPDownloadHandler\n"
-        "h = PoliteHTTPDownloadHandler(get_crawler(Spider))\n"
+        HANDLER_PROLOGUE + "h = PoliteHTTPDownloadHandler(get_crawler(Spider))\n"
         "print(h._pool.retryAutomatically)\n"
     )
     assert out == "False"
@@ -82,12 +86,7 @@ def test_one_timer_wakes_the_engine_at_the_earliest_due_time() -> None:
 
 def test_with_warc_on_the_http_handler_keeps_response_heads(tmp_path: object) -> None:
     out = _run(
-        "from scrapy.utils.reactor import install_reactor\n"
-        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
-        "from scrapy import Spider\n"
-        "from scrapy.utils.test import get_crawler\n"
-        "from irlscrapy.internals import PoliteHTTPDownloadHandler\n"
-        f"c = get_crawler(Spider, {{'IRL_WARC_DIR': '{tmp_path}'}})\n"
+        HANDLER_PROLOGUE + f"c = get_crawler(Spider, {{'IRL_WARC_DIR': '{tmp_path}'}})\n"
         "h = PoliteHTTPDownloadHandler(c)\n"
         "p = h._pool._factory(lambda p: None, None).buildProtocol(None)\n"
         "print(type(h.recorder).__name__, type(p).__name__, p._parser is None)\n"
