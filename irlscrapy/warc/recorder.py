@@ -18,7 +18,10 @@ the thread's 0.66-0.80: BENCHMARKS.md, "WARC files and content dedup".) For a ba
 3. with ``IRL_WARC_DIR``, writes each exchange (request + response records, or request
    + revisit when dedup found the body before), then hands the files to the OS;
 
-and the reactor gets the batch's verdicts and counts when it is done.
+and the reactor gets the batch's verdicts and counts when it is done. It releases the
+verdicts one per reactor turn (:class:`PacedRelease`): fired together, a batch's
+responses would all go on to the spider in one turn, a burst of parsing that makes
+every timer of the crawl late and the load governor cut the fetches in flight.
 
 ``record`` returns at once, unless the queue holds more than ``IRL_WARC_QUEUE_BYTES``
 of bodies: then it waits for the worker (the crawl slows to the disk's pace instead of
@@ -54,6 +57,7 @@ import logging
 import shutil
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
@@ -137,6 +141,7 @@ class ExchangeRecorder:
         #: verdicts not yet taken by DuplicateContentMiddleware (weak: a response that
         #: never reaches it does not keep its entry)
         self._verdicts: WeakKeyDictionary[Request, defer.Deferred[Verdict]] = WeakKeyDictionary()
+        self._release = PacedRelease(lambda: self.reactor)
 
     @classmethod
     def of(cls, crawler: Crawler) -> ExchangeRecorder | None:
@@ -286,7 +291,7 @@ class ExchangeRecorder:
             if pending.verdict is not None:
                 duplicate = "duplicates" if verdict.duplicate else "unique"
                 self.stats.inc_value(f"irl/content/{duplicate}")
-                pending.verdict.callback(verdict)
+                self._release.fire(pending.verdict, verdict)
                 pending.verdict = None
 
     def _done(self, result: tuple[list[Verdict], int, int, int], batch: list[_Pending]) -> None:
@@ -305,7 +310,7 @@ class ExchangeRecorder:
         self._fail(failure)
         for pending in batch + self._queue:
             if pending.verdict is not None:
-                pending.verdict.callback(Verdict(False, pending.capture.date))
+                self._release.fire(pending.verdict, Verdict(False, pending.capture.date))
         self._queue = []
         self._settle(batch)
 
@@ -400,6 +405,36 @@ class ExchangeRecorder:
             size += self.files.write(pending.capture)
         self.files.flush()
         return verdicts, len(batch), revisits, size
+
+
+class PacedRelease:
+    """Fires Deferreds one per reactor turn, in the order given.
+
+    Invariants (tests/unit/test_paced_release.py): every Deferred handed to
+    :meth:`fire` is fired exactly once, with its result, in the order of the calls; at
+    once if none fired in this reactor turn and none is waiting, else a reactor turn (a
+    ``callLater(0)``) after the one before it.
+    """
+
+    def __init__(self, reactor: Callable[[], Any]) -> None:
+        self._reactor = reactor  # called when first needed: the reactor may be set late
+        self._due: deque[tuple[defer.Deferred[Any], Any]] = deque()
+        self._turn: Any = None  # the IDelayedCall of the next release
+
+    def fire(self, d: defer.Deferred[Any], result: Any) -> None:
+        self._due.append((d, result))
+        if self._turn is None:
+            self._next()
+
+    def _next(self) -> None:
+        self._turn = None
+        if not self._due:
+            return
+        d, result = self._due.popleft()
+        # The turn is taken even if nothing else is due yet: one fired later in this
+        # turn must wait for the next.
+        self._turn = self._reactor().callLater(0, self._next)
+        d.callback(result)
 
 
 def _netloc(url: str) -> bytes:
