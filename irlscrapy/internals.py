@@ -31,13 +31,13 @@ the scheduler and its delays, so the handler turns Twisted's re-send off.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urldefrag
 
 from scrapy import signals
 from scrapy.core.downloader.handlers import http11
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
-from w3lib.url import safe_url_string
 
 from irlscrapy.exceptions import IrlscrapyError
 
@@ -146,8 +146,9 @@ class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
 
 
 def _wire_url(request: Request) -> bytes:
-    """The URL as the handler sends it (no fragment, ASCII)."""
-    return safe_url_string(request.url.partition("#")[0]).encode("ascii")
+    """The URL as Scrapy's handler sends it: ``urldefrag``, as ASCII (Request made the
+    URL safe, so ASCII, when it was set)."""
+    return urldefrag(request.url)[0].encode("ascii")
 
 
 # -- the response head as received ---------------------------------------------------------

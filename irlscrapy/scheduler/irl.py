@@ -62,7 +62,6 @@ from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
-from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 from scrapy.utils.log import failure_to_exc_info
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -70,6 +69,7 @@ from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
 from irlscrapy import defaults
+from irlscrapy.closing import close_spider
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.domains import domain_key, pld, url_host, use_private_suffixes
 from irlscrapy.dupefilters.drum import ResultBatch
@@ -600,7 +600,7 @@ class IRLScheduler(BaseScheduler):
             what,
             exc_info=failure_to_exc_info(failure),
         )
-        self._close_spider("irlscrapy_error")
+        close_spider(self.crawler, "irlscrapy_error")
 
     def _stop_disk_full(self, exc: BaseException | None) -> None:
         """Out of disk space: stop taking work, close the spider, say how to go on.
@@ -615,15 +615,7 @@ class IRLScheduler(BaseScheduler):
             self.state_dir,
             exc,
         )
-        self._close_spider(DISK_FULL_REASON)
-
-    def _close_spider(self, reason: str) -> None:
-        try:
-            engine = self.crawler.engine
-        except RuntimeError:  # no crawl started (a driver without an engine)
-            return
-        if engine is not None and engine.spider is not None:
-            deferred_from_coro(engine.close_spider_async(reason=reason))
+        close_spider(self.crawler, DISK_FULL_REASON)
 
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:

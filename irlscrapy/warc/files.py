@@ -64,6 +64,7 @@ from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.warc.exchange import status_code
 
 logger = logging.getLogger(__name__)
 
@@ -279,8 +280,6 @@ class WarcFiles:
 
     def _cdxj_line(self, capture: Capture, offset: int, length: int) -> str:
         assert self._path is not None
-        from irlscrapy.warc.exchange import status_code
-
         fields = {
             "url": capture.url,
             "mime": "warc/revisit" if capture.duplicate_of is not None else capture.mime or "-",

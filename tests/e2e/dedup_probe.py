@@ -1,5 +1,7 @@
 """A test-only extension: counts responses that reach the engine flagged as duplicate
-content (``meta["irl_duplicate_of"]``), as stat ``test/flagged_duplicates``."""
+content (``meta["irl_duplicate_of"]``), as stat ``test/flagged_duplicates``; those of
+robots.txt fetches (never held for a verdict, so never flagged) as
+``test/flagged_robots``."""
 
 from __future__ import annotations
 
@@ -24,4 +26,5 @@ class DuplicateProbe:
     def response_received(self, response: Any, request: Any, **_: Any) -> None:
         if DUPLICATE_KEY in request.meta:
             assert self.stats is not None
-            self.stats.inc_value("test/flagged_duplicates")
+            robots = request.url.endswith("/robots.txt")
+            self.stats.inc_value("test/flagged_robots" if robots else "test/flagged_duplicates")
