@@ -67,6 +67,7 @@ from typing import Any
 import numpy as np
 from common import RESULTS, crawl_broad_web, emit
 
+from irlscrapy import defaults
 from irlscrapy.domains import pld, url_host
 from irlscrapy.invitro.audit import ROBOTS_PATHS
 from irlscrapy.invitro.groundtruth import CrawlPolicy, followed_links
@@ -76,6 +77,9 @@ from irlscrapy.invitro.web import InVitroWeb
 PAGES = 100_000
 SEED = 0
 TOP_DOMAINS = 100
+#: B0, IRL_BEAST_BUDGET's default: every PLD's budget in ``control``, and in ``star``
+#: every PLD's outside its top ranks.
+DEFAULT_BUDGET = int(defaults.BY_NAME["IRL_BEAST_BUDGET"].default)
 #: bench/crawl.py's irl politeness: budgets scale the delays down to the floors.
 POLITENESS = {
     "IRL_HOST_DELAY": 4,
@@ -149,6 +153,9 @@ def figures(
 ) -> dict[str, Any]:
     pages = [r for r in records if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error"]
     spam = sum(1 for r in pages if r["spam"])
+    # Budgets (the one thing STAR changes) can only hold back a PLD that has more URLs
+    # than its budget: how many spam PLDs got more pages than B0 shows whether they did.
+    spam_per_pld = Counter(r["pld"] for r in pages if r["spam"])
     per_pld = Counter(r["pld"] for r in pages)
     ids = {name: web.pld_id(name) for name in discovered(records, web)}
     population = sorted(
@@ -169,6 +176,11 @@ def figures(
         "pages": len(pages),
         "spam_pages": spam,
         "spam_share": spam / len(pages) if pages else float("nan"),
+        "spam_plds": len(spam_per_pld),
+        "spam_pld_max_pages": max(spam_per_pld.values(), default=0),
+        "spam_plds_over_default_budget": sum(
+            1 for count in spam_per_pld.values() if count > DEFAULT_BUDGET
+        ),
         "plds": len(population),
         "plds_crawled": int(some.sum()),
         "spearman": spearman(degrees, crawled) if len(population) > 1 else float("nan"),

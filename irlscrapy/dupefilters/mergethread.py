@@ -21,8 +21,6 @@ shutdown as a fallback).
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +29,7 @@ from twisted.internet.defer import Deferred
 from twisted.python.threadpool import ThreadPool
 
 from irlscrapy.glibcheap import pin_mmap_threshold, release_free_memory
+from irlscrapy.threadpriority import lower_this_thread
 
 #: Added to the merge thread's nice value (0-19; 10: about a tenth of the core when the
 #: reactor thread also wants it).
@@ -62,12 +61,7 @@ class MergeThread:
 
 
 def _niced(f: Callable[..., Any], *args: Any) -> Any:
-    thread = threading.get_native_id()
-    try:
-        if os.getpriority(os.PRIO_PROCESS, thread) < NICENESS:
-            os.setpriority(os.PRIO_PROCESS, thread, NICENESS)
-    except OSError:  # not Linux, or a sandbox that forbids it: run at the same priority
-        pass
+    lower_this_thread(NICENESS)
     release_free_memory()  # what the last delivery (on the reactor) left in the heap
     try:
         return f(*args)

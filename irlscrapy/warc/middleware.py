@@ -4,8 +4,10 @@
 The verdict comes from ContentSeen's batch in the recorder's worker
 (:mod:`irlscrapy.warc.recorder`); this middleware, the innermost one
 (:data:`ORDER`), waits for it after the fetch has ended, so the wait holds no host, IP
-or load-governor slot. Off (NotConfigured) unless ``IRL_CONTENT_DEDUP``; enabled by the
-add-on.
+or load-governor slot. Robots.txt responses are not held (nor flagged): the IRL
+scheduler keeps a robots.txt fetch in flight until its outcome is known
+(:func:`irlscrapy.warc.recorder.is_flagged`). Off (NotConfigured) unless
+``IRL_CONTENT_DEDUP``; enabled by the add-on.
 """
 
 from __future__ import annotations

@@ -85,6 +85,7 @@ from irlscrapy.closing import close_spider
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
 from irlscrapy.scheduler.irl import ROBOTS_KEY
+from irlscrapy.threadpriority import lower_this_thread
 from irlscrapy.warc import exchange
 from irlscrapy.warc.files import Capture, WarcFiles
 
@@ -98,6 +99,9 @@ FAILED_REASON = "warc_error"
 #: wake-up, whatever its size, and a response flagged by DuplicateContentMiddleware
 #: waits at most about this long (plus the batch's work) for its verdict.
 BATCH_SECONDS = 0.05
+#: The worker thread's nice value (:mod:`irlscrapy.threadpriority`): on a saturated core
+#: it writes with what the reactor leaves.
+NICENESS = 10
 
 
 _RECORDERS: WeakKeyDictionary[Crawler, ExchangeRecorder | None] = WeakKeyDictionary()
@@ -349,7 +353,7 @@ class ExchangeRecorder:
             self._pool = ThreadPool(1, 1, "irlscrapy-warc")
             self._pool.start()
             self.reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
-        return threads.deferToThreadPool(self.reactor, self._pool, f, *args)
+        return threads.deferToThreadPool(self.reactor, self._pool, _niced, f, *args)
 
     async def close(self) -> None:
         """Write everything queued, then close the files and ContentSeen (once)."""
@@ -410,6 +414,11 @@ class ExchangeRecorder:
             size += self.files.write(pending.capture)
         self.files.flush()
         return verdicts, len(batch), revisits, size
+
+
+def _niced(f: Callable[..., Any], *args: Any) -> Any:
+    lower_this_thread(NICENESS)
+    return f(*args)
 
 
 def is_flagged(request: Request) -> bool:
