@@ -6,9 +6,10 @@ The download handler (:class:`irlscrapy.internals.PoliteHTTPDownloadHandler`) pa
 each response here as it was received, before any downloader middleware: the body
 still compressed, the head as it came off the wire (:mod:`irlscrapy.warc.exchange`
 says exactly what is recorded). On the reactor, :meth:`ExchangeRecorder.record` only
-gathers references (bytes already in memory) into a queue. One worker thread takes
-the whole queue as a batch when it is idle, at most every :data:`BATCH_SECONDS`, so
-batches grow with the load. (A worker process instead, spawned, niced or at
+gathers references (bytes already in memory) into a queue. One worker thread, niced
+(:data:`NICENESS`) so that a saturated core goes to the reactor first, takes the whole
+queue as a batch when it is idle, at most every :data:`BATCH_SECONDS`, so batches grow
+with the load. (A worker process instead, spawned, niced or at
 SCHED_IDLE, kept 0.49-0.69 of the crawl's pages/s on the one-core benchmark against
 the thread's 0.66-0.80: BENCHMARKS.md, "WARC files and content dedup".) For a batch it:
 
