@@ -11,8 +11,9 @@ settings still win):
   obeys it when ``ROBOTSTXT_OBEY`` is true); FetchEndMiddleware on, outermost, to release
   a host whose request ends before reaching the downloader; HostHealthMiddleware on,
   inside RetryMiddleware, to back off hosts that answer 429/503 or fail;
-  DuplicateContentMiddleware, innermost, off unless ``IRL_CONTENT_DEDUP``, which flags a
-  response whose body was downloaded before (``meta["irl_duplicate_of"]``).
+  DuplicateContentMiddleware, just inside HostHealthMiddleware, off unless
+  ``IRL_CONTENT_DEDUP``, which flags a response whose body was downloaded before
+  (``meta["irl_duplicate_of"]``).
 - ``DOWNLOAD_HANDLERS`` for http and https: Scrapy's HTTP/1.1 handler without Twisted's
   silent re-send of a request whose reused connection failed (that re-send reaches the
   server with no delay: a politeness violation; see irlscrapy/internals.py); with
@@ -51,7 +52,7 @@ HOST_HEALTH_MIDDLEWARE = "irlscrapy.scheduler.fetchend.HostHealthMiddleware"
 HOST_HEALTH_ORDER = 880  # irlscrapy.scheduler.fetchend.HOST_HEALTH_ORDER
 HTTP_HANDLER = "irlscrapy.internals.PoliteHTTPDownloadHandler"
 DUPLICATE_MIDDLEWARE = "irlscrapy.warc.middleware.DuplicateContentMiddleware"
-DUPLICATE_ORDER = 990  # irlscrapy.warc.middleware.ORDER
+DUPLICATE_ORDER = 870  # irlscrapy.warc.middleware.ORDER
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 STAR_MIDDLEWARE = "irlscrapy.middlewares.star.StarMiddleware"
 STAR_ORDER = 950  # irlscrapy.middlewares.star.ORDER (not imported: keep this light)

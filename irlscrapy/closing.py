@@ -15,5 +15,5 @@ def close_spider(crawler: Crawler, reason: str) -> None:
         engine = crawler.engine
     except RuntimeError:  # no crawl started (a driver without an engine)
         return
-    if engine is not None and engine.spider is not None:
+    if engine.spider is not None:
         deferred_from_coro(engine.close_spider_async(reason=reason))

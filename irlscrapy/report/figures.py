@@ -61,8 +61,9 @@ def crawl_figures(crawler: Crawler, process: psutil.Process | None = None) -> di
         name: stats.get_value(key, 0) or 0 for name, (key, _) in COUNTERS.items()
     }
     figures["rss_bytes"] = (process or psutil.Process()).memory_info().rss
-    engine = crawler.engine
-    if engine is None:
+    try:
+        engine = crawler.engine
+    except RuntimeError:  # the crawl has not started: no engine yet
         return figures
     figures["downloader_active"] = len(engine.downloader.active)
     scheduler: Any = engine.scheduler

@@ -205,11 +205,15 @@ class CrawlRecorder:
         stats.inc_value(CONTENT_TYPE_PREFIX + kind)
 
     # -- closing -------------------------------------------------------------------------
-    def state_closed(self, state_dir: Path, temporary: bool) -> None:
+    def state_closed(self, state_dir: Path, temporary: bool, reason: str) -> None:
         """The IRL scheduler closed its state directory: a temporary one is removed next,
-        so finish (and render) now; otherwise wait for the final stats at spider_closed."""
+        so finish (and render) now, with the close reason Scrapy's CoreStats records only
+        later; otherwise wait for the final stats at spider_closed."""
         if temporary:
-            self._finish()
+            stats = self.crawler.stats
+            assert stats is not None
+            stats.set_value("finish_reason", reason)
+            self._finish(reason)
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if not self.finished:

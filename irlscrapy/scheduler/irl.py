@@ -137,9 +137,10 @@ DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
 PAGE_DONE_AFTER = 60.0
 
-#: Signal sent with ``state_dir`` and ``temporary`` once the scheduler has closed its state
-#: directory (lock released), before it removes a temporary one: the last moment to read
-#: it (the crawl report, irlscrapy.report.timeline, renders from it then).
+#: Signal sent with ``state_dir``, ``temporary`` and the spider's close ``reason`` once the
+#: scheduler has closed its state directory (lock released), before it removes a
+#: temporary one: the last moment to read it (the crawl report,
+#: irlscrapy.report.timeline, renders from it then).
 state_closed = object()
 
 _schedulers: weakref.WeakKeyDictionary[Crawler, IRLScheduler] = weakref.WeakKeyDictionary()
@@ -403,11 +404,11 @@ class IRLScheduler(BaseScheduler):
         if self.reputation is not None:
             reputation = self.reputation
             closing.addBoth(lambda _: reputation.close())
-        closing.addBoth(lambda _: self._close_files())
+        closing.addBoth(lambda _: self._close_files(reason))
         closing.addBoth(lambda _: done.callback(None))
         return done
 
-    def _close_files(self) -> None:
+    def _close_files(self, reason: str) -> None:
         if self.frontier is not None:
             self.frontier.close()
         elif self.journal is not None:
@@ -418,7 +419,7 @@ class IRLScheduler(BaseScheduler):
             self._lock.release()
         if self.state_dir is not None:
             self.crawler.signals.send_catch_log(
-                state_closed, state_dir=self.state_dir, temporary=self._temporary
+                state_closed, state_dir=self.state_dir, temporary=self._temporary, reason=reason
             )
         if self._temporary and self.state_dir is not None:
             shutil.rmtree(self.state_dir, ignore_errors=True)

@@ -159,6 +159,7 @@ def test_the_demo_writes_the_report_at_close_without_a_jobdir(
     stats = dumped_stats(run.stderr)
     data = json.loads((report_dir / "report.json").read_text())
     assert data["summary"]["pages"] == stats["response_received_count"]
+    assert data["summary"]["finish_reason"] == stats["finish_reason"] == "closespider_pagecount"
     assert data["status"] == statuses(stats)
     state_dir = Path(data["state_dir"])
     assert state_dir.name.startswith("irlscrapy-state-")

@@ -4,8 +4,10 @@ endpoint."""
 from __future__ import annotations
 
 import pytest
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
 
-from irlscrapy.report.figures import Throughput
+from irlscrapy.report.figures import Throughput, crawl_figures
 from irlscrapy.report.progress import progress_bar
 from irlscrapy.report.status import _sparkline_svg
 
@@ -53,3 +55,13 @@ def test_progress_bar_towards_the_page_budget() -> None:
     assert progress_bar(500, 1000, 50.0, width=10) == "[#####-----] 50% of 1,000, ETA 10 s; "
     assert progress_bar(0, 1000, 0.0, width=4) == "[----] 0% of 1,000; "
     assert progress_bar(1200, 1000, 9.0, width=4) == "[####] 100% of 1,000; "  # overshoot
+
+
+def test_before_the_crawl_starts_the_figures_are_the_counters_and_rss() -> None:
+    crawler = get_crawler(Spider)  # no engine until the crawl starts
+    assert crawler.stats is not None
+    crawler.stats.set_value("response_received_count", 7)
+    figures = crawl_figures(crawler)
+    assert figures["pages"] == 7
+    assert figures["rss_bytes"] > 0
+    assert "downloader_active" not in figures
