@@ -22,11 +22,13 @@ settings still win):
 - ``SPIDER_MIDDLEWARES``: StarMiddleware, which counts each page's PLD edges for STAR's
   budgets and hands ``Links`` to the scheduler; PageDoneMiddleware, outermost, which
   tells the scheduler a page's links are all in.
-- ``DOWNLOAD_DELAY`` 0, ``RANDOMIZE_DOWNLOAD_DELAY`` off, ``AUTOTHROTTLE_ENABLED`` off,
-  ``CONCURRENT_REQUESTS_PER_DOMAIN`` = ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_IP``
-  0: the workbench alone decides when a host and an IP may be fetched (one request at a
-  time per host and per IP, delays IRL_HOST_DELAY and IRL_IP_DELAY); a downloader delay
-  on top would only add idle time.
+- ``DOWNLOAD_DELAY`` 0 (so no jitter applies: jitter scales the delay; the deprecated
+  ``RANDOMIZE_DOWNLOAD_DELAY`` is left alone, since setting it warns),
+  ``AUTOTHROTTLE_ENABLED`` off, ``CONCURRENT_REQUESTS_PER_DOMAIN`` =
+  ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_IP`` 0: the workbench alone decides
+  when a host and an IP may be fetched (one request at a time per host and per IP,
+  delays IRL_HOST_DELAY and IRL_IP_DELAY); a downloader delay on top would only add
+  idle time.
 - ``EXTENSIONS``: GCTuning, which keeps CPython's full GC collections from stalling the
   reactor (start-up objects frozen out of them, and fewer of them; ``IRL_GC_FREEZE``,
   ``IRL_GC_FULL_EVERY``); StatusServer, the status endpoint on loopback, which stays
@@ -69,7 +71,6 @@ class Addon:
             ("DUPEFILTER_CLASS", DUPEFILTER),
             ("TWISTED_DNS_RESOLVER", RESOLVER),
             ("DOWNLOAD_DELAY", 0),
-            ("RANDOMIZE_DOWNLOAD_DELAY", False),
             ("AUTOTHROTTLE_ENABLED", False),
             ("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("CONCURRENT_REQUESTS")),
             ("CONCURRENT_REQUESTS_PER_IP", 0),

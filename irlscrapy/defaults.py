@@ -310,16 +310,34 @@ SETTINGS: tuple[Setting, ...] = (
         5,
         "int",
         "failures",
-        "failures in a row after which a host is retired: its queued URLs go back to "
-        "BEAST (parked for a later cycle, not lost) and it rests IRL_HOST_RETIRE_DELAY; "
-        "0 never retires",
+        "failures in a row after which a host (429/503) or an origin (connection "
+        "failures) is retired: its queued URLs are parked on disk (back to BEAST when "
+        "the retirement ends, not lost) and it rests IRL_HOST_RETIRE_DELAY; 0 never retires",
     ),
     Setting(
         "IRL_HOST_RETIRE_DELAY",
         3600.0,
         "float",
         "seconds",
-        "how long a retired host rests before its next request",
+        "how long a retired host or origin rests before its next request",
+    ),
+    Setting(
+        "IRL_GIVE_UP_AFTER",
+        30.0,
+        "float",
+        "seconds",
+        "a finite crawl whose only work left waits on hosts or origins in back-off, "
+        "retirement or a robots.txt retry waits this long (beyond the longest politeness "
+        "delay) for one to come due, then ends with reason finished, parking those URLs "
+        "(stat irl/frontier/given_up; a rerun with the same JOBDIR tries them again)",
+    ),
+    Setting(
+        "IRL_CONTINUOUS",
+        False,
+        "bool",
+        "flag",
+        "a continuous crawl never gives up: it waits for hosts in back-off or "
+        "retirement, and replays the parked URLs when a retirement ends",
     ),
     Setting(
         "IRL_MAX_PATH_DEPTH",

@@ -1,7 +1,11 @@
 """Hosts, pay-level domains and their 64-bit keys: one definition for every part.
 
-The *host* of a URL is its authority lower-cased (``www.example.com``, or
-``www.example.com:8080`` when a port is written): the unit of host politeness. Its *PLD*
+The *host* of a URL is its authority lower-cased, without userinfo, without a trailing dot
+on the name and without the scheme's default port (``WWW.Example.com.:80`` in an http URL
+is ``www.example.com``; ``www.example.com:8080`` keeps its port): the unit of host
+politeness, shared by the URL's schemes. Its *origin* (``url_origin``) is the scheme and
+the host (``https://www.example.com``): the unit of host health, since a connection that
+fails on one scheme or port says nothing of the others. Its *PLD*
 (pay-level domain) is the registered domain under the Public Suffix List, from
 tldextract's bundled snapshot (never fetched at run time): ``example.co.uk`` for
 ``www.example.co.uk``. A host with no registrable domain (an IP literal, ``localhost``)
@@ -44,16 +48,33 @@ def use_private_suffixes(enabled: bool) -> None:
         _PLDS.clear()
 
 
+#: The default port of each scheme, as written at the end of an authority.
+_DEFAULT_PORTS = {"http": ":80", "https": ":443"}
+
+
 def url_host(url: str) -> str:
-    """The authority of an absolute http(s) URL, lower-cased, userinfo dropped."""
-    start = url.find("://") + 3
+    """The host of an absolute http(s) URL (see the module docstring)."""
+    colon = url.find("://")
+    start = colon + 3
     end = len(url)
     for sep in "/?#":
         cut = url.find(sep, start)
         if 0 <= cut < end:
             end = cut
-    authority = url[start:end]
-    return authority.rpartition("@")[2].lower()
+    host = url[start:end].rpartition("@")[2].lower()
+    default = _DEFAULT_PORTS.get(url[:colon].lower())
+    if default is not None and host.endswith(default):
+        host = host[: -len(default)]
+    if "." in host and not host.startswith("["):
+        name, sep, port = host.partition(":")
+        if name.endswith("."):
+            host = name.rstrip(".") + sep + port
+    return host
+
+
+def url_origin(url: str) -> str:
+    """The origin of an absolute http(s) URL: ``scheme://host``, host as in url_host."""
+    return f"{url[: url.find(':')].lower()}://{url_host(url)}"
 
 
 def host_name(host: str) -> str:

@@ -16,6 +16,16 @@ the larger window, and what still does not fit is written to a new QF. So QF is
 re-read at exponentially growing intervals, which bounds disk I/O per crawled page
 (Theorem 7) where re-reading it after every queue does not (Theorem 6).
 
+*j grows with the crawl, not with the reading.* The paper's queues are full: each holds
+``E[B_x] V`` records, so after ``N`` records taken the last cycle has
+``j = 2**(ceil(log2(alpha_N + 1)) - 1)`` queues, ``alpha_N = N / (E[B_x] V)`` (eq. 31).
+A small frontier has near-empty slots, and reading through them costs nothing: doubling
+at every cycle end would take j to ``max_queues`` within seconds, on a few hundred
+records. So a cycle end doubles j only up to eq. 31's value for the crawl's own
+figures: ``N`` the records taken (popped and not given back, see ``push(returned=)``),
+``V`` the distinct domains ever pushed (:class:`DistinctCount`), ``E[B_x]`` their mean
+budget at placement. j never shrinks.
+
 RAM per domain is one (slot, fill) pair, packed in one int: the slot where the domain's
 next record goes and how many of its records that slot already holds; and only for
 domains placed in a slot not yet read (a pair whose slot was read means the same as no
@@ -33,7 +43,10 @@ Files under the directory::
     slot-<s>.rec   queue s: an irlscrapy.recordfile of records  domain: u64be, payload
     qf-<n>.rec     QF, generation n (same records)
     state.json     {"version": 1, "reading": r, "j": j, "cycle_end": e, "qf": n,
-                    "resplit": null | {"slot_sizes": {"<s>": bytes, ...}}}
+                    "resplit": null | {"slot_sizes": {"<s>": bytes, ...}},
+                    "taken": N, "budget_sum": sum of budgets at placement,
+                    "placed": placements, "domains": DistinctCount.state()}
+                   (the last four are optional: a file without them reads as zeros)
 
 Crash semantics: every push is appended and flushed before push() returns, so a kill -9
 loses none. ``state.json`` is replaced atomically (write, rename; like the record files
@@ -53,6 +66,7 @@ by one scan of the queue files (``visit`` sees every record then).
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 from collections.abc import Callable, Iterator
@@ -60,6 +74,7 @@ from pathlib import Path
 
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.recordfile import RECORD_OVERHEAD, RecordWriter, scan
+from irlscrapy.scheduler.distinct import DistinctCount
 
 _DOMAIN = struct.Struct(">Q")
 _FILL_BITS = 32  # a (slot, fill) pair is slot << _FILL_BITS | fill
@@ -103,6 +118,12 @@ class Beast:
         #: disk I/O that Theorems 6 and 7 count
         self.bytes_written = 0
         self.bytes_read = 0
+        #: eq. 31's figures: records taken (N), distinct domains pushed (V), and the sum
+        #: of the budgets of the placements with their count (E[B_x])
+        self.taken = 0
+        self.domains = DistinctCount()
+        self._budget_sum = 0
+        self._placed = 0
 
     def open(
         self,
@@ -144,6 +165,10 @@ class Beast:
         self.j = int(state["j"])  # type: ignore[call-overload]
         self.cycle_end = int(state["cycle_end"])  # type: ignore[call-overload]
         self._qf_generation = int(state["qf"])  # type: ignore[call-overload]
+        self.taken = int(state.get("taken", 0))  # type: ignore[call-overload]
+        self._budget_sum = int(state.get("budget_sum", 0))  # type: ignore[call-overload]
+        self._placed = int(state.get("placed", 0))  # type: ignore[call-overload]
+        self.domains = DistinctCount.from_state(state.get("domains"))
         resplit = state.get("resplit")
         if isinstance(resplit, dict):  # a re-split cut short: undo it, then do it again
             sizes = {int(k): int(v) for k, v in resplit["slot_sizes"].items()}
@@ -197,6 +222,10 @@ class Beast:
             "cycle_end": self.cycle_end,
             "qf": self._qf_generation,
             "resplit": resplit,
+            "taken": self.taken,
+            "budget_sum": self._budget_sum,
+            "placed": self._placed,
+            "domains": self.domains.state(),
         }
         tmp = self.path / "state.json.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -217,8 +246,12 @@ class Beast:
         return self._slot_records + self.qf_records
 
     # -- placement -------------------------------------------------------------------
-    def push(self, domain: int, payload: bytes) -> int | None:
-        """Place one record; return its slot, or None when it went to QF."""
+    def push(self, domain: int, payload: bytes, *, returned: bool = False) -> int | None:
+        """Place one record; return its slot, or None when it went to QF. ``returned``:
+        a record just popped and given back untaken (its host is full): not counted
+        as taken, so it cannot make j grow."""
+        if returned:
+            self.taken -= 1
         slot = self._place(domain)
         record = _DOMAIN.pack(domain) + payload
         self.bytes_written += len(record) + RECORD_OVERHEAD
@@ -237,6 +270,9 @@ class Beast:
 
     def _place(self, domain: int) -> int | None:
         budget = max(1, self.budget_of(domain))
+        self.domains.add(domain)
+        self._budget_sum += budget
+        self._placed += 1
         pair = self._domains.get(domain, 0)
         slot, fill = pair >> _FILL_BITS, pair & _FILL_MASK
         if slot <= self.reading:
@@ -262,6 +298,7 @@ class Beast:
                     continue  # taken before a restart (not counted)
                 self._counts[self.reading] -= 1
                 self._slot_records -= 1
+                self.taken += 1
                 self.position = (self.reading, offset)
                 return _DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :]
             self._advance()
@@ -280,10 +317,18 @@ class Beast:
             self._domains = {d: p for d, p in self._domains.items() if p >= first}
             self._domains_kept = len(self._domains)
         if self.reading >= self.cycle_end:
-            self.j = min(2 * self.j, self.max_queues)
+            self.j = self.next_j()
             self.cycle_end = self.reading + self.j
             self._resplit_qf()
         done.unlink(missing_ok=True)
+
+    def next_j(self) -> int:
+        """j for the cycle that starts now: doubled, but not past eq. 31's value for the
+        records taken so far (see the module docstring), nor past ``max_queues``."""
+        mean_budget = self._budget_sum / self._placed if self._placed else 1.0
+        alpha_n = max(0, self.taken) / (mean_budget * max(1, self.domains.estimate()))
+        eq31 = 2 ** (math.ceil(math.log2(alpha_n + 1)) - 1)
+        return max(self.j, min(2 * self.j, self.max_queues, eq31))
 
     def _resplit_qf(self) -> None:
         """Read QF once; place its records with the doubled window; the rest into a new QF."""

@@ -18,8 +18,9 @@ links be lost. Pages no callback sees are taken as done a minute after their fet
 
 ``HostHealthMiddleware`` (downloader middleware, order HOST_HEALTH_ORDER: above
 RetryMiddleware's 550, so it sees each answer and failure before a retry is made of it):
-a 429 or 503 (with its Retry-After), a network failure (``RETRY_EXCEPTIONS``) or any
-other answer goes to the scheduler's host health (:mod:`irlscrapy.scheduler.hosthealth`).
+a 429 or 503 (with its Retry-After: the host's failure), a network failure
+(``RETRY_EXCEPTIONS``: its origin's failure) or any other answer goes to the scheduler's
+host health (:mod:`irlscrapy.scheduler.hosthealth`).
 
 All do nothing (``NotConfigured``) unless the IRL scheduler is the crawl's scheduler.
 """
@@ -35,7 +36,7 @@ from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigur
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
-from irlscrapy.scheduler.frontier import GUARD_REFUSAL
+from irlscrapy.scheduler.frontier import GIVEN_UP, GUARD_REFUSAL
 from irlscrapy.scheduler.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import REFUSED_KEY, IRLScheduler, links_sink
 
@@ -71,7 +72,7 @@ class FetchEndMiddleware:
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("robotstxt/forbidden")
             raise IgnoreRequest("Forbidden by robots.txt")
-        if why.startswith(GUARD_REFUSAL):
+        if why.startswith(GUARD_REFUSAL) or why == GIVEN_UP:
             raise IgnoreRequest(why)
         raise CannotResolveHostError(why)
 
@@ -152,7 +153,7 @@ class HostHealthMiddleware:
     def process_exception(self, request: Request, exception: Exception) -> None:
         scheduler = self._scheduler()
         if scheduler is not None and isinstance(exception, self.failures):
-            scheduler.host_failed(request, None)
+            scheduler.origin_failed(request)
 
     def _scheduler(self) -> IRLScheduler | None:
         return links_sink(self.crawler)

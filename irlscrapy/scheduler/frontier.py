@@ -30,14 +30,18 @@ postponed). While a host's robots.txt is out (a redirect to another host can tak
 while), its URLs wait. ``Crawl-delay`` raises the host's delay, up to
 ``max_crawl_delay`` (``irl/robots/crawl_delay_capped`` counts hosts asking for more).
 
-Host health (:mod:`irlscrapy.scheduler.hosthealth`) retires a failing host with
-:meth:`Frontier.park`: its stored URLs go back to BEAST, to come back in a later cycle.
+Host health (:mod:`irlscrapy.scheduler.hosthealth`) backs off and retires failing hosts
+and origins (:mod:`irlscrapy.scheduler.parking`): a host in back-off is postponed in the
+workbench; an origin in back-off has its URLs held on the bench (:meth:`hold_origin`);
+a retired host or origin has its stored URLs parked on disk (:meth:`retire`), and so
+does every URL of it admitted while it rests. When a retirement ends the parked URLs
+go back to BEAST. :meth:`give_up` parks what a finished crawl leaves.
 
 Retries and redirects of a host's own request skip BEAST (:meth:`push_direct`): they go
 to the front of that host's visit state.
 
 Invariants:
-*Every URL pushed is, exactly once, handed out by take(), or dropped with a stat.*
+*Every URL pushed is, exactly once, handed out by take(), dropped with a stat, or parked.*
 *RAM holds at most ``capacity`` admitted URLs, plus retries and redirects.*
 *No URL of a host is handed out before its robots.txt has been answered, nor after its
 rules have expired.*
@@ -66,14 +70,15 @@ from typing import Any
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from irlscrapy.domains import domain_key, host_name, pld, url_host
+from irlscrapy.domains import domain_key, host_name, pld, url_host, url_origin
 from irlscrapy.scheduler.addressguard import AddressGuard
 from irlscrapy.scheduler.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
+from irlscrapy.scheduler.parking import Bench, ParkedStore
 from irlscrapy.scheduler.requestcodec import payload_url
 from irlscrapy.scheduler.robots import RobotsRules
 from irlscrapy.scheduler.robotscache import RobotsCache
-from irlscrapy.scheduler.workbench import VisitState, Workbench
+from irlscrapy.scheduler.workbench import FRONT, VisitState, Workbench
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +92,8 @@ ADMIT_SECONDS = 0.002
 DEFERRAL_RUN = 256
 #: How the reason of a URL refused by the address guard begins.
 GUARD_REFUSAL = "address guard:"
+#: The reason of a Request in RAM that a finished crawl gave up on.
+GIVEN_UP = "given up: its host or origin kept failing and the crawl finished"
 #: Seconds a host waits, when its turn comes while its robots.txt is still out, before
 #: it is looked at again.
 ROBOTS_PENDING_WAIT = 1.0
@@ -136,6 +143,7 @@ class Frontier:
         beast: Beast,
         workbench: Workbench,
         journal: AdmittedJournal,
+        parked: ParkedStore,
         resolve: Callable[[str], defer.Deferred[str]],
         host_budget: Callable[[str], float],
         stats: Any,
@@ -153,6 +161,8 @@ class Frontier:
         self.beast = beast
         self.workbench = workbench
         self.journal = journal
+        self.parked = parked
+        self.bench = Bench()
         self.resolve = resolve
         self.host_budget = host_budget  # the budget of a host's PLD (STAR's, or B0)
         self.stats = stats
@@ -177,10 +187,12 @@ class Frontier:
         self.closed = True
         self.beast.close()
         self.journal.close()
+        self.parked.close()
 
     def __len__(self) -> int:
-        """URLs not handed out yet: in BEAST, waiting for DNS, or in the workbench."""
-        return len(self.beast) + self.waiting_dns + len(self.workbench)
+        """URLs not handed out yet: in BEAST, waiting for DNS, in the workbench or held
+        (not those parked)."""
+        return len(self.beast) + self.waiting_dns + len(self.workbench) + len(self.bench)
 
     # -- in ----------------------------------------------------------------------------
     def push(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
@@ -243,7 +255,7 @@ class Frontier:
             url = payload_url(payload)
             host = url_host(url)
             if self._host_urls(host) >= self.host_cap:
-                self.beast.push(domain, record)
+                self.beast.push(domain, record, returned=True)
                 self.stats.inc_value("irl/frontier/deferred")
                 deferred_run += 1
                 if deferred_run >= DEFERRAL_RUN:
@@ -261,6 +273,11 @@ class Frontier:
             and self.waiting_dns + len(self.workbench) < self.capacity
             and len(self.beast) > 0
         )
+
+    def resume_admission(self) -> None:
+        """Admission paused for a full host to take a URL; the crawl has nothing in
+        flight and nothing due, so that will not happen soon: read on."""
+        self._full_hosts.clear()
 
     def _host_urls(self, host: str) -> int:
         state = self.workbench.hosts.get(host)
@@ -316,6 +333,15 @@ class Frontier:
     def _add(
         self, host: str, ip: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
     ) -> None:
+        if self.bench.in_force() and not isinstance(item, RobotsFetch):
+            origin = url_origin(item_url(item))
+            if isinstance(item, tuple) and (
+                self.bench.retired(host, self.clock()) or self.bench.retired(origin, self.clock())
+            ):
+                self._park(item, priority)
+                return
+            if self.bench.add_held(origin, FRONT if front else priority, item):
+                return
         rules = self.robots.lookup(host)[0] if self.robots is not None else None
         if (
             rules is not None
@@ -335,6 +361,7 @@ class Frontier:
         """The next fetch whose host and IP are due, both put in flight: a URL, or its
         host's robots.txt when the host's rules are unknown or expired."""
         self.workbench.forget_idle(now)
+        self._release_bench(now)
         while True:
             got = self.workbench.take(now)
             if got is None:
@@ -383,7 +410,7 @@ class Frontier:
                 and not rules.allowed(item_url(item), self.user_agent)
             ),
         )
-        for item in dropped:
+        for _, item in dropped:
             self._refuse(item, "robots.txt")
         if dropped:
             self.stats.inc_value("irl/robots/disallowed", len(dropped))
@@ -397,14 +424,86 @@ class Frontier:
             return self.max_crawl_delay
         return asked
 
-    def park(self, state: VisitState, until: float) -> int:
-        """Retire ``state`` until ``until``: its stored URLs go back to BEAST (a later
-        cycle offers them again), then are done in the journal; what cannot be stored
-        (a Request kept in RAM, a robots.txt fetch) stays. Return how many were parked."""
-        parked = self.workbench.remove_urls(state, lambda item: isinstance(item, tuple))
-        domain = domain_key(pld(state.host))
-        for payload, id_ in parked:
-            self.beast.push(domain, _HEAD.pack(0, 0) + payload)
-            self.journal.done(id_)
-        self.workbench.postpone(state, until)
-        return len(parked)
+    # -- host health ------------------------------------------------------------------
+    def next_due(self) -> float | None:
+        """The earliest instant something may be handed out or released from the bench;
+        None if nothing waits there."""
+        times = [t for t in (self.workbench.next_due(), self.bench.next_time()) if t is not None]
+        return min(times) if times else None
+
+    def hold_origin(self, state: VisitState, origin: str, until: float) -> None:
+        """``origin`` (of host ``state``) is backed off until ``until``: its URLs leave
+        the host, whose other origins go on being fetched."""
+        held = self.workbench.remove_urls(
+            state,
+            lambda item: not isinstance(item, RobotsFetch) and url_origin(item_url(item)) == origin,
+        )
+        self.bench.hold(origin, until, held)
+        self._full_hosts.discard(state.host)
+
+    def retire(self, key: str, state: VisitState, until: float) -> int:
+        """Retire ``key`` (``state``'s host, or one of its origins) until ``until``: its
+        stored URLs, held or queued, are parked; a Request kept in RAM and a robots.txt
+        fetch stay with the host. Return how many were parked."""
+        self.bench.retire(key, until)
+        is_host = key == state.host
+        parked = self.workbench.remove_urls(
+            state,
+            lambda item: isinstance(item, tuple) and (is_host or url_origin(item_url(item)) == key),
+        )
+        held = [] if is_host else self.bench.take_held(key)
+        for priority, item in [*parked, *held]:
+            if isinstance(item, tuple):
+                self._park(item, priority)
+            else:
+                self._to_host(state.host, priority, item, front=False)
+        if is_host:
+            self.workbench.postpone(state, until)
+        self._full_hosts.discard(state.host)
+        return len(parked) + len(held)
+
+    def give_up(self) -> int:
+        """The crawl ends: park every stored URL still in RAM (of hosts and origins in
+        back-off, retired, or waiting for a robots.txt retry); refuse the Requests kept
+        in RAM (their errbacks run); drop robots.txt retries. Return how many URLs were
+        parked."""
+        items = [i for origin in self.bench.held_origins() for i in self.bench.take_held(origin)]
+        for state in list(self.workbench.hosts.values()):
+            items += self.workbench.remove_urls(state, lambda item: True)
+        given = 0
+        for priority, item in items:
+            if isinstance(item, tuple):
+                self._park(item, priority)
+                given += 1
+            elif isinstance(item, MemoryItem):
+                self._refuse(item, GIVEN_UP)
+            else:
+                self._robots_out.discard(item.host)
+        return given
+
+    def _park(self, item: Item, priority: int) -> None:
+        self.parked.park(_HEAD.pack(priority if priority != FRONT else 0, 0) + item[0])
+        self.journal.done(item[1])
+
+    def _release_bench(self, now: float) -> None:
+        """Back-offs that have ended: their URLs back to their hosts; a retirement that
+        has ended: every parked URL back to BEAST."""
+        released, retirement_ended = self.bench.release_due(now)
+        for origin, items in released:
+            host = url_host(origin)
+            for priority, item in items:
+                self._to_host(host, priority, item, front=False)
+        if retirement_ended:
+            self.replay_parked()
+
+    def replay_parked(self, older: list[Any] | None = None) -> int:
+        """Parked URLs (of ``older`` generations, else the current one) back to BEAST."""
+
+        def push(record: bytes) -> None:
+            payload = record[_HEAD.size :]
+            self.beast.push(domain_key(pld(url_host(payload_url(payload)))), record)
+
+        pushed = self.parked.replay(push, older)
+        if pushed:
+            self._full_hosts.clear()
+        return pushed

@@ -2,23 +2,31 @@
 
 Theory of operation
 -------------------
-A fetch *fails* for its host when the answer is 429 or 503, or when the download ends
-in one of ``RETRY_EXCEPTIONS`` (Scrapy's list of network failures: timeouts, refused,
-lost or reset connections). After a failure the host's next request waits, counted
-from the failure,
+A fetch *fails* when the answer is 429 or 503, or when the download ends in one of
+``RETRY_EXCEPTIONS`` (Scrapy's list of network failures: timeouts, refused, lost or
+reset connections, TLS errors). A 429 or 503 is the server asking the *host* to slow
+down: it counts against the host, the unit of politeness. A connection-level failure
+counts against the *origin* it happened on (``scheme://host[:port]``,
+:func:`irlscrapy.domains.url_origin`): a host that answers on http while nothing
+listens on its https port is a healthy host with one dead origin, and its http URLs
+go on being fetched. After a failure the next request of the host (or origin) waits,
+counted from the failure,
 
     Retry-After (delay-seconds or HTTP-date), when a 429/503 carries one, else
     backoff_base * 2**(failures - 1),
 
-both cut to ``backoff_max``; ``failures`` counts the host's failures in a row (on its
-visit state) and any other answer resets it. The back-off is the host's
-``VisitState.backoff``, one input of the one delay function
+both cut to ``backoff_max``; ``failures`` counts the failures in a row (a host's on its
+visit state, an origin's on the frontier's bench) and any answer resets both. A host's
+back-off is its ``VisitState.backoff``, one input of the one delay function
 (:mod:`irlscrapy.scheduler.delays`), and, because a failure may be learned after the
-host was released, a postponement of its next fetch (``Workbench.postpone``).
+host was released, a postponement of its next fetch (``Workbench.postpone``). An
+origin's back-off holds its URLs out of the host (``Frontier.hold_origin``) until it
+ends; the host's politeness delay is untouched.
 
-After ``max_failures`` failures in a row the host is *retired*: its stored URLs go back
-to BEAST (``Frontier.park``: parked for a later cycle, never lost) and it rests
-``retire_delay`` seconds; its count starts again.
+After ``max_failures`` failures in a row the host or origin is *retired*: its stored
+URLs are parked (``Frontier.retire``, :mod:`irlscrapy.scheduler.parking`: on disk,
+back to BEAST when the retirement ends, never lost) and it rests ``retire_delay``
+seconds; its count starts again.
 
 A host that answers slowly on purpose (a delay attack) holds one downloader slot at
 most: the workbench lets one request per host (and per IP) be in flight, and
@@ -31,7 +39,8 @@ reports them to the IRL scheduler. robots.txt fetches are left to the robots cac
 retries an unreachable robots.txt on its own schedule.
 
 Stats: ``irl/hosts/backoffs``, ``irl/hosts/retry_after_capped``, ``irl/hosts/retired``,
-``irl/hosts/parked_urls``.
+``irl/hosts/parked_urls``, and for origins ``irl/origins/backoffs``,
+``irl/origins/retired``.
 """
 
 from __future__ import annotations
@@ -80,10 +89,42 @@ class HostHealth:
             retire_delay=defaults.get(settings, "IRL_HOST_RETIRE_DELAY"),
         )
 
-    def answered(self, state: VisitState) -> None:
-        """``state``'s host answered (anything but 429 or 503): it is healthy again."""
+    def answered(self, state: VisitState, origin: str, frontier: Frontier) -> None:
+        """``origin`` of ``state``'s host answered (anything but 429 or 503): both are
+        healthy again."""
         state.failures = 0
         state.backoff = 0.0
+        frontier.bench.origin_failures.pop(origin, None)
+
+    def origin_failed(
+        self, state: VisitState, origin: str, frontier: Frontier, now: float, stats: Any
+    ) -> None:
+        """A connection to ``origin`` (of ``state``'s host) failed at ``now``: hold the
+        origin's URLs for its back-off, or retire it."""
+        failures = frontier.bench.origin_failures.get(origin, 0) + 1
+        if self.retires(failures):
+            frontier.bench.origin_failures.pop(origin, None)
+            self._retire(origin, state, frontier, now, stats, "irl/origins/retired")
+            return
+        frontier.bench.origin_failures[origin] = failures
+        backoff, _ = self.backoff(failures, None)
+        frontier.hold_origin(state, origin, now + backoff)
+        stats.inc_value("irl/origins/backoffs")
+
+    def _retire(
+        self, key: str, state: VisitState, frontier: Frontier, now: float, stats: Any, stat: str
+    ) -> None:
+        parked = frontier.retire(key, state, now + self.retire_delay)
+        stats.inc_value(stat)
+        stats.inc_value("irl/hosts/parked_urls", parked)
+        logger.info(
+            "host health: %s failed %d times in a row; retired for %.0f s, %d URLs "
+            "parked until then",
+            key,
+            self.max_failures,
+            self.retire_delay,
+            parked,
+        )
 
     def failed(
         self,
@@ -93,23 +134,13 @@ class HostHealth:
         retry_after: float | None,
         stats: Any,
     ) -> None:
-        """``state``'s host failed at ``now`` (a 429 or 503 asking to wait
+        """``state``'s host answered 429 or 503 at ``now`` (asking to wait
         ``retry_after`` seconds, if it said): back it off, or retire it."""
         state.failures += 1
         if self.retires(state.failures):
             state.failures = 0
             state.backoff = 0.0
-            parked = frontier.park(state, now + self.retire_delay)
-            stats.inc_value("irl/hosts/retired")
-            stats.inc_value("irl/hosts/parked_urls", parked)
-            logger.info(
-                "host health: %s failed %d times in a row; retired for %.0f s, %d URLs "
-                "parked for a later cycle",
-                state.host,
-                self.max_failures,
-                self.retire_delay,
-                parked,
-            )
+            self._retire(state.host, state, frontier, now, stats, "irl/hosts/retired")
             return
         state.backoff, capped = self.backoff(state.failures, retry_after)
         frontier.workbench.postpone(state, now + state.backoff)

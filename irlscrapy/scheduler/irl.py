@@ -71,7 +71,7 @@ from twisted.python.failure import Failure
 from irlscrapy import defaults
 from irlscrapy.closing import close_spider
 from irlscrapy.dirlock import DirectoryLock
-from irlscrapy.domains import domain_key, pld, url_host, use_private_suffixes
+from irlscrapy.domains import domain_key, pld, url_host, url_origin, use_private_suffixes
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
@@ -95,6 +95,7 @@ from irlscrapy.scheduler.frontier import (
 from irlscrapy.scheduler.hosthealth import HostHealth
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.loadgovernor import LoadGovernor
+from irlscrapy.scheduler.parking import ParkedStore
 from irlscrapy.scheduler.requestcodec import (
     LINK,
     RequestCodecError,
@@ -217,6 +218,8 @@ class IRLScheduler(BaseScheduler):
         host_cap: int,
         reputation: Reputation | None = None,
         governor: LoadGovernor | None = None,
+        give_up_after: float = 30.0,
+        continuous: bool = False,
     ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
@@ -230,6 +233,13 @@ class IRLScheduler(BaseScheduler):
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
         self.ceiling = crawler.settings.getint("CONCURRENT_REQUESTS")
         self.max_crawl_delay = defaults.get(crawler.settings, "IRL_ROBOTS_MAX_CRAWL_DELAY")
+        #: how long a finite crawl waits on blocked work (see _idle): IRL_GIVE_UP_AFTER
+        #: beyond the longest politeness delay, so no wait for politeness is given up
+        self.give_up_after = give_up_after + max(
+            politeness.host_delay, politeness.ip_delay, min(self.max_crawl_delay, 3600.0)
+        )
+        self.continuous = continuous
+        self._blocked_since: float | None = None  # when the crawl last became blocked
         self.state_dir = state_dir
         self.max_queues = max_queues
         self.capacity = capacity
@@ -308,6 +318,8 @@ class IRLScheduler(BaseScheduler):
             host_cap=defaults.get(settings, "IRL_WORKBENCH_HOST_URLS"),
             reputation=reputation,
             governor=governor,
+            give_up_after=defaults.get(settings, "IRL_GIVE_UP_AFTER"),
+            continuous=defaults.get(settings, "IRL_CONTINUOUS"),
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
         _schedulers[crawler] = scheduler
@@ -361,10 +373,13 @@ class IRLScheduler(BaseScheduler):
             return budget_of(domain_key(pld(host)))
 
         workbench = Workbench(self._host_delay, self._ip_delay, budget_of=host_budget)
+        parked = ParkedStore(self.state_dir)
+        parked_before = parked.open()
         self.frontier = Frontier(
             beast,
             workbench,
             self.journal,
+            parked,
             self.dns.resolve,
             host_budget,
             self.stats,
@@ -386,6 +401,12 @@ class IRLScheduler(BaseScheduler):
                 len(admitted),
             )
         self.frontier.readmit(admitted)
+        replayed = self.frontier.replay_parked(parked_before)
+        if replayed:
+            logger.info(
+                "%d parked URLs (of hosts retired, or given up by the last run) queued again",
+                replayed,
+            )
         self.link_rules.set_allowed_domains(getattr(spider, "allowed_domains", None))
         self._start_drain()  # results a previous run merged but did not store
         if self._lag_probe is not None:
@@ -410,6 +431,17 @@ class IRLScheduler(BaseScheduler):
 
     def _close_files(self, reason: str) -> None:
         if self.frontier is not None:
+            parked = self.frontier.parked.count
+            if parked:
+                self.stats.set_value("irl/frontier/parked_at_close", parked)
+                logger.info(
+                    "%d URLs of hosts or origins that kept failing are parked in %s%s",
+                    parked,
+                    self.state_dir,
+                    ""
+                    if self._temporary
+                    else "; run the crawl again with the same JOBDIR to try them again",
+                )
             self.frontier.close()
         elif self.journal is not None:
             self.journal.close()
@@ -621,7 +653,13 @@ class IRLScheduler(BaseScheduler):
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:
         frontier = self._frontier()
-        return bool(len(frontier) or self._refusals or self._merging or self.df.pending)
+        return bool(
+            len(frontier)
+            or self._refusals
+            or self._merging
+            or self.df.pending
+            or (self.continuous and (frontier.parked.count or frontier.bench.in_force()))
+        )
 
     def __len__(self) -> int:
         return len(self._frontier()) + self.df.pending
@@ -669,8 +707,8 @@ class IRLScheduler(BaseScheduler):
             frontier.admit()
         if frontier.can_admit():
             self.waker.wake_at(self._admission_due)  # come back for the rest
-        if not len(frontier.beast) and not self._merging and self.df.pending:
-            self._flush()  # the early flush: BEAST is dry, the workbench will be next
+        if not self._merging and self.df.pending and not frontier.can_admit():
+            self._flush()  # the early flush: BEAST is dry (or paused), the workbench is next
         self._sweep_pages(now)
         got = frontier.take(now)
         if got is None:
@@ -698,10 +736,52 @@ class IRLScheduler(BaseScheduler):
                 self.waker.wake()  # room for one more fetch
 
     def _idle(self, frontier: Frontier) -> None:
-        """Nothing is due: wake the engine when something will be."""
-        due = frontier.workbench.next_due()
+        """Nothing is due. Keep the no-idle invariant (see the class docstring): with
+        nothing in flight either, no fetchable work may sit in URLseen or BEAST; a
+        finite crawl whose work is all blocked ends after a bounded wait; otherwise
+        wake the engine when something will be due."""
+        now = self.waker.clock.seconds()
+        if not self._in_flight and not self._refusals:
+            if self.df.pending and not self._merging:
+                self._flush()
+            frontier.resume_admission()
+            if frontier.can_admit() and frontier.admit():
+                self.waker.wake()
+                return
+            if self._blocked(frontier):
+                if self._blocked_since is None:
+                    self._blocked_since = now
+                due = frontier.next_due()
+                if not self.continuous and (
+                    due is None or due > self._blocked_since + self.give_up_after
+                ):
+                    self._give_up(frontier)
+                elif due is not None:
+                    self.waker.wake_at(due)
+                return
+        self._blocked_since = None
+        due = frontier.next_due()
         if due is not None:
             self.waker.wake_at(due)
+
+    def _blocked(self, frontier: Frontier) -> bool:
+        """Nothing in flight, nothing due, and nothing queued outside the workbench and
+        the bench: what is left waits on back-off, retirement or a robots.txt retry
+        (or on politeness, which give_up_after outlasts)."""
+        return not (self._merging or self.df.pending or len(frontier.beast) or frontier.waiting_dns)
+
+    def _give_up(self, frontier: Frontier) -> None:
+        given = frontier.give_up()
+        self._blocked_since = None
+        if given:
+            self.stats.inc_value("irl/frontier/given_up", given)
+            logger.info(
+                "gave up on %d URLs: their hosts or origins are in back-off or retired and "
+                "nothing else is left to crawl (IRL_GIVE_UP_AFTER; IRL_CONTINUOUS waits "
+                "instead). They are parked in the state directory.",
+                given,
+            )
+        self.waker.wake()  # the engine sees no pending request and closes the spider
 
     def _request(self, state: VisitState, item: Item | MemoryItem | RobotsFetch) -> Request:
         if isinstance(item, RobotsFetch):
@@ -794,7 +874,7 @@ class IRLScheduler(BaseScheduler):
         frontier = self.frontier
         if frontier is None:
             return
-        due = frontier.workbench.next_due()
+        due = frontier.next_due()
         if due is not None:
             self.waker.wake_at(due)
         elif not self._merging:
@@ -839,16 +919,27 @@ class IRLScheduler(BaseScheduler):
         """The host of ``request`` answered (with anything but 429 or 503)."""
         state = self._host_of(request)
         if state is not None:
-            self.health.answered(state)
+            self.health.answered(state, url_origin(request.url), self._frontier())
 
     @_stops_when_disk_is_full(default=None)
     def host_failed(self, request: Request, retry_after: float | None) -> None:
         """The host of ``request`` answered 429 or 503 (asking to wait ``retry_after``
-        seconds, if it said) or could not be reached: back off, or retire it."""
+        seconds, if it said): back it off, or retire it."""
         state = self._host_of(request)
         if state is not None:
             now = self.waker.clock.seconds()
             self.health.failed(state, self._frontier(), now, retry_after, self.stats)
+            self._ready()
+
+    @_stops_when_disk_is_full(default=None)
+    def origin_failed(self, request: Request) -> None:
+        """No connection to the origin of ``request`` (refused, reset, timed out):
+        back the origin off, or retire it; the host's other origins go on."""
+        state = self._host_of(request)
+        if state is not None:
+            now = self.waker.clock.seconds()
+            origin = url_origin(request.url)
+            self.health.origin_failed(state, origin, self._frontier(), now, self.stats)
             self._ready()
 
     def _host_of(self, request: Request) -> VisitState | None:

@@ -181,13 +181,14 @@ class Workbench:
             self._schedule_host(state)
         return state
 
-    def remove_urls(self, state: VisitState, drop: Callable[[Any], bool]) -> list[Any]:
-        """Take out of ``state`` the URLs for which ``drop`` is true; return them."""
+    def remove_urls(self, state: VisitState, drop: Callable[[Any], bool]) -> list[tuple[int, Any]]:
+        """Take out of ``state`` the URLs for which ``drop`` is true; return them with
+        their priorities, in the order they would have left."""
         kept: list[tuple[int, Any]] = []
-        dropped = []
+        dropped: list[tuple[int, Any]] = []
         for item in state.urls:
             if drop(item[1]):
-                dropped.append(item[1])
+                dropped.append(item)
             else:
                 kept.append(item)
         if dropped:

@@ -1,5 +1,6 @@
-"""Host health on a real frontier (BEAST files, admitted journal, workbench): back-off
-postpones the host; retirement parks its stored URLs in BEAST, where none is lost."""
+"""Host health on a real frontier (BEAST files, admitted journal, parked files, workbench):
+back-off postpones the host; a connection failure holds only its origin's URLs;
+retirement parks the stored URLs on disk, where none is lost, until it ends."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from irlscrapy.scheduler.admitted import AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.frontier import Frontier, MemoryItem, item_url
 from irlscrapy.scheduler.hosthealth import HostHealth
+from irlscrapy.scheduler.parking import ParkedStore
 from irlscrapy.scheduler.requestcodec import encode_link
 from irlscrapy.scheduler.workbench import VisitState, Workbench
 
@@ -35,19 +37,24 @@ def frontier(tmp_path: Path) -> Any:
     beast.open()
     journal = AdmittedJournal(tmp_path / "admitted")
     journal.open()
+    parked = ParkedStore(tmp_path)
+    parked.open()
+    clock = [0.0]
     front = Frontier(
         beast,
         Workbench(lambda state: 1.0, lambda entry: 0.0),
         journal,
+        parked,
         lambda host: defer.succeed("8.8.8.8"),
         lambda _: 100,
         _Stats(),
         capacity=1000,
         host_cap=100,
         user_agent="test",
-        clock=lambda: 0.0,
+        clock=lambda: clock[0],
         guard=AddressGuard(),
     )
+    front.now = clock
     yield front
     front.close()
 
@@ -73,19 +80,74 @@ def test_backoff_postpones_the_host_then_retirement_parks_its_urls(frontier: Any
     HEALTH.failed(state, frontier, 7.0, None, stats)  # the third in a row: retired
     assert stats.values["irl/hosts/retired"] == 1
     assert stats.values["irl/hosts/parked_urls"] == 9
-    assert len(frontier.beast) == 9  # the stored URLs, back in BEAST
+    assert frontier.parked.count == 9 and len(frontier.beast) == 0  # parked on disk
     assert [item for _, item in state.urls] == [memory]  # what cannot be stored stays
     assert frontier.workbench.next_due() == 607.0 and state.failures == 0
+    # A URL of the retired host admitted meanwhile is parked too, not held in RAM.
+    frontier.now[0] = 100.0
+    frontier.push(encode_link(f"http://{HOST}/late", 1, None, None))
+    frontier.admit()
+    assert frontier.parked.count == 10 and len(frontier.workbench) == 1
     # Nothing is lost: the journal's live URLs are exactly what RAM holds.
     frontier.journal.close()
     live = frontier.journal.open()
     assert live == []
+    # The retirement ends: every parked URL goes back to BEAST.
+    assert frontier.take(607.0) is not None  # (the memory item)
+    assert frontier.parked.count == 0
     parked = sorted(item_url((record[12:], 0)) for _, record in iter(frontier.beast.pop, None))
-    assert parked == sorted(f"http://{HOST}/{n}" for n in range(1, 10))
+    assert parked == sorted([*(f"http://{HOST}/{n}" for n in range(1, 10)), f"http://{HOST}/late"])
 
 
-def test_an_answer_makes_the_host_healthy_again() -> None:
+def test_a_refused_origin_is_held_and_retired_while_the_host_goes_on(frontier: Any) -> None:
+    """Nothing listens on the host's https port: its https URLs wait, then are parked;
+    its http URLs are fetched all along, at the host's own delay, never backed off."""
+    for n in range(6):
+        frontier.push(encode_link(f"http://{HOST}/{n}", 1, None, None))
+        frontier.push(encode_link(f"https://{HOST}/{n}", 1, None, None))
+    frontier.admit()
+    stats = frontier.stats
+    fetched: list[str] = []
+    now = 0.0
+    while (got := frontier.take(now)) is not None or len(frontier):
+        if got is None:
+            due = frontier.next_due()
+            assert due is not None and due > now, "work left, and nothing will come due"
+            now = due
+            continue
+        state, item = got
+        url = item_url(item)
+        frontier.workbench.release(state, now)
+        frontier.finished(item)
+        if url.startswith("https:"):
+            HEALTH.origin_failed(state, f"https://{HOST}", frontier, now, stats)
+        else:
+            HEALTH.answered(state, f"http://{HOST}", frontier)
+            fetched.append(url)
+        assert state.backoff == 0.0  # the host itself is never backed off
+        now += 1.0
+        if now > 10_000:
+            break
+    assert sorted(fetched) == sorted(f"http://{HOST}/{n}" for n in range(6))
+    assert stats.values["irl/origins/backoffs"] == 2
+    assert stats.values["irl/origins/retired"] == 1
+    assert frontier.parked.count == 3  # the https URLs not tried
+    assert now < 20  # the http URLs did not wait for the https back-offs
+
+
+def test_hosts_differing_in_case_trailing_dot_or_default_port_are_one(frontier: Any) -> None:
+    for url in (f"http://{HOST}/a", f"http://{HOST.upper()}./b", f"http://{HOST}:80/c"):
+        frontier.push(encode_link(url, 1, None, None))
+    frontier.push(encode_link(f"https://{HOST}:443/d", 1, None, None))
+    frontier.admit()
+    assert list(frontier.workbench.hosts) == [HOST]
+    assert len(frontier.workbench.hosts[HOST].urls) == 4
+
+
+def test_an_answer_makes_the_host_and_the_origin_healthy_again(frontier: Any) -> None:
     state = VisitState(HOST, "8.8.8.8")
     state.failures, state.backoff = 2, 8.0
-    HEALTH.answered(state)
+    frontier.bench.origin_failures[f"http://{HOST}"] = 2
+    HEALTH.answered(state, f"http://{HOST}", frontier)
     assert (state.failures, state.backoff) == (0, 0.0)
+    assert frontier.bench.origin_failures == {}

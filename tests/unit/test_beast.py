@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 from collections import Counter
@@ -29,8 +30,21 @@ class Model:
         self.placed: dict[int, Counter[int]] = {}  # slot -> domain -> records placed
         self.last: dict[int, int] = {}  # domain -> slot of its last placement
         self.qf: list[tuple[int, bytes]] = []
+        self.taken, self.budget_sum, self.placements = 0, 0, 0
+        self.domains: set[int] = set()
+
+    def next_j(self) -> int:
+        """Doubled, but not past eq. 31 for the records taken (N), the distinct domains
+        pushed (V) and the mean budget of the placements (E[B_x])."""
+        mean_budget = self.budget_sum / self.placements if self.placements else 1.0
+        alpha_n = self.taken / (mean_budget * max(1, len(self.domains)))
+        eq31 = 2 ** (math.ceil(math.log2(alpha_n + 1)) - 1)
+        return max(self.j, min(2 * self.j, self.max_queues, eq31))
 
     def push(self, domain: int, payload: bytes, budget: int) -> int | None:
+        self.domains.add(domain)
+        self.budget_sum += budget
+        self.placements += 1
         first = max(self.reading + 1, self.last.get(domain, 0))
         for slot in range(first, self.reading + self.j):
             if self.placed.setdefault(slot, Counter())[domain] < budget:
@@ -44,11 +58,12 @@ class Model:
     def pop(self, budgets: dict[int, int]) -> tuple[int, bytes] | None:
         while self.slots_total() + len(self.qf):
             if self.slots.get(self.reading):
+                self.taken += 1
                 return self.slots[self.reading].pop(0)
             self.slots.pop(self.reading, None)
             self.reading += 1
             if self.reading >= self.cycle_end:
-                self.j = min(2 * self.j, self.max_queues)
+                self.j = self.next_j()
                 self.cycle_end = self.reading + self.j
                 old, self.qf = self.qf, []
                 for domain, payload in old:
@@ -116,6 +131,13 @@ class BeastMachine(RuleBasedStateMachine):
             max_queues=self.beast.max_queues,
         )
         self.beast.open(read_past=position)
+        if killed:
+            # eq. 31's figures are saved with state.json, not at every pop or push: a
+            # kill -9 forgets those since (j may then grow later, never sooner).
+            model, beast = self.model, self.beast
+            assert beast.taken <= model.taken
+            model.taken, model.budget_sum = beast.taken, beast._budget_sum
+            model.placements, model.domains = beast._placed, set(beast.domains._exact or ())
 
     @invariant()
     def same_size(self) -> None:
@@ -182,3 +204,39 @@ def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path)
         popped.append(item)
     resumed.close()
     assert sorted(x for x in popped if x is not None) == sorted(pushed)
+
+
+def test_records_given_back_untaken_do_not_grow_j(tmp_path: Path) -> None:
+    """Admission that pops the records of a full host and gives them back reads through
+    queue after queue; j must not grow from that alone (it reached 1,024 within seconds,
+    on a few hundred URLs, before eq. 31 bounded it)."""
+    beast = Beast(tmp_path, lambda d: 10, initial_queues=2, max_queues=1024)
+    beast.open()
+    for i in range(300):
+        beast.push(i % 3, f"u{i}".encode())
+    for _ in range(20_000):
+        popped = beast.pop()
+        assert popped is not None
+        beast.push(*popped, returned=True)
+    assert beast.taken == 0
+    assert beast.j == 2
+    assert len(beast) == 300
+    beast.close()
+
+
+@pytest.mark.parametrize(("domains", "records"), [(1, 2_000), (8, 3_000), (50, 20_000)])
+def test_j_stays_within_eq31_of_the_crawl(tmp_path: Path, domains: int, records: int) -> None:
+    """j <= 2**(ceil(log2(alpha_N + 1)) - 1) with alpha_N = N / (E[B_x] V), N the records
+    taken so far: the paper's eq. 31 for the crawl's own figures."""
+    budget = 10
+    beast = Beast(tmp_path, lambda d: budget, initial_queues=2, max_queues=1024)
+    beast.open()
+    for i in range(records):
+        beast.push(i % domains, f"u{i}".encode())
+    taken = 0
+    while beast.pop() is not None:
+        taken += 1
+        bound = 2 ** (math.ceil(math.log2(taken / (budget * domains) + 1)) - 1)
+        assert beast.j <= max(2, bound)
+    assert taken == records
+    beast.close()

@@ -67,7 +67,9 @@ class WorkbenchMachine(RuleBasedStateMachine):
             assert not self.fifo[host]
             return
         dropped = self.bench.remove_urls(state, lambda url: int(url.rsplit("/", 1)[1]) % 2)
-        assert dropped == [u for u in self.fifo[host] if int(u.rsplit("/", 1)[1]) % 2]
+        assert [u for _, u in dropped] == [
+            u for u in self.fifo[host] if int(u.rsplit("/", 1)[1]) % 2
+        ]
         self.fifo[host] = [u for u in self.fifo[host] if not int(u.rsplit("/", 1)[1]) % 2]
 
     @rule()
