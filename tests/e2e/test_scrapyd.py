@@ -6,8 +6,8 @@ builds from a copy of the repository (its scrapy.cfg with the ``[deploy]`` URL p
 at this Scrapyd). Jobs crawl the tiny in-vitro web with QUICK_IRL politeness.
 
 Scrapyd runs without the checkout on ``PYTHONPATH``, as on a real host: the ``irlscrapy``
-that runs must be the egg's (irlscrapy_project moves the egg ahead of any installed
-copy), which the broad spider's "irlscrapy ... from ..." line shows.
+that runs must be the egg's (the egg's ``settings`` package moves the egg ahead of any
+installed copy), which the broad spider's "irlscrapy ... from ..." line shows.
 
 Scrapyd's ``jobs_dir`` makes each job's JOBDIR ``<jobs_dir>/<project>/<spider>/<jobid>``
 (overriding a ``setting=JOBDIR=...``), so scheduling again with the same ``jobid``
@@ -41,7 +41,7 @@ pytestmark = pytest.mark.e2e
 PROJECT = "irlscrapy"  # the [deploy] project of the repository's scrapy.cfg
 SPIDER = "broad"
 #: What the egg is built from: the build files and the two packages it carries.
-BUILD_FILES = ("pyproject.toml", "setup.py", "README.md", "irlscrapy", "irlscrapy_project")
+BUILD_FILES = ("pyproject.toml", "setup.py", "README.md", "irlscrapy", "settings")
 SPIDER_ARGS = (("seeds", "invitro"), ("profile", "tiny"), ("seed", str(SEED)))
 QUICK = (*QUICK_IRL, f"DOWNLOAD_TIMEOUT={TINY_DOWNLOAD_TIMEOUT}", "TELNETCONSOLE_ENABLED=0")
 JOB_TIMEOUT = 60.0
@@ -114,7 +114,7 @@ def free_port() -> int:
 
 def without_checkout() -> dict[str, str]:
     """The environment of a Scrapyd host: this process's, minus the checkout on PYTHONPATH
-    (which would put the checkout's irlscrapy_project ahead of the egg's)."""
+    (which would put the checkout's ``settings`` ahead of the egg's)."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 
 
