@@ -3,9 +3,9 @@
 the distribution "project" and packaging every directory with an ``__init__.py``).
 
 Everything else about the distribution is in pyproject.toml. The one thing decided
-here: the egg also carries ``irlscrapy_project``, the project's Scrapy settings (the
-``scrapy`` entry point ``settings`` names it), which a wheel leaves out so that
-``pip install`` puts only the ``irlscrapy`` library into site-packages.
+here: the egg also carries ``settings``, the project's Scrapy settings (the ``scrapy``
+entry point ``settings`` names its module ``settings.broad``), which a wheel leaves out
+so that ``pip install`` puts only the ``irlscrapy`` library into site-packages.
 """
 
 import sys
@@ -14,5 +14,5 @@ from setuptools import find_packages, setup
 
 packages = find_packages(include=["irlscrapy", "irlscrapy.*"])
 if "bdist_egg" in sys.argv:
-    packages.append("irlscrapy_project")
+    packages.append("settings")
 setup(packages=packages)

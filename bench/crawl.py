@@ -12,7 +12,7 @@ are removed from its environment, so nothing can leave loopback).
 
 Variants
 --------
-``dfo``   a. ``scrapy crawl broad`` with the project's irlscrapy_project/settings.py minus its
+``dfo``   a. ``scrapy crawl broad`` with the project's settings/broad.py minus its
           add-on (``ADDONS={}``: Scrapy's stock scheduler) and Scrapy's defaults for
           everything else: LIFO queues, i.e. depth-first order.
 ``bfo``   b. the same in breadth-first order: DEPTH_PRIORITY=1 and FIFO queues.
@@ -123,7 +123,7 @@ class Run:
 
 def project_extensions() -> dict[str, int]:
     """The project settings' EXTENSIONS, which ``-s EXTENSIONS=`` would otherwise replace."""
-    return dict(runpy.run_path(str(REPO / "irlscrapy_project" / "settings.py"))["EXTENSIONS"])
+    return dict(runpy.run_path(str(REPO / "settings" / "broad.py"))["EXTENSIONS"])
 
 
 def crawler_env(info: dict[str, Any]) -> dict[str, str]:

@@ -5,7 +5,7 @@ and its callback does nothing.
 
 URLFILE holds one URL a line (``irlscrapy invitro urls``). Run as a script, not through
 ``scrapy runspider``: from inside the repository that would load the project's
-irlscrapy_project/settings.py, and the floor must run on Scrapy's defaults. The only settings that
+settings/broad.py, and the floor must run on Scrapy's defaults. The only settings that
 differ from Scrapy's defaults are :data:`SETTINGS` (each matches what the broad crawl
 runs with, so the two compare fairly) and whatever ``-s`` adds.
 """
@@ -24,9 +24,9 @@ from scrapy.http import Response
 from scrapy.settings import Settings
 
 SETTINGS: dict[str, Any] = {
-    "CONCURRENT_REQUESTS": 64,  # irlscrapy_project/settings.py
-    "DOWNLOAD_TIMEOUT": 20,  # irlscrapy_project/settings.py
-    "LOG_LEVEL": "INFO",  # irlscrapy_project/settings.py; DEBUG would log a line per request
+    "CONCURRENT_REQUESTS": 64,  # settings/broad.py
+    "DOWNLOAD_TIMEOUT": 20,  # settings/broad.py
+    "LOG_LEVEL": "INFO",  # settings/broad.py; DEBUG would log a line per request
     "DOWNLOAD_MAXSIZE": 2 * 1024 * 1024,  # what the broad spider sets
 }
 

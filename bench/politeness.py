@@ -41,7 +41,7 @@ from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 PAGES = 50_000
 SEED = 0
-#: irlscrapy_project/settings.py's politeness (the demo's, and bench/crawl.py's irl variant).
+#: settings/broad.py's politeness (the demo's, and bench/crawl.py's irl variant).
 HOST_DELAY, IP_DELAY = 4.0, 0.5
 
 

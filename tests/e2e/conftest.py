@@ -110,7 +110,7 @@ def irl_crawl(
     feature on (WARC files with CDXJ, content dedup, a JOBDIR), shared by the crawl's
     tests (tests/e2e/test_irl_crawl.py) and the archive's (tests/e2e/test_warc.py):
     (the finished process, the server's request log, the WARC directory)."""
-    from irlscrapy_project.settings import EXTENSIONS
+    from settings.broad import EXTENSIONS
 
     work = tmp_path_factory.mktemp("irl-crawl")
     log = work / "requests.jsonl"

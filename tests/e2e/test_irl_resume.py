@@ -34,7 +34,7 @@ from .conftest import (
 
 RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}
 WORKBENCH_URLS = 100
-IN_FLIGHT = 64  # CONCURRENT_REQUESTS in irlscrapy_project/settings.py
+IN_FLIGHT = 64  # CONCURRENT_REQUESTS in settings/broad.py
 SETTINGS = (*QUICK_IRL, f"IRL_WORKBENCH_URLS={WORKBENCH_URLS}")
 
 

@@ -6,8 +6,11 @@ builds from a copy of the repository (its scrapy.cfg with the ``[deploy]`` URL p
 at this Scrapyd). Jobs crawl the tiny in-vitro web with QUICK_IRL politeness.
 
 Scrapyd runs without the checkout on ``PYTHONPATH``, as on a real host: the ``irlscrapy``
-that runs must be the egg's (irlscrapy_project moves the egg ahead of any installed
-copy), which the broad spider's "irlscrapy ... from ..." line shows.
+that runs must be the egg's (the egg's ``settings`` package moves the egg ahead of any
+installed copy), which the broad spider's "irlscrapy ... from ..." line shows. The
+settings that run must be the egg's too: the copy the egg is built from differs from
+the checkout in its ``settings/broad.py``, whose ``BOT_NAME`` is :data:`EGG_BOT_NAME`,
+and each job's log names its bot.
 
 Scrapyd's ``jobs_dir`` makes each job's JOBDIR ``<jobs_dir>/<project>/<spider>/<jobid>``
 (overriding a ``setting=JOBDIR=...``), so scheduling again with the same ``jobid``
@@ -20,6 +23,7 @@ import configparser
 import json
 import os
 import re
+import runpy
 import shutil
 import socket
 import subprocess
@@ -27,6 +31,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +46,11 @@ pytestmark = pytest.mark.e2e
 PROJECT = "irlscrapy"  # the [deploy] project of the repository's scrapy.cfg
 SPIDER = "broad"
 #: What the egg is built from: the build files and the two packages it carries.
-BUILD_FILES = ("pyproject.toml", "setup.py", "README.md", "irlscrapy", "irlscrapy_project")
+BUILD_FILES = ("pyproject.toml", "setup.py", "README.md", "irlscrapy", "settings")
+#: The deployed egg's BOT_NAME, written into the settings/broad.py of the copy it is
+#: built from. Nothing else says it: the checkout's settings name the bot "irlscrapy",
+#: and pip installs no settings package at all.
+EGG_BOT_NAME = "irlscrapy-as-deployed"
 SPIDER_ARGS = (("seeds", "invitro"), ("profile", "tiny"), ("seed", str(SEED)))
 QUICK = (*QUICK_IRL, f"DOWNLOAD_TIMEOUT={TINY_DOWNLOAD_TIMEOUT}", "TELNETCONSOLE_ENABLED=0")
 JOB_TIMEOUT = 60.0
@@ -114,8 +123,10 @@ def free_port() -> int:
 
 def without_checkout() -> dict[str, str]:
     """The environment of a Scrapyd host: this process's, minus the checkout on PYTHONPATH
-    (which would put the checkout's irlscrapy_project ahead of the egg's)."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    (which would put the checkout's ``settings`` ahead of the egg's) and minus any
+    SCRAPY_SETTINGS_MODULE (Scrapyd's runner lets it override the egg's entry point)."""
+    drop = {"PYTHONPATH", "SCRAPY_SETTINGS_MODULE"}
+    return {k: v for k, v in os.environ.items() if k not in drop}
 
 
 def stop_jobs(server: Scrapyd) -> None:
@@ -180,17 +191,26 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
             process.wait()
 
 
-@pytest.fixture(scope="module")
-def deployed(scrapyd: Scrapyd, tmp_path_factory: pytest.TempPathFactory) -> Scrapyd:
-    """The repository deployed with ``scrapyd-deploy``, from a copy whose scrapy.cfg
-    targets this Scrapyd (the repository's own scrapy.cfg is left as it is)."""
-    copy = tmp_path_factory.mktemp("project")
+def copy_project(copy: Path) -> None:
+    """Copy what a build reads (:data:`BUILD_FILES`) from the checkout into ``copy``."""
     for name in BUILD_FILES:
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
+            copy.mkdir(parents=True, exist_ok=True)
             shutil.copy(source, copy / name)
+
+
+@pytest.fixture(scope="module")
+def deployed(scrapyd: Scrapyd, tmp_path_factory: pytest.TempPathFactory) -> Scrapyd:
+    """The repository deployed with ``scrapyd-deploy``, from a copy whose scrapy.cfg
+    targets this Scrapyd (the repository's own scrapy.cfg is left as it is) and whose
+    settings/broad.py ends by naming the bot :data:`EGG_BOT_NAME`."""
+    copy = tmp_path_factory.mktemp("project")
+    copy_project(copy)
+    with open(copy / "settings" / "broad.py", "a", encoding="utf-8") as broad:
+        broad.write(f"\n# Only this test's egg says this.\nBOT_NAME = {EGG_BOT_NAME!r}\n")
     cfg = configparser.ConfigParser()
     cfg.read(ROOT / "scrapy.cfg")
     assert cfg["deploy"]["project"] == PROJECT
@@ -239,6 +259,38 @@ def test_scrapyd_deploy_puts_the_project_and_its_broad_spider_on_scrapyd(
     assert len(eggs) == 1, eggs
 
 
+def test_the_egg_carries_the_settings_package_its_entry_point_names(deployed: Scrapyd) -> None:
+    egg = next((deployed.root / "eggs" / PROJECT).glob("*.egg"))
+    with zipfile.ZipFile(egg) as archive:
+        names = set(archive.namelist())
+        entry_points = archive.read("EGG-INFO/entry_points.txt").decode()
+        broad = archive.read("settings/broad.py").decode()
+    assert {name.split("/")[0] for name in names} == {"EGG-INFO", "irlscrapy", "settings"}
+    assert {"settings/__init__.py", "settings/broad.py"} <= names
+    assert re.search(r"^settings = settings\.broad$", entry_points, re.MULTILINE), entry_points
+    assert f"BOT_NAME = {EGG_BOT_NAME!r}" in broad
+
+
+def test_a_build_for_pip_carries_only_the_irlscrapy_package(tmp_path: Path) -> None:
+    """``pip install`` builds a wheel through setuptools' PEP 517 backend, which runs
+    setup.py for ``bdist_wheel``; only ``bdist_egg`` adds ``settings``. The wheel's
+    packages are the ones ``build_py`` collects, which is what runs here: building the
+    wheel itself would need the ``wheel`` package, or an isolated build from an index."""
+    copy = tmp_path / "project"
+    copy_project(copy)
+    build = tmp_path / "lib"
+    result = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(build)],
+        cwd=copy,
+        env=without_checkout(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert sorted(path.name for path in build.iterdir()) == ["irlscrapy"]
+
+
 def test_a_scheduled_job_runs_the_eggs_code_with_its_settings_and_arguments(
     deployed: Scrapyd,
 ) -> None:
@@ -252,6 +304,12 @@ def test_a_scheduled_job_runs_the_eggs_code_with_its_settings_and_arguments(
     deployed.wait_until_finished(job)
     log = deployed.log(job)
     egg = next((deployed.root / "eggs" / PROJECT).glob("*.egg"))
+    # The egg's settings ran: no settings but the egg's name the bot EGG_BOT_NAME.
+    checkout = runpy.run_path(str(ROOT / "settings" / "broad.py"))
+    assert checkout["BOT_NAME"] != EGG_BOT_NAME
+    assert f"started (bot: {EGG_BOT_NAME})" in log, log[:3000]
+    assert f"'BOT_NAME': '{EGG_BOT_NAME}'" in log, log[:3000]
+    # And the egg's code, which its settings package put first on sys.path.
     assert f"irlscrapy 0.1.0 from {egg}" in log, log[:3000]
     assert "in-vitro web (tiny, seed 0," in log, log[:3000]
     assert "'CLOSESPIDER_PAGECOUNT': '150'" in log

@@ -38,7 +38,7 @@ def test_jobdir_stop_and_resume_completes_the_crawl_without_refetching(tmp_path:
     Scrapy's stock scheduler does not keep requests it had already handed to the engine
     when a graceful stop comes; any persistent dupefilter (RFPDupeFilter's requests.seen
     too) has marked them seen, so the resumed crawl never fetches them. That is at most
-    CONCURRENT_REQUESTS URLs (64 in irlscrapy_project/settings.py), and what only they linked to.
+    CONCURRENT_REQUESTS URLs (64 in settings/broad.py), and what only they linked to.
     The IRL scheduler removes this loss.
     """
     job = tmp_path / "job"

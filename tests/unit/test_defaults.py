@@ -22,7 +22,7 @@ def test_readme_settings_table_matches_the_defaults_module() -> None:
 
 def test_every_irl_setting_used_in_the_code_is_declared() -> None:
     used = set()
-    for path in [*(ROOT / "irlscrapy").rglob("*.py"), *(ROOT / "irlscrapy_project").rglob("*.py")]:
+    for path in [*(ROOT / "irlscrapy").rglob("*.py"), *(ROOT / "settings").rglob("*.py")]:
         used |= set(re.findall(r"\b(IRL_[A-Z][A-Z0-9_]+)\b", path.read_text()))
     assert used <= set(defaults.BY_NAME)
 
