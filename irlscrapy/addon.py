@@ -34,7 +34,9 @@ settings still win):
   ``IRL_GC_FULL_EVERY``); StatusServer, the status endpoint on loopback, which stays
   off unless ``IRL_STATUS_PORT`` is set; CrawlRecorder, which leaves the records of the
   crawl report under the state directory (a line every ``IRL_REPORT_INTERVAL`` seconds)
-  and renders the report at close into ``IRL_REPORT_DIR`` if set.
+  and renders the report at close into ``IRL_REPORT_DIR`` if set; IdleWatch, which
+  counts the seconds the crawler sits idle while fetchable work waits
+  (``irl/scheduler/idle_with_work_windows``; ``IRL_IDLE_WATCH_INTERVAL``).
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
   grows without bound.
 """
@@ -62,6 +64,7 @@ GC_TUNING_EXTENSION = "irlscrapy.gctuning.GCTuning"
 STATUS_EXTENSION = "irlscrapy.report.status.StatusServer"
 RECORDER_EXTENSION = "irlscrapy.report.timeline.CrawlRecorder"
 RECORDER_ORDER = 1000  # built last: at spider_closed it runs (and logs) after the others
+IDLE_WATCH_EXTENSION = "irlscrapy.report.idlewatch.IdleWatch"
 
 
 class Addon:
@@ -92,5 +95,6 @@ class Addon:
             ("EXTENSIONS", GC_TUNING_EXTENSION, 0),
             ("EXTENSIONS", STATUS_EXTENSION, 0),
             ("EXTENSIONS", RECORDER_EXTENSION, RECORDER_ORDER),
+            ("EXTENSIONS", IDLE_WATCH_EXTENSION, 0),
         ):
             settings.setdefault_in_component_priority_dict(setting, component, order)

@@ -322,6 +322,14 @@ SETTINGS: tuple[Setting, ...] = (
         "how long a retired host or origin rests before its next request",
     ),
     Setting(
+        "IRL_IDLE_WATCH_INTERVAL",
+        0.1,
+        "float",
+        "seconds",
+        "how often the no-idle watch samples the scheduler; a second of samples idle "
+        "while work waits counts in irl/scheduler/idle_with_work_windows; 0: off",
+    ),
+    Setting(
         "IRL_GIVE_UP_AFTER",
         30.0,
         "float",

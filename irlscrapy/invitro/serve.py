@@ -7,7 +7,9 @@
      "log": "/path/or/null"}
 
 ``settings`` are Scrapy settings (for ``-s NAME=VALUE``) and ``env`` environment
-variables (``http_proxy``) that point a crawl at this web.
+variables (``http_proxy``) that point a crawl at this web; for a test web
+(:data:`TEST_WEB_SETTINGS`) they also shorten timeouts, back-off and retirement, and
+nothing else, so its crawl ends in seconds rather than hours.
 """
 
 from __future__ import annotations
@@ -23,6 +25,19 @@ from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
 
 LOOPBACK = "127.0.0.1"
+#: A test web's crawl settings: its hanging servers hold a request 20 s and its flaky
+#: ones fail on purpose, so the production defaults (a 20 s timeout, back-off from 10 s
+#: to 10 minutes, retirement for an hour, 30 s before giving up) would make a crawl of a
+#: few thousand pages last an hour. Politeness is left as the crawl sets it.
+TEST_WEB_SETTINGS: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "DOWNLOAD_TIMEOUT": 6,
+        "IRL_BACKOFF_BASE": 0.5,
+        "IRL_BACKOFF_MAX": 4.0,
+        "IRL_HOST_RETIRE_DELAY": 30.0,
+        "IRL_GIVE_UP_AFTER": 2.0,
+    },
+}
 LOG_FLUSH_SECONDS = 0.5
 
 
@@ -34,7 +49,11 @@ def describe(web: InVitroWeb, proxy_port: int, dns_port: int, log: Path | None) 
         "dns": dns,
         "seeds": web.seeds(),
         # Its hosts live in 127.0.0.0/8, which the address guard refuses by default.
-        "settings": {"IRL_DNS_SERVERS": dns, "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8"},
+        "settings": {
+            "IRL_DNS_SERVERS": dns,
+            "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
+            **TEST_WEB_SETTINGS.get(web.profile.name, {}),
+        },
         "env": {"http_proxy": proxy},
         "profile": web.profile.name,
         "seed": web.seed,

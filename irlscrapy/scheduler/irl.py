@@ -202,6 +202,19 @@ def _stops_when_disk_is_full(default: Any) -> Callable[[_Method], _Method]:
 
 
 class IRLScheduler(BaseScheduler):
+    """Scrapy's SCHEDULER on the IRL frontier (the module docstring is the design).
+
+    *No idle crawler while work exists.* Whenever nothing is in flight and no host is
+    due, the scheduler is not sitting on fetchable work: it flushes URLseen (unless a
+    merge runs, whose drain wakes the engine), resumes admission paused for a full host,
+    and admits from BEAST (:meth:`_idle`). What may then still wait is only work that
+    cannot be fetched yet: hosts within their politeness delay, and hosts or origins in
+    back-off, retirement or a robots.txt retry. A finite crawl waits for those at most
+    ``IRL_GIVE_UP_AFTER`` beyond the longest politeness delay, then parks them and ends
+    (``IRL_CONTINUOUS`` waits). ``irlscrapy.report.idlewatch`` checks the invariant from
+    outside in every crawl.
+    """
+
     def __init__(
         self,
         crawler: Crawler,
@@ -682,6 +695,9 @@ class IRLScheduler(BaseScheduler):
             "workbench_ips": len(workbench.ips),
             "ips_due": workbench.due_ips(self.waker.clock.seconds(), DUE_COUNT_LIMIT),
             "fetches_in_flight": len(self._in_flight),
+            "urlseen_merging": int(self._merging),
+            "held_urls": len(frontier.bench),
+            "parked_urls": frontier.parked.count,
             "fetch_cap": self.governor.cap if self.governor is not None else self.ceiling,
         }
 

@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 
 from irlscrapy.invitro.profiles import TINY
+from irlscrapy.invitro.serve import TEST_WEB_SETTINGS
 from irlscrapy.invitro.web import InVitroWeb
 
 
@@ -34,6 +35,15 @@ def test_serve_prints_one_json_line_serves_and_stops_cleanly_on_sigterm(tmp_path
             assert info["settings"] == {
                 "IRL_DNS_SERVERS": info["dns"],
                 "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
+                **TEST_WEB_SETTINGS["tiny"],
+            }
+            # A test web's own settings shorten timeouts, back-off, retirement: no more.
+            assert set(TEST_WEB_SETTINGS["tiny"]) <= {
+                "DOWNLOAD_TIMEOUT",
+                "IRL_BACKOFF_BASE",
+                "IRL_BACKOFF_MAX",
+                "IRL_HOST_RETIRE_DELAY",
+                "IRL_GIVE_UP_AFTER",
             }
             proxy = urllib.request.ProxyHandler({"http": info["proxy"]})
             with urllib.request.build_opener(proxy).open(info["seeds"][0], timeout=10) as resp:

@@ -1,0 +1,87 @@
+"""The no-idle watch: does the crawler ever sit idle while fetchable work waits?
+
+The IRL scheduler promises (its class docstring, "No idle crawler while work exists")
+that whenever nothing is in flight and no host is due, it flushes URLseen and admits
+from BEAST. This extension checks the promise from outside, as a user would see it:
+every ``IRL_IDLE_WATCH_INTERVAL`` seconds it samples the scheduler's status, and a
+sample is *idle with work* when no fetch is in flight and no URLseen merge runs while
+
+- URLseen holds URLs, or
+- BEAST holds URLs (a URL of a host in back-off or retired is never in BEAST: it is
+  held or parked, see irlscrapy.scheduler.parking), or
+- a workbench host is due.
+
+One second (``WINDOW`` seconds) of consecutive idle-with-work samples is one window,
+counted in ``irl/scheduler/idle_with_work_windows`` and logged with the figures of its
+last sample; the count should stay 0, and the end-to-end tests assert it does.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from scrapy import Spider, signals
+from scrapy.crawler import Crawler
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from irlscrapy import defaults
+from irlscrapy.scheduler.irl import links_sink
+
+logger = logging.getLogger(__name__)
+
+#: Seconds of idle-with-work samples in a row that make one window.
+WINDOW = 1.0
+STAT = "irl/scheduler/idle_with_work_windows"
+
+
+def idle_with_work(status: dict[str, int]) -> bool:
+    """Is the crawler idle while fetchable work waits (see the module docstring)?"""
+    if not status or status["fetches_in_flight"] or status["urlseen_merging"]:
+        return False
+    return bool(status["urlseen_pending"] or status["beast_urls"] or status["ips_due"])
+
+
+class IdleWatch:
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.interval = interval
+        self.samples_per_window = max(1, round(WINDOW / interval))
+        self._run = 0  # idle-with-work samples in a row
+        self._loop: task.LoopingCall | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IdleWatch:
+        interval = defaults.get(crawler.settings, "IRL_IDLE_WATCH_INTERVAL")
+        if interval <= 0:
+            raise NotConfigured("IRL_IDLE_WATCH_INTERVAL is 0")
+        watch = cls(crawler, interval)
+        crawler.signals.connect(watch.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(watch.spider_closed, signal=signals.spider_closed)
+        return watch
+
+    def spider_opened(self, spider: Spider) -> None:
+        if links_sink(self.crawler) is None:
+            return  # not the IRL scheduler: nothing to watch
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value(STAT, 0)
+        self._loop = task.LoopingCall(self.sample)
+        self._loop.start(self.interval, now=False)
+
+    def sample(self) -> None:
+        scheduler = links_sink(self.crawler)
+        status: dict[str, Any] = scheduler.status() if scheduler is not None else {}
+        if not idle_with_work(status):
+            self._run = 0
+            return
+        self._run += 1
+        if self._run >= self.samples_per_window:
+            self._run = 0
+            assert self.crawler.stats is not None
+            self.crawler.stats.inc_value(STAT)
+            logger.warning("idle for %.1f s while work waits: %s", WINDOW, status)
+
+    def spider_closed(self, spider: Spider) -> None:
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
