@@ -19,6 +19,7 @@ last sample; the count should stay 0, and the end-to-end tests assert it does.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from scrapy import Spider, signals
@@ -44,9 +45,17 @@ def idle_with_work(status: dict[str, int]) -> bool:
 
 
 class IdleWatch:
-    def __init__(self, crawler: Crawler, interval: float) -> None:
-        self.crawler = crawler
+    def __init__(
+        self,
+        stats: Any,
+        interval: float,
+        status: Callable[[], dict[str, int] | None],
+        clock: Any = None,
+    ) -> None:
+        self.stats = stats
         self.interval = interval
+        self.status = status  # the scheduler's status(); None: not the IRL scheduler
+        self.clock = clock  # the reactor, or a test's task.Clock
         self.samples_per_window = max(1, round(WINDOW / interval))
         self._run = 0  # idle-with-work samples in a row
         self._loop: task.LoopingCall | None = None
@@ -56,32 +65,36 @@ class IdleWatch:
         interval = defaults.get(crawler.settings, "IRL_IDLE_WATCH_INTERVAL")
         if interval <= 0:
             raise NotConfigured("IRL_IDLE_WATCH_INTERVAL is 0")
-        watch = cls(crawler, interval)
+
+        def status() -> dict[str, int] | None:
+            scheduler = links_sink(crawler)
+            return scheduler.status() if scheduler is not None else None
+
+        watch = cls(crawler.stats, interval, status)
         crawler.signals.connect(watch.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(watch.spider_closed, signal=signals.spider_closed)
         return watch
 
-    def spider_opened(self, spider: Spider) -> None:
-        if links_sink(self.crawler) is None:
+    def spider_opened(self, spider: Spider | None = None) -> None:
+        if self.status() is None:
             return  # not the IRL scheduler: nothing to watch
-        assert self.crawler.stats is not None
-        self.crawler.stats.set_value(STAT, 0)
+        self.stats.set_value(STAT, 0)
         self._loop = task.LoopingCall(self.sample)
+        if self.clock is not None:
+            self._loop.clock = self.clock
         self._loop.start(self.interval, now=False)
 
     def sample(self) -> None:
-        scheduler = links_sink(self.crawler)
-        status: dict[str, Any] = scheduler.status() if scheduler is not None else {}
-        if not idle_with_work(status):
+        status = self.status()
+        if not idle_with_work(status or {}):
             self._run = 0
             return
         self._run += 1
         if self._run >= self.samples_per_window:
             self._run = 0
-            assert self.crawler.stats is not None
-            self.crawler.stats.inc_value(STAT)
+            self.stats.inc_value(STAT)
             logger.warning("idle for %.1f s while work waits: %s", WINDOW, status)
 
-    def spider_closed(self, spider: Spider) -> None:
+    def spider_closed(self, spider: Spider | None = None) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()

@@ -21,6 +21,7 @@ from irlscrapy.scheduler.admitted import AdmittedJournal
 from irlscrapy.scheduler.beast import Beast
 from irlscrapy.scheduler.delays import Politeness
 from irlscrapy.scheduler.frontier import Frontier, Item
+from irlscrapy.scheduler.parking import ParkedStore
 from irlscrapy.scheduler.requestcodec import encode_link
 from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
 
@@ -64,11 +65,14 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
     beast.open()
     journal = AdmittedJournal(work / "admitted")
     journal.open()
+    parked = ParkedStore(work)
+    parked.open()
     workbench = Workbench(host_delay, ip_delay)
     frontier = Frontier(
         beast,
         workbench,
         journal,
+        parked,
         address,
         lambda _: 10,
         _Stats(),

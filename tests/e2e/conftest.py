@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -84,9 +85,26 @@ def tiny_crawl_args(log: Path, *settings: str) -> list[str]:
 
 
 def crawl_tiny(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
-    """Run :func:`tiny_crawl_args` to the end."""
+    """Run :func:`tiny_crawl_args` to the end. Every crawl on the IRL scheduler that
+    got as far as dumping its stats is checked for idle-with-work windows."""
     args = tiny_crawl_args(log, *settings)
-    return subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    if "'irl/scheduler/dequeued'" in result.stderr:
+        assert_never_idle_with_work(result.stderr)
+    return result
+
+
+IDLE_WINDOWS = re.compile(r"'irl/scheduler/idle_with_work_windows': (\d+)")
+
+
+def assert_never_idle_with_work(stderr: str) -> None:
+    """The crawl's no-idle watch (irlscrapy.report.idlewatch, sampling every 100 ms)
+    saw no second with nothing in flight while URLseen, BEAST or a due host held work."""
+    found = IDLE_WINDOWS.findall(stderr)
+    assert found, "the crawl's stats have no irl/scheduler/idle_with_work_windows"
+    assert found[-1] == "0", [
+        line for line in stderr.splitlines() if "idle for" in line and "while work waits" in line
+    ][:5]
 
 
 def downloads(log: Path) -> list[str]:
