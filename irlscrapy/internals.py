@@ -81,7 +81,7 @@ class EngineWaker:
     def _nextcall(self) -> Any:
         try:
             engine = self.crawler.engine
-        except RuntimeError:  # Scrapy 2.19 raises when no crawl has started
+        except RuntimeError:  # Scrapy 2.18 and later raise when no crawl has started
             return None
         if engine is None:
             return None

@@ -7,8 +7,11 @@ every ``IRL_IDLE_WATCH_INTERVAL`` seconds it samples the scheduler's status, and
 sample is *idle with work* when no fetch is in flight and no URLseen merge runs while
 
 - URLseen holds URLs, or
-- BEAST holds URLs (a URL of a host in back-off or retired is never in BEAST: it is
-  held or parked, see irlscrapy.scheduler.parking), or
+- BEAST holds URLs and admission is not paused for a full host (a URL of a host in
+  back-off or retired is never in BEAST: it is held or parked, see
+  irlscrapy.scheduler.parking; while admission waits for a full host to take a URL, the
+  records BEAST has left may all be that host's, waiting on its politeness delay; the
+  scheduler resumes such a pause every second when idle), or
 - a workbench host is due.
 
 One second (``WINDOW`` seconds) of consecutive idle-with-work samples is one window,
@@ -41,7 +44,8 @@ def idle_with_work(status: dict[str, int]) -> bool:
     """Is the crawler idle while fetchable work waits (see the module docstring)?"""
     if not status or status["fetches_in_flight"] or status["urlseen_merging"]:
         return False
-    return bool(status["urlseen_pending"] or status["beast_urls"] or status["ips_due"])
+    beast = status["beast_urls"] and not status["admission_paused"]
+    return bool(status["urlseen_pending"] or beast or status["ips_due"])
 
 
 class IdleWatch:

@@ -274,6 +274,11 @@ class Frontier:
             and len(self.beast) > 0
         )
 
+    @property
+    def admission_paused(self) -> bool:
+        """Is admission waiting for a full host to take a URL (see the docstring)?"""
+        return bool(self._full_hosts)
+
     def resume_admission(self) -> None:
         """Admission paused for a full host to take a URL; the crawl has nothing in
         flight and nothing due, so that will not happen soon: read on."""

@@ -133,6 +133,8 @@ DRAIN_SLICE = 32
 DUE_COUNT_LIMIT = 1_000
 #: Seconds between admissions from BEAST (each at most frontier.ADMIT_SECONDS of work).
 ADMIT_INTERVAL = 0.02
+#: Seconds between resumes of an admission paused for a full host, while idle (_idle).
+RESUME_INTERVAL = 1.0
 #: The close reason of a crawl stopped by a full disk.
 DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
@@ -277,6 +279,7 @@ class IRLScheduler(BaseScheduler):
         self._stopped = False  # the disk is full: take no more work
         self._refusals: deque[Request] = deque()  # refused requests, back to the engine
         self._admission_due = 0.0  # the clock's time admission may run again
+        self._resume_due = 0.0  # the clock's time an idle crawler may resume admission
         self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
@@ -696,6 +699,7 @@ class IRLScheduler(BaseScheduler):
             "ips_due": workbench.due_ips(self.waker.clock.seconds(), DUE_COUNT_LIMIT),
             "fetches_in_flight": len(self._in_flight),
             "urlseen_merging": int(self._merging),
+            "admission_paused": int(frontier.admission_paused),
             "held_urls": len(frontier.bench),
             "parked_urls": frontier.parked.count,
             "fetch_cap": self.governor.cap if self.governor is not None else self.ceiling,
@@ -723,8 +727,8 @@ class IRLScheduler(BaseScheduler):
             frontier.admit()
         if frontier.can_admit():
             self.waker.wake_at(self._admission_due)  # come back for the rest
-        if not self._merging and self.df.pending and not frontier.can_admit():
-            self._flush()  # the early flush: BEAST is dry (or paused), the workbench is next
+        if not len(frontier.beast) and not self._merging and self.df.pending:
+            self._flush()  # the early flush: BEAST is dry, the workbench will be next
         self._sweep_pages(now)
         got = frontier.take(now)
         if got is None:
@@ -760,7 +764,11 @@ class IRLScheduler(BaseScheduler):
         if not self._in_flight and not self._refusals:
             if self.df.pending and not self._merging:
                 self._flush()
-            frontier.resume_admission()
+            if now >= self._resume_due:
+                # At most every RESUME_INTERVAL: when every record left in BEAST is of a
+                # full host, each resume reads and gives back up to DEFERRAL_RUN of them.
+                self._resume_due = now + RESUME_INTERVAL
+                frontier.resume_admission()
             if frontier.can_admit() and frontier.admit():
                 self.waker.wake()
                 return

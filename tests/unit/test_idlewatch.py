@@ -14,6 +14,7 @@ BUSY = {
     "urlseen_pending": 5,
     "beast_urls": 0,
     "ips_due": 0,
+    "admission_paused": 0,
 }
 IDLE_WITH_WORK = {**BUSY, "fetches_in_flight": 0}
 IDLE_NO_WORK = {**IDLE_WITH_WORK, "urlseen_pending": 0}
@@ -40,6 +41,7 @@ class _Stats:
                 "urlseen_pending",
                 "beast_urls",
                 "ips_due",
+                "admission_paused",
             )
         }
     )
@@ -47,7 +49,8 @@ class _Stats:
 def test_idle_with_work_means_nothing_in_flight_no_merge_and_work_waiting(
     status: dict[str, int],
 ) -> None:
-    work = status["urlseen_pending"] + status["beast_urls"] + status["ips_due"]
+    beast = 0 if status["admission_paused"] else status["beast_urls"]
+    work = status["urlseen_pending"] + beast + status["ips_due"]
     expected = not status["fetches_in_flight"] and not status["urlseen_merging"] and work > 0
     assert idle_with_work(status) == expected
 
