@@ -30,17 +30,9 @@ from common import REPO, RESULTS, emit
 
 sys.path.insert(0, str(REPO))
 
-from tests.e2e.realweb import accesslog, netns, server
-from tests.e2e.realweb.crawls import (
-    HOST_DELAY,
-    IP_DELAY,
-    IRL,
-    SERIES,
-    STOCK,
-    Crawl,
-    command,
-)
-from tests.e2e.realweb.sites import BY_HOST, SITES, USER_AGENT, host_delay
+from tests.e2e.realweb import accesslog, crawls, server
+from tests.e2e.realweb.crawls import HOST_DELAY, IP_DELAY, IRL, SERIES, STOCK, irl_host_delay
+from tests.e2e.realweb.sites import SITES, USER_AGENT, ip_of
 
 BENCH_NAME = "realweb"
 STOCK_WALL_S = 600.0
@@ -52,46 +44,29 @@ WALL_BAR = 1.5
 IRL_STATS = ("irl/scheduler/", "irl/hosts/", "irl/urlseen/", "irl/dns/", "irl/robots/")
 
 
-def crawl(
-    web: server.RealWeb, name: str, settings: dict[str, str], wall: float
-) -> tuple[Crawl, list[accesslog.Request]]:
+def crawl(web: server.RealWeb, name: str, settings: dict[str, str], wall: float) -> crawls.Crawl:
     directory = RESULTS / BENCH_NAME / name
     shutil.rmtree(directory, ignore_errors=True)
     print(f"# {name}: crawling, at most {wall:.0f} s; files in {directory}", flush=True)
-    run = netns.run(
-        web, directory, command(web.seeds_file, settings), cwd=REPO, timeout=wall, grace=GRACE_S
-    )
-    result = Crawl.read(run)
-    requests = accesslog.read(run.access_log)
-    pages = accesslog.pages(requests)
+    result = crawls.run(web, directory, settings, timeout=wall, grace=GRACE_S, cwd=REPO)
     emit(
         BENCH_NAME,
         "crawl",
         name,
         "variant",
-        returncode=run.returncode,
-        stopped_at_wall_limit=run.stopped,
+        returncode=result.run.returncode,
+        stopped_at_wall_limit=result.run.stopped,
         finish_reason=result.finish_reason,
-        log=str(run.crawl_log),
+        log=str(result.run.crawl_log),
     )
-    emit(BENCH_NAME, "wall_s", round(run.wall, 1), "s", variant=name)
-    emit(BENCH_NAME, "pages", len(pages), "pages", variant=name)
-    emit(BENCH_NAME, "requests", len(requests), "requests", variant=name)
-    emit(
-        BENCH_NAME,
-        "pages_per_host",
-        dict(Counter(host for host, _ in pages)),
-        "pages",
-        variant=name,
-    )
+    emit(BENCH_NAME, "wall_s", round(result.wall, 1), "s", variant=name)
+    emit(BENCH_NAME, "pages", len(result.pages), "pages", variant=name)
+    emit(BENCH_NAME, "requests", len(result.requests), "requests", variant=name)
+    per_host = dict(Counter(host for host, _ in result.pages))
+    emit(BENCH_NAME, "pages_per_host", per_host, "pages", variant=name)
     refused = sum(v for k, v in result.stats.items() if "ConnectionRefused" in k)
     emit(BENCH_NAME, "connections_refused", int(refused), "errors", variant=name)
-    return result, requests
-
-
-def delay(host: str) -> float:
-    site = BY_HOST.get(host)
-    return host_delay(site, HOST_DELAY) if site is not None else HOST_DELAY
+    return result
 
 
 def main() -> int:
@@ -122,34 +97,28 @@ def main() -> int:
         ip_delay=IP_DELAY,
     )
 
-    stock, stock_requests = crawl(web, "stock", STOCK, args.stock_wall)
-    stock_pages = accesslog.pages(stock_requests)
-    stock_wall = stock.run.wall
-    irl, irl_requests = crawl(web, "irl", IRL, args.irl_wall)
-    irl_pages = accesslog.pages(irl_requests)
-
-    bound, busiest = accesslog.politeness_bound(
-        stock_pages, lambda host: BY_HOST[host].ip, delay, IP_DELAY
-    )
-    irl_wall = irl.run.wall
-    floor = max(stock_wall, bound)
+    stock = crawl(web, "stock", STOCK, args.stock_wall)
+    irl = crawl(web, "irl", IRL, args.irl_wall)
+    stock_pages, irl_pages = stock.pages, irl.pages
+    bound, busiest = accesslog.politeness_bound(stock_pages, ip_of, irl_host_delay, IP_DELAY)
+    floor = max(stock.wall, bound)
     emit(BENCH_NAME, "politeness_bound_s", round(bound, 1), "s", busiest=busiest)
     covered = len(stock_pages & irl_pages) / max(len(stock_pages), 1)
     emit(BENCH_NAME, "irl_coverage_of_stock", round(covered, 4), "share", bar=">= 0.99")
     emit(
         BENCH_NAME,
         "irl_wall_to_floor_ratio",
-        round(irl_wall / floor, 3),
+        round(irl.wall / floor, 3),
         "ratio",
         bar=f"<= {WALL_BAR}",
         floor_s=round(floor, 1),
         stopped_at_wall_limit=irl.run.stopped,
     )
-    emit(BENCH_NAME, "irl_wall_to_stock_ratio", round(irl_wall / stock_wall, 3), "ratio")
+    emit(BENCH_NAME, "irl_wall_to_stock_ratio", round(irl.wall / stock.wall, 3), "ratio")
     missing = Counter(host for host, _ in stock_pages - irl_pages)
     emit(BENCH_NAME, "irl_missing_per_host", dict(missing), "pages")
 
-    polite = accesslog.politeness(irl_requests, delay, IP_DELAY)
+    polite = accesslog.politeness(irl.requests, irl_host_delay, IP_DELAY)
     emit(
         BENCH_NAME,
         "irl_politeness_violations",
@@ -161,7 +130,7 @@ def main() -> int:
         ip_min_slack_ms=round(polite.ip.min_slack * 1000, 1),
         abandoned_min_slack_ms=round(polite.abandoned.min_slack * 1000, 1),
     )
-    disallowed, early = accesslog.robots_violations(irl_requests, sites, USER_AGENT)
+    disallowed, early = accesslog.robots_violations(irl.requests, sites, USER_AGENT)
     emit(BENCH_NAME, "irl_robots_violations", len(disallowed), "requests", before=len(early))
     stats = {k: v for k, v in irl.stats.items() if k.startswith(IRL_STATS)}
     emit(BENCH_NAME, "irl_stats", stats, "stats", finish_reason=irl.finish_reason)

@@ -1,5 +1,8 @@
 """The two crawls of the real web, and what their logs say.
 
+:func:`run` runs one in a namespace of its own and returns a :class:`Crawl`: its stats
+and progress lines (from the crawl's log) and its requests (from nginx's).
+
 Both are ``scrapy crawl broad`` of the web's seed file with the project's settings, the
 same :data:`~tests.e2e.realweb.sites.USER_AGENT` and robots.txt obeyed:
 
@@ -19,8 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from . import accesslog, netns
 from .netns import NamespaceRun
-from .sites import USER_AGENT
+from .server import RealWeb
+from .sites import USER_AGENT, host_delay
 
 HOST_DELAY = 0.05
 IP_DELAY = 0.01
@@ -41,6 +46,12 @@ IRL = {
     "IRL_IP_DELAY_MIN": str(IP_DELAY),
     "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
 }
+
+
+def irl_host_delay(host: str) -> float:
+    """The least gap the irl crawl owes ``host``: HOST_DELAY, or its Crawl-delay."""
+    return host_delay(host, HOST_DELAY)
+
 
 #: One stat of the dumped dict: a number or a quoted string on a line of its own
 #: (pprint's layout); datetimes and other values are left out.
@@ -87,18 +98,44 @@ def parse_stats(log: str) -> dict[str, Any]:
     return stats
 
 
+def run(
+    web: RealWeb,
+    directory: Path,
+    settings: dict[str, str],
+    *,
+    timeout: float,
+    grace: float,
+    cwd: Path,
+) -> Crawl:
+    """Crawl ``web`` with ``settings`` (:func:`command`) in a namespace of its own
+    (:func:`tests.e2e.realweb.netns.run`); its files go to ``directory``."""
+    done = netns.run(
+        web, directory, command(web.seeds_file, settings), cwd=cwd, timeout=timeout, grace=grace
+    )
+    return Crawl.read(done)
+
+
 @dataclass
 class Crawl:
-    """One finished crawl: the namespace run and what its log says."""
+    """One finished crawl: the namespace run, what its log says, and nginx's log of it."""
 
     run: NamespaceRun
     log: str = field(repr=False)
     stats: dict[str, Any]
+    requests: list[accesslog.Request] = field(repr=False)
 
     @classmethod
     def read(cls, run: NamespaceRun) -> Crawl:
         log = run.crawl_log.read_text(errors="replace")
-        return cls(run, log, parse_stats(log))
+        return cls(run, log, parse_stats(log), accesslog.read(run.access_log))
+
+    @property
+    def pages(self) -> set[accesslog.Page]:
+        return accesslog.pages(self.requests)
+
+    @property
+    def wall(self) -> float:
+        return self.run.wall
 
     @property
     def finish_reason(self) -> str | None:

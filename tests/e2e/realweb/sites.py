@@ -139,10 +139,15 @@ SITES: tuple[Site, ...] = (
 BY_HOST = {site.host: site for site in SITES}
 
 
-def host_delay(site: Site, tau_h: float) -> float:
+def host_delay(host: str, tau_h: float) -> float:
     """The least gap a polite crawler with host delay ``tau_h`` leaves between two
-    requests to ``site``: the Crawl-delay its robots.txt asks of :data:`USER_AGENT`,
+    requests to ``host``: the Crawl-delay its robots.txt asks of :data:`USER_AGENT`,
     when that is larger."""
-    if site.robots is None:
+    site = BY_HOST.get(host)
+    if site is None or site.robots is None:
         return tau_h
     return max(tau_h, Protego.parse(site.robots).crawl_delay(USER_AGENT) or 0.0)
+
+
+def ip_of(host: str) -> str:
+    return BY_HOST[host].ip
