@@ -195,19 +195,10 @@ def test_irlscrapy_crawl_ends_by_itself(irl: Crawl) -> None:
     assert "Traceback" not in irl.log
 
 
-def _scheduler_counts(stat: str) -> bool:
-    """True once the scheduler's source names ``stat`` (it then must be in every dump)."""
-    return any(stat in p.read_text() for p in (ROOT / "irlscrapy" / "scheduler").glob("*.py"))
-
-
 def test_irlscrapy_is_never_idle_while_work_is_fetchable(irl: Crawl) -> None:
     """No 1-second window with nothing in flight while URLseen held URLs, BEAST held a
     URL of a host neither backed off nor retired, or a workbench host was due
-    (``irl/scheduler/idle_with_work_windows``, counted by the scheduler)."""
+    (``irl/scheduler/idle_with_work_windows``, irlscrapy.report.idlewatch)."""
     windows = irl.stats.get(IDLE_STAT)
-    # Until the scheduler counts the stat (issue 16, part 3) there is nothing to read:
-    # skip. Once irlscrapy/scheduler/ names it, a dump without it fails here.
-    if windows is None and not _scheduler_counts(IDLE_STAT):
-        pytest.skip(f"the scheduler does not count {IDLE_STAT} yet")
     assert windows is not None, f"{IDLE_STAT} missing from the stats: {irl.describe()}"
     assert windows == 0, irl.describe()
