@@ -46,6 +46,10 @@ GAUGES: dict[str, str] = {
     "ips_due": "IPs with a host due now (counted up to 1,000)",
     "fetches_in_flight": "fetches the scheduler released that have not ended",
     "fetch_cap": "the load governor's cap on fetches in flight",
+    "urlseen_merging": "1 while a URLseen merge (or the storing of its results) runs",
+    "admission_paused": "1 while admission from BEAST waits for a full host to take a URL",
+    "held_urls": "URLs of origins in back-off, held out of their hosts (RAM)",
+    "parked_urls": "URLs parked on disk: of retired hosts and origins, or given up",
 }
 #: Samples :class:`Throughput` keeps.
 HISTORY = 120

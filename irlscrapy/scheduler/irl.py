@@ -248,13 +248,11 @@ class IRLScheduler(BaseScheduler):
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
         self.ceiling = crawler.settings.getint("CONCURRENT_REQUESTS")
         self.max_crawl_delay = defaults.get(crawler.settings, "IRL_ROBOTS_MAX_CRAWL_DELAY")
-        #: how long a finite crawl waits on blocked work (see _idle): IRL_GIVE_UP_AFTER
-        #: beyond the longest politeness delay, so no wait for politeness is given up
-        self.give_up_after = give_up_after + max(
-            politeness.host_delay, politeness.ip_delay, min(self.max_crawl_delay, 3600.0)
-        )
+        self.give_up_after = give_up_after  # IRL_GIVE_UP_AFTER (see _idle)
         self.continuous = continuous
-        self._blocked_since: float | None = None  # when the crawl last became blocked
+        #: the clock's time a host last answered (or the crawl opened, or new URLs were
+        #: stored): a finite crawl that is blocked gives up give_up_after past it
+        self._progress_at = 0.0
         self.state_dir = state_dir
         self.max_queues = max_queues
         self.capacity = capacity
@@ -424,6 +422,7 @@ class IRLScheduler(BaseScheduler):
                 replayed,
             )
         self.link_rules.set_allowed_domains(getattr(spider, "allowed_domains", None))
+        self._progress_at = self.waker.clock.seconds()
         self._start_drain()  # results a previous run merged but did not store
         if self._lag_probe is not None:
             self._lag_probe.start()
@@ -619,6 +618,8 @@ class IRLScheduler(BaseScheduler):
         if filtered:
             self.stats.inc_value("dupefilter/filtered", filtered)
         self.stats.inc_value("irl/urlseen/unique", len(unique))
+        if unique:
+            self._progress_at = self.waker.clock.seconds()
         tag = batch.seq + 1  # the frontier's batch tag (0: no batch)
         last_tag, stored = self._stored_before_restart
         if tag < last_tag:
@@ -773,17 +774,13 @@ class IRLScheduler(BaseScheduler):
                 self.waker.wake()
                 return
             if self._blocked(frontier):
-                if self._blocked_since is None:
-                    self._blocked_since = now
                 due = frontier.next_due()
-                if not self.continuous and (
-                    due is None or due > self._blocked_since + self.give_up_after
-                ):
+                deadline = self._progress_at + self._give_up_wait(frontier)
+                if not self.continuous and (due is None or due > deadline or now >= deadline):
                     self._give_up(frontier)
                 elif due is not None:
-                    self.waker.wake_at(due)
+                    self.waker.wake_at(due if self.continuous else min(due, deadline))
                 return
-        self._blocked_since = None
         due = frontier.next_due()
         if due is not None:
             self.waker.wake_at(due)
@@ -791,12 +788,23 @@ class IRLScheduler(BaseScheduler):
     def _blocked(self, frontier: Frontier) -> bool:
         """Nothing in flight, nothing due, and nothing queued outside the workbench and
         the bench: what is left waits on back-off, retirement or a robots.txt retry
-        (or on politeness, which give_up_after outlasts)."""
+        (or on politeness, which _give_up_wait outlasts)."""
         return not (self._merging or self.df.pending or len(frontier.beast) or frontier.waiting_dns)
+
+    def _give_up_wait(self, frontier: Frontier) -> float:
+        """How long a blocked finite crawl waits after the last answer before it gives
+        up: IRL_GIVE_UP_AFTER beyond the longest politeness delay in force (the delays,
+        and the Crawl-delay of a host in the workbench), so no wait that politeness
+        alone imposes is given up, only waits on back-off, retirement or robots.txt."""
+        politeness = self.politeness
+        longest = max(politeness.host_delay, politeness.ip_delay)
+        for state in frontier.workbench.hosts.values():
+            longest = max(longest, state.crawl_delay)
+        return self.give_up_after + longest
 
     def _give_up(self, frontier: Frontier) -> None:
         given = frontier.give_up()
-        self._blocked_since = None
+        self._progress_at = self.waker.clock.seconds()
         if given:
             self.stats.inc_value("irl/frontier/given_up", given)
             logger.info(
@@ -941,6 +949,7 @@ class IRLScheduler(BaseScheduler):
     # -- host health ---------------------------------------------------------------------
     def host_answered(self, request: Request) -> None:
         """The host of ``request`` answered (with anything but 429 or 503)."""
+        self._progress_at = self.waker.clock.seconds()
         state = self._host_of(request)
         if state is not None:
             self.health.answered(state, url_origin(request.url), self._frontier())
@@ -958,8 +967,10 @@ class IRLScheduler(BaseScheduler):
     @_stops_when_disk_is_full(default=None)
     def origin_failed(self, request: Request) -> None:
         """No connection to the origin of ``request`` (refused, reset, timed out):
-        back the origin off, or retire it; the host's other origins go on."""
-        state = self._host_of(request)
+        back the origin off, or retire it; the host's other origins go on. A robots.txt
+        fetch counts too (its retry is the robots cache's): so the host's next robots.txt
+        fetch goes to an origin that may answer (``_scheme_of``)."""
+        state = self.frontier.workbench.hosts.get(url_host(request.url)) if self.frontier else None
         if state is not None:
             now = self.waker.clock.seconds()
             origin = url_origin(request.url)
@@ -1005,7 +1016,9 @@ def _installed_reactor() -> Any:
 
 
 def _scheme_of(state: VisitState) -> str:
-    """The scheme of a host's URLs (its robots.txt is fetched with it)."""
+    """The scheme of a host's URLs (its robots.txt is fetched with it): that of its
+    first URL; an origin whose connections failed has its URLs held out of the host
+    (irlscrapy.scheduler.parking), so this is one that has not failed."""
     for _, item in state.urls:
         if isinstance(item, tuple):
             return item_url(item).partition(":")[0]
