@@ -64,9 +64,12 @@ class ParkedStore:
         return older
 
     def close(self) -> None:
+        """Close the current generation; remove it if nothing was parked in it."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+            if not self.count:
+                self._path(self._generation).unlink(missing_ok=True)
 
     def park(self, record: bytes) -> None:
         assert self._writer is not None, "open() first"

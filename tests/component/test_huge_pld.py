@@ -120,8 +120,7 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
                 started_at = end
             for _ in range(LINKS_PER_PAGE):
                 frontier.push(encode_link(new_url(), 1, None, None))
-    beast.close()
-    journal.close()
+    frontier.close()
     return (done - SEEDS) / (now - started_at)
 
 

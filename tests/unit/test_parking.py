@@ -1,0 +1,119 @@
+"""Parked URLs survive close and reopen until replayed once; the bench holds an origin's
+URLs exactly until its back-off ends (against a dict model)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from irlscrapy.scheduler.parking import Bench, ParkedStore
+
+ORIGINS = st.sampled_from(["http://a.example", "https://a.example", "http://b.example:8080"])
+
+
+def test_parked_records_are_replayed_once_after_a_restart(tmp_path: Path) -> None:
+    store = ParkedStore(tmp_path)
+    assert store.open() == []
+    for n in range(5):
+        store.park(f"record-{n}".encode())
+    store.close()  # the crawl ends with URLs parked
+
+    rerun = ParkedStore(tmp_path)
+    older = rerun.open()
+    pushed: list[bytes] = []
+    assert rerun.replay(pushed.append, older) == 5
+    assert pushed == [f"record-{n}".encode() for n in range(5)]
+    rerun.close()
+    third = ParkedStore(tmp_path)
+    assert third.open() == []  # replayed files are gone: nothing is queued twice
+    third.close()
+
+
+def test_a_retirement_that_ends_replays_the_current_generation(tmp_path: Path) -> None:
+    store = ParkedStore(tmp_path)
+    store.open()
+    store.park(b"one")
+    pushed: list[bytes] = []
+    assert store.replay(pushed.append) == 1 and store.count == 0
+    store.park(b"two")  # parked after the replay: kept for the next one
+    assert store.replay(pushed.append) == 1
+    assert pushed == [b"one", b"two"]
+    assert store.replay(pushed.append) == 0
+    store.close()
+
+
+def test_a_parked_record_cut_short_by_a_kill_is_ignored(tmp_path: Path) -> None:
+    store = ParkedStore(tmp_path)
+    store.open()
+    store.park(b"whole")
+    store.park(b"torn-record")
+    store.close()
+    (path,) = tmp_path.glob("parked-*.rec")
+    path.write_bytes(path.read_bytes()[:-3])
+    rerun = ParkedStore(tmp_path)
+    pushed: list[bytes] = []
+    rerun.replay(pushed.append, rerun.open())
+    assert pushed == [b"whole"]
+    rerun.close()
+
+
+class BenchMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.bench = Bench()
+        self.model: dict[str, tuple[float, list[int]]] = {}
+        self.retired: dict[str, float] = {}
+        self.now = 0.0
+        self.counter = 0
+
+    @rule(origin=ORIGINS, wait=st.floats(0.5, 20), urls=st.integers(0, 3))
+    def hold(self, origin: str, wait: float, urls: int) -> None:
+        items = [(0, self._next()) for _ in range(urls)]
+        self.bench.hold(origin, self.now + wait, items)
+        until, held = self.model.get(origin, (0.0, []))
+        self.model[origin] = (max(until, self.now + wait), held + [i for _, i in items])
+
+    @rule(origin=ORIGINS)
+    def add(self, origin: str) -> None:
+        item = self._next()
+        added = self.bench.add_held(origin, 0, item)
+        assert added == (origin in self.model)
+        if added:
+            self.model[origin][1].append(item)
+
+    @rule(origin=ORIGINS, wait=st.floats(0.5, 20))
+    def retire(self, origin: str, wait: float) -> None:
+        self.bench.retire(origin, self.now + wait)
+        self.retired[origin] = self.now + wait
+
+    @rule(step=st.floats(0, 10))
+    def advance(self, step: float) -> None:
+        self.now += step
+        released, ended = self.bench.release_due(self.now)
+        expected = {o: held for o, (until, held) in self.model.items() if until <= self.now}
+        assert {o: [i for _, i in items] for o, items in released} == expected
+        for origin in expected:
+            del self.model[origin]
+        gone = [o for o, until in self.retired.items() if until <= self.now]
+        assert ended == bool(gone)
+        for origin in gone:
+            del self.retired[origin]
+
+    @invariant()
+    def agrees(self) -> None:
+        assert len(self.bench) == sum(len(held) for _, held in self.model.values())
+        times = [until for until, _ in self.model.values()] + list(self.retired.values())
+        assert self.bench.next_time() == (min(times) if times else None)
+        for origin in ("http://a.example", "https://a.example", "http://b.example:8080"):
+            assert self.bench.retired(origin, self.now) == (origin in self.retired)
+
+    def _next(self) -> int:
+        self.counter += 1
+        return self.counter
+
+
+TestBench = BenchMachine.TestCase
+TestBench.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
