@@ -133,8 +133,9 @@ DRAIN_SLICE = 32
 DUE_COUNT_LIMIT = 1_000
 #: Seconds between admissions from BEAST (each at most frontier.ADMIT_SECONDS of work).
 ADMIT_INTERVAL = 0.02
-#: Seconds between resumes of an admission paused for a full host, while idle (_idle).
-RESUME_INTERVAL = 1.0
+#: Seconds between the refills of a crawler with room for more fetches and nothing due
+#: (_idle): a URLseen flush and a resumed admission. With nothing in flight, at once.
+IDLE_REFILL_INTERVAL = 1.0
 #: The close reason of a crawl stopped by a full disk.
 DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
@@ -277,7 +278,7 @@ class IRLScheduler(BaseScheduler):
         self._stopped = False  # the disk is full: take no more work
         self._refusals: deque[Request] = deque()  # refused requests, back to the engine
         self._admission_due = 0.0  # the clock's time admission may run again
-        self._resume_due = 0.0  # the clock's time an idle crawler may resume admission
+        self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
         self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
@@ -703,7 +704,7 @@ class IRLScheduler(BaseScheduler):
             "admission_paused": int(frontier.admission_paused),
             "held_urls": len(frontier.bench),
             "parked_urls": frontier.parked.count,
-            "fetch_cap": self.governor.cap if self.governor is not None else self.ceiling,
+            "fetch_cap": self._fetch_cap(),
         }
 
     @_stops_when_disk_is_full(default=None)
@@ -758,18 +759,23 @@ class IRLScheduler(BaseScheduler):
 
     def _idle(self, frontier: Frontier) -> None:
         """Nothing is due. Keep the no-idle invariant (see the class docstring): with
-        nothing in flight either, no fetchable work may sit in URLseen or BEAST; a
-        finite crawl whose work is all blocked ends after a bounded wait; otherwise
-        wake the engine when something will be due."""
+        nothing in flight, no fetchable work may sit in URLseen or BEAST; with fetches
+        in flight but room for more (below the cap), URLseen is flushed and admission
+        resumed at most every IDLE_REFILL_INTERVAL, since new hosts may be due at once
+        (a hung fetch can hold the only IP the workbench has for a whole timeout). A
+        finite crawl whose work is all blocked ends after a bounded wait; otherwise the
+        engine is woken when something will be due."""
         now = self.waker.clock.seconds()
-        if not self._in_flight and not self._refusals:
-            if self.df.pending and not self._merging:
-                self._flush()
-            if now >= self._resume_due:
-                # At most every RESUME_INTERVAL: when every record left in BEAST is of a
-                # full host, each resume reads and gives back up to DEFERRAL_RUN of them.
-                self._resume_due = now + RESUME_INTERVAL
-                frontier.resume_admission()
+        idle = not self._in_flight and not self._refusals
+        refill = now >= self._refill_due and len(self._in_flight) < self._fetch_cap()
+        if (idle or refill) and self.df.pending and not self._merging:
+            self._flush()
+        if refill:
+            # When every record left in BEAST is of a full host, each resume reads and
+            # gives back up to frontier.DEFERRAL_RUN of them: hence the interval.
+            self._refill_due = now + IDLE_REFILL_INTERVAL
+            frontier.resume_admission()
+        if idle:
             if frontier.can_admit() and frontier.admit():
                 self.waker.wake()
                 return
@@ -784,6 +790,9 @@ class IRLScheduler(BaseScheduler):
         due = frontier.next_due()
         if due is not None:
             self.waker.wake_at(due)
+
+    def _fetch_cap(self) -> int:
+        return self.governor.cap if self.governor is not None else self.ceiling
 
     def _blocked(self, frontier: Frontier) -> bool:
         """Nothing in flight, nothing due, and nothing queued outside the workbench and
