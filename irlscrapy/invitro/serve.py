@@ -7,7 +7,8 @@
      "log": "/path/or/null"}
 
 ``settings`` are Scrapy settings (for ``-s NAME=VALUE``) and ``env`` environment
-variables (``http_proxy``) that point a crawl at this web.
+variables (``http_proxy`` and ``https_proxy``: https URLs reach the web through the same
+proxy, as CONNECT tunnels) that point a crawl at this web.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def describe(web: InVitroWeb, proxy_port: int, dns_port: int, log: Path | None) 
         "seeds": web.seeds(),
         # Its hosts live in 127.0.0.0/8, which the address guard refuses by default.
         "settings": {"IRL_DNS_SERVERS": dns, "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8"},
-        "env": {"http_proxy": proxy},
+        "env": {"http_proxy": proxy, "https_proxy": proxy},
         "profile": web.profile.name,
         "seed": web.seed,
         "pid": os.getpid(),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from irlscrapy.invitro.audit import request_url
 from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
@@ -53,7 +54,8 @@ def test_jobdir_stop_and_resume_completes_the_crawl_without_refetching(tmp_path:
     # in both runs had nothing but retryable outcomes in the first.
     first_outcomes: dict[str, set[int]] = {}
     for r in read_log(first):
-        first_outcomes.setdefault(f"http://{r['host']}{r['path']}", set()).add(r["status"])
+        if (url := request_url(r)) is not None:
+            first_outcomes.setdefault(url, set()).add(r["status"])
     again = {u for u in before & after if not first_outcomes[u] <= RETRYABLE}
     assert not again, sorted(again)[:10]
     assert before | after <= truth
