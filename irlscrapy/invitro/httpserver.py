@@ -18,15 +18,16 @@ URIs of other schemes 501; each such reply closes the connection.
 
 https, as Scrapy sends it through an http proxy: ``CONNECT host:443``. For a host that
 serves https (:meth:`irlscrapy.invitro.web.Host.serves`) the proxy answers 200 and then
-speaks TLS on the connection (:mod:`irlscrapy.invitro.tls`); the requests inside the
-tunnel are origin-form and are served as ``https://host/path``. For a host that does not,
-nothing listens on port 443: the proxy answers 502 and closes, as a proxy does when the
-origin refuses the connection (Scrapy raises ``TunnelError``, one of its
-``RETRY_EXCEPTIONS``: a connection-level failure of the https origin while the host's
-http answers). The tunnel never opened, so the server never learns the path. A
-CONNECT to another port is refused the same way, one to an unknown host gets 502 as a
-dns-error. An absolute ``https://`` URI (what a client that lets the proxy speak TLS
-sends) is served the same, with its path; refused: 502, connection kept.
+speaks TLS on the connection (:mod:`irlscrapy.invitro.tls`: a certificate for the host
+name); the requests inside the tunnel are origin-form and are served as
+``https://host/path``. For a host that does not, nothing listens on port 443: the
+proxy answers 502 and closes, as a proxy does when the origin refuses the connection
+(Scrapy raises ``TunnelError``, one of its ``RETRY_EXCEPTIONS``: a connection-level
+failure of the https origin while the host's http answers). The tunnel never opened, so
+the server never learns the path. A CONNECT to another port is refused the same way,
+one to an unknown host gets 502 as a dns-error. An absolute ``https://`` URI (what a
+client that lets the proxy speak TLS sends) is served the same, with its path; refused:
+502, connection kept.
 
 Request log
 -----------
@@ -136,7 +137,7 @@ class ProxyProtocol(Protocol):
         self._closed = False
         self._pending: dict[str, Any] | None = None  # log record of the request in progress
         self._timer: Any = None  # the IDelayedCall of a delayed reply or a hang
-        self._tunnel: str | None = None  # the host of the TLS tunnel this connection is
+        self._tunnel: str | None = None  # the host whose TLS tunnel this connection carries
 
     @property
     def _conn(self) -> Any:
@@ -280,7 +281,7 @@ class ProxyProtocol(Protocol):
             return
         self._tunnel = host_name
         self._conn.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        self._conn.startTLS(server_options())
+        self._conn.startTLS(server_options(host_name))
 
     def _send(self, reply: Reply, head_only: bool, keep_alive: bool) -> None:
         self._timer = None

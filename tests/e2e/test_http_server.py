@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from cryptography import x509
 
 from irlscrapy.invitro.groundtruth import CrawlPolicy, crawl_order, split_url, url_scheme
 from irlscrapy.invitro.process import InVitroProcess
@@ -241,6 +242,13 @@ class TestSchemes:
                 resp = conn.getresponse()
                 expected = WEB.respond(host, path, scheme="https")
                 assert (resp.status, resp.read()) == (expected.status, expected.body), path
+            # the certificate names the host, so a client that checks the name (Scrapy
+            # logs a warning otherwise) finds it right
+            der = conn.sock.getpeercert(binary_form=True)  # type: ignore[union-attr]
+            names = x509.load_der_x509_certificate(der).extensions.get_extension_for_class(
+                x509.SubjectAlternativeName
+            )
+            assert names.value.get_values_for_type(x509.DNSName) == [host]
         finally:
             conn.close()
         status, headers, _ = fetch(invitro, f"http://{host}/news")
