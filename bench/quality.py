@@ -69,7 +69,7 @@ from common import RESULTS, crawl_broad_web, emit
 
 from irlscrapy import defaults
 from irlscrapy.domains import pld, url_host
-from irlscrapy.invitro.audit import ROBOTS_PATHS
+from irlscrapy.invitro.audit import ROBOTS_PATHS, request_url
 from irlscrapy.invitro.groundtruth import CrawlPolicy, followed_links
 from irlscrapy.invitro.profiles import BROAD
 from irlscrapy.invitro.web import InVitroWeb
@@ -127,8 +127,10 @@ def discovered(records: list[dict[str, Any]], web: InVitroWeb) -> set[str]:
         if r["path"] in ROBOTS_PATHS or r["status"] != 200 or not r["pld"]:
             continue
         found.add(r["pld"])
-        url = f"http://{r['host']}{r['path']}"
-        for link in followed_links(url, web.respond(r["host"], r["path"]), CrawlPolicy()):
+        url = request_url(r)
+        assert url is not None  # a refused connection has no status 200
+        reply = web.respond(r["host"], r["path"], scheme=r.get("scheme", "http"))
+        for link in followed_links(url, reply, CrawlPolicy()):
             found.add(pld(url_host(link)))
     return found
 

@@ -61,3 +61,17 @@ def combined(old: int | None, value: int, combine: str) -> int:
     if combine == "first":
         return value if old is None else old
     return value
+
+
+#: Normalized path-absolute paths (no dot segments, no empty segments) with an optional
+#: query: what a server's page paths look like, and what relative references point to.
+_clean_segment = st.one_of(
+    st.from_regex(r"[a-z0-9_~-]{1,6}(\.html)?", fullmatch=True),
+    st.sampled_from(["x:y", "news", "blog"]),
+)
+clean_paths = st.builds(
+    lambda segs, slash, query: "/" + "/".join(segs) + ("/" if slash and segs else "") + query,
+    st.lists(_clean_segment, max_size=4),
+    st.booleans(),
+    st.one_of(st.just(""), st.from_regex(r"\?[a-z0-9=&]{1,8}", fullmatch=True)),
+)

@@ -13,6 +13,12 @@ the crawler's contracts (DESIGN.md section 3, Workbench):
   :func:`irlscrapy.invitro.groundtruth.disallowed_prefixes`) is requested, and no page of
   a host is requested before its robots.txt.
 
+A refused connection (an https URL of a host that serves no https: the proxy refuses
+the CONNECT, see :mod:`irlscrapy.invitro.httpserver`) is a connection attempt to the
+host's address, so it counts in the politeness gaps; it carries no path, so it is
+neither a page nor a robots.txt fetch for the robots.txt contract. :attr:`Audit.refused`
+counts them per host.
+
 Some ends are the server's and not the crawler's: a page over the crawler's size limit,
 which it abandons as soon as the Content-Length arrives, and a hanging request it gives
 up at its timeout. The server logs their end when it notices the client has gone, some
@@ -62,6 +68,7 @@ class Audit:
     before_robots: list[Record]  # pages requested before their host's robots.txt
     hosts: int
     ips: int
+    refused: dict[str, int] = field(default_factory=dict)  # host -> refused connections
 
     def summary(self) -> str:
         return (
@@ -71,8 +78,16 @@ class Audit:
             f"{self.abandoned.count} gaps after an abandoned page or timeout (min slack "
             f"{self.abandoned.min_slack * 1000:.1f} ms); {len(self.robots_violations)} "
             f"robots.txt violations, {len(self.before_robots)} pages before robots.txt; "
+            f"{sum(self.refused.values())} refused connections to {len(self.refused)} hosts; "
             f"{self.hosts} hosts on {self.ips} IPs"
         )
+
+
+def request_url(record: Record) -> str | None:
+    """The URL a log record asked for; None for a refused CONNECT (no path was sent)."""
+    if record["kind"] == "refused" and not record["path"]:
+        return None
+    return f"{record.get('scheme', 'http')}://{record['host']}{record['path']}"
 
 
 def audit(
@@ -113,6 +128,9 @@ def audit(
         blocked = disallowed_prefixes(described, policy) if described is not None else ()
         robots_seen = False
         for r in rs:
+            if r["kind"] == "refused":
+                result.refused[name] = result.refused.get(name, 0) + 1
+                continue
             if r["path"] in ROBOTS_PATHS:
                 robots_seen = True
                 continue

@@ -57,12 +57,15 @@ class Reply(NamedTuple):
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes
-    kind: str  # page, robots, redirect, error, nonhtml, reset, timeout, dns-error
+    kind: str  # page, robots, redirect, error, nonhtml, reset, timeout, dns-error, refused
     links: tuple[str, ...] = ()  # hrefs as written in the page (before HTML escaping)
     nofollow: bool = False  # meta robots or X-Robots-Tag says nofollow
     delay: float = 0.0  # seconds before the reply starts
-    action: str = "send"  # "send", "reset" (RST, nothing sent), "hang" (hold, then close)
+    #: "send", "reset" (RST, nothing sent), "hang" (hold, then close), "refuse" (no
+    #: server listens on the scheme's port: the connection never opens)
+    action: str = "send"
     chunked: bool = False
+    base: str = ""  # the page's <base href> as written (before HTML escaping); "" if none
 
     @property
     def location(self) -> str | None:
@@ -106,10 +109,18 @@ def binary(magic: bytes, trailer: bytes, num: int, content_type: str) -> Reply:
 
 
 def html_page(
-    title: str, links: Sequence[str], size: int, rng: random.Random, meta_nofollow: bool
+    title: str,
+    links: Sequence[str],
+    size: int,
+    rng: random.Random,
+    meta_nofollow: bool,
+    base: str = "",
 ) -> bytes:
-    """An HTML page of about ``size`` bytes whose anchors are ``links``, in order."""
+    """An HTML page of about ``size`` bytes whose anchors are ``links``, in order, and
+    whose head carries ``<base href>`` when ``base`` is given."""
     meta = '<meta name="robots" content="noindex, nofollow">' if meta_nofollow else ""
+    if base:
+        meta += f'<base href="{html.escape(base)}">'
     head = (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{title}</title>{meta}</head>\n<body><h1>{title}</h1>\n"

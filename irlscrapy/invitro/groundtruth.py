@@ -10,12 +10,26 @@ applying a :class:`CrawlPolicy`:
 - hosts whose DNS fails are never reached;
 - the broad spider's link filters (:mod:`irlscrapy.spiders.extract`), meta robots and
   X-Robots-Tag ``nofollow``, the content-type and size limits;
-- redirects followed;
+- redirects followed, across schemes too;
+- relative links resolved against the page's URL or its ``<base href>``, as the spider
+  resolves them (:func:`irlscrapy.spiders.extract.resolve_links`);
 - crawler-trap limits (:class:`irlscrapy.scheduler.traps.TrapLimits`; none by default,
   as in stock Scrapy).
 
 The result is the set of URLs requested (robots.txt fetches excluded). For a finite
 profile :func:`reachable` enumerates it completely.
+
+Schemes. A URL is requested on its own scheme; the web answers a host's other scheme
+with a 301 to its canonical one (:mod:`irlscrapy.invitro.web`), and the target is
+followed like any redirect's. Both origins of a host that serves https obey one
+robots.txt (the one on the other origin redirects to it), so robots rules stay per
+host. An ``https`` URL of a host that serves no https, and that the host's robots.txt
+allows, is *refused*: yielded with the :data:`~irlscrapy.invitro.web.REFUSED` reply,
+never a page, with no links. Whether a
+crawler tries it (robots.txt keyed by host name, as Scrapy's middleware does) or gives
+up at the origin's unreachable robots.txt (RFC 9309 keys robots.txt by origin), the
+server never learns its path: the CONNECT tunnel is refused before a request is sent.
+So :func:`reachable` leaves refused URLs out and :func:`refused` lists them.
 """
 
 from __future__ import annotations
@@ -26,9 +40,9 @@ from dataclasses import dataclass
 
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.content import Reply
-from irlscrapy.invitro.web import Host, InVitroWeb
+from irlscrapy.invitro.web import REFUSED, Host, InVitroWeb
 from irlscrapy.scheduler.traps import NO_LIMITS, TrapLimits
-from irlscrapy.spiders.extract import absolute_url, crawlable
+from irlscrapy.spiders.extract import absolute_url, crawlable, resolve_base, resolve_links
 
 ROBOTS_POLICIES = ("rfc9309", "scrapy")
 #: The broad spider's default DOWNLOAD_MAXSIZE.
@@ -76,7 +90,11 @@ def crawl_order(
             continue
         if any(path.startswith(prefix) for prefix in disallowed_prefixes(host, policy)):
             continue
-        reply = web.respond(host_name, path)
+        scheme = url_scheme(url)
+        if not host.serves(scheme):
+            yield url, REFUSED
+            continue
+        reply = web.respond(host_name, path, scheme=scheme)
         yield url, reply
         for nxt in followed_links(url, reply, policy):
             if nxt not in seen:
@@ -98,27 +116,44 @@ def followed_links(url: str, reply: Reply, policy: CrawlPolicy) -> list[str]:
         or len(reply.body) > policy.max_bytes
     ):
         return []
-    out = []
-    for href in reply.links:
-        target = absolute_url(url, href)
-        if target is not None and crawlable(target):
-            out.append(target)
-    return out
+    return resolve_links(url, resolve_base(url, reply.base), reply.links)
 
 
 def reachable(
     web: InVitroWeb, policy: CrawlPolicy = CrawlPolicy(), seeds: list[str] | None = None
 ) -> set[str]:
-    """Every URL the policy requests. Only for finite profiles."""
+    """Every URL the policy requests from a server that answers: refused ones are left
+    out (see the module docstring). Only for finite profiles."""
+    return {url for url, reply in _all(web, policy, seeds) if reply is not REFUSED}
+
+
+def refused(
+    web: InVitroWeb, policy: CrawlPolicy = CrawlPolicy(), seeds: list[str] | None = None
+) -> set[str]:
+    """The ``https`` URLs the policy meets on hosts that serve no https: links a crawler
+    cannot follow, whose attempts the server logs as refused CONNECTs (no path). Only
+    for finite profiles."""
+    return {url for url, reply in _all(web, policy, seeds) if reply is REFUSED}
+
+
+def _all(
+    web: InVitroWeb, policy: CrawlPolicy, seeds: list[str] | None
+) -> Iterator[tuple[str, Reply]]:
     if not web.profile.finite:
         raise ConfigurationError(
             f"profile {web.profile.name!r} is unbounded; use crawl_order() with a limit"
         )
-    return {url for url, _ in crawl_order(web, policy, seeds)}
+    return crawl_order(web, policy, seeds)
+
+
+def url_scheme(url: str) -> str:
+    """The scheme of an absolute URL, lower-cased."""
+    return url[: url.index(":")].lower()
 
 
 def split_url(url: str) -> tuple[str, str]:
-    """(host, path-with-query) of an http URL, host lower-cased, port dropped."""
+    """(host, path-with-query) of an http(s) URL, host lower-cased, port and scheme
+    dropped (:func:`url_scheme` has the scheme)."""
     rest = url.split("://", 1)[1]
     slash = rest.find("/")
     query = rest.find("?")

@@ -14,7 +14,20 @@ to misbehave on purpose (resets, hangs, chunked bodies) in ways a full server ma
 One request is served at a time per connection, in order (pipelined requests wait in
 the buffer). Bad input never crashes the server: a malformed request line or header
 gets 400, a header block over :data:`MAX_HEADER_BYTES` gets 431, other methods 405,
-``CONNECT`` and non-http URIs 501; each such reply closes the connection.
+URIs of other schemes 501; each such reply closes the connection.
+
+https, as Scrapy sends it through an http proxy: ``CONNECT host:443``. For a host that
+serves https (:meth:`irlscrapy.invitro.web.Host.serves`) the proxy answers 200 and then
+speaks TLS on the connection (:mod:`irlscrapy.invitro.tls`: a certificate for the host
+name); the requests inside the tunnel are origin-form and are served as
+``https://host/path``. For a host that does not, nothing listens on port 443: the
+proxy answers 502 and closes, as a proxy does when the origin refuses the connection
+(Scrapy raises ``TunnelError``, one of its ``RETRY_EXCEPTIONS``: a connection-level
+failure of the https origin while the host's http answers). The tunnel never opened, so
+the server never learns the path. A CONNECT to another port is refused the same way,
+one to an unknown host gets 502 as a dns-error. An absolute ``https://`` URI (what a
+client that lets the proxy speak TLS sends) is served the same, with its path; refused:
+502, connection kept.
 
 Request log
 -----------
@@ -22,13 +35,15 @@ One JSON object per request, one per line (:class:`RequestLog`)::
 
     t_start     float  server clock (time.time) when the request was fully received
     t_end       float  when the last byte was handed to the kernel, or the client left
+    scheme      str    http, or https (inside a CONNECT tunnel, or an absolute https URI)
     host, ip    str    the host asked for and the address the in-vitro DNS gives it
-    path        str    path with query
+    path        str    path with query; "" for a refused CONNECT (the path is never sent)
     status      int    0 for a reset or a hang the server caused, or a client that left
-                       before the reply began
+                       before the reply began; 502 for a refused connection
     bytes       int    body bytes sent (after gzip, before chunk framing)
     kind        str    page, robots, redirect, error, nonhtml, reset, timeout,
-                       dns-error, aborted, bad-request
+                       dns-error, aborted, bad-request, refused (a connection to a
+                       port nobody serves: https on a host that serves no https)
     user_agent  str
     pld         str    ground truth: the host's registered domain ("" if unknown)
     spam        bool   the host belongs to a spam farm
@@ -49,13 +64,16 @@ from twisted.internet.interfaces import IReactorTime
 from twisted.internet.protocol import Factory, Protocol
 from zope.interface import implementer
 
-from irlscrapy.invitro.content import Reply, reason
+from irlscrapy.invitro.content import Reply, plain, reason
+from irlscrapy.invitro.tls import server_options
 from irlscrapy.invitro.web import InVitroWeb
 
 MAX_HEADER_BYTES = 64 * 1024
 #: Bodies above this are streamed so that t_end is when the last byte really left.
 STREAM_THRESHOLD = 256 * 1024
 CHUNK_BYTES = 64 * 1024
+#: The one port on which a CONNECT tunnel can open.
+HTTPS_PORT = 443
 
 
 class RequestLog:
@@ -119,6 +137,7 @@ class ProxyProtocol(Protocol):
         self._closed = False
         self._pending: dict[str, Any] | None = None  # log record of the request in progress
         self._timer: Any = None  # the IDelayedCall of a delayed reply or a hang
+        self._tunnel: str | None = None  # the host whose TLS tunnel this connection carries
 
     @property
     def _conn(self) -> Any:
@@ -164,16 +183,26 @@ class ProxyProtocol(Protocol):
         factory = self.factory
         keep_alive = version == b"HTTP/1.1" and headers.get(b"connection", b"").lower() != b"close"
         if method == b"CONNECT":
-            self._refuse(501, "this proxy serves plain http only")
+            self._connect(target, headers)
             return
-        if target.startswith(b"/"):
+        scheme = "http"
+        if self._tunnel is not None:
+            if not target.startswith(b"/"):
+                self._refuse(400, "requests inside a tunnel are origin-form")
+                return
+            host_field, path_bytes, scheme = self._tunnel.encode("ascii"), target, "https"
+        elif target.startswith(b"/"):
             host_field = headers.get(b"host", b"")
             path_bytes = target
         elif target[:7].lower() == b"http://":
             host_field, slash, rest = target[7:].partition(b"/")
             path_bytes = slash + rest if slash else b"/"
+        elif target[:8].lower() == b"https://":
+            host_field, slash, rest = target[8:].partition(b"/")
+            path_bytes = slash + rest if slash else b"/"
+            scheme = "https"
         else:
-            self._refuse(501, "only http:// absolute URIs and origin-form targets are served")
+            self._refuse(501, "only http(s):// absolute URIs and origin-form targets are served")
             return
         try:
             host_name = host_field.decode("ascii").split(":", 1)[0].lower()
@@ -186,23 +215,11 @@ class ProxyProtocol(Protocol):
             return
         web = factory.web
         accept_gzip = b"gzip" in headers.get(b"accept-encoding", b"")
-        reply = web.respond(host_name, path, accept_gzip)
-        host = web.host(host_name)
+        reply = web.respond(host_name, path, accept_gzip, scheme)
+        if reply.action == "refuse":  # what a proxy answers when the origin refuses
+            reply = plain(502, "refused", f"connection to {host_name} refused\n")
         self._busy = True
-        self._pending = {
-            "t_start": factory.now(),
-            "t_end": None,
-            "host": host_name,
-            "ip": host.ip if host else "",
-            "path": path,
-            "status": 0,
-            "bytes": 0,
-            "kind": reply.kind,
-            "user_agent": headers.get(b"user-agent", b"").decode("latin-1"),
-            "pld": host.pld if host else "",
-            "spam": bool(host and host.spam),
-            "trap": bool(host and web.is_trap(host, path)),
-        }
+        self._pending = self._record(scheme, host_name, path, reply.kind, headers)
         if reply.action == "reset":
             self._reset()
         elif reply.action == "hang":
@@ -213,6 +230,58 @@ class ProxyProtocol(Protocol):
             )
         else:
             self._send(reply, method == b"HEAD", keep_alive)
+
+    def _record(
+        self, scheme: str, host_name: str, path: str, kind: str, headers: dict[bytes, bytes]
+    ) -> dict[str, Any]:
+        """A log record for a request just received (its end and status come later)."""
+        web = self.factory.web
+        host = web.host(host_name)
+        return {
+            "t_start": self.factory.now(),
+            "t_end": None,
+            "scheme": scheme,
+            "host": host_name,
+            "ip": host.ip if host else "",
+            "path": path,
+            "status": 0,
+            "bytes": 0,
+            "kind": kind,
+            "user_agent": headers.get(b"user-agent", b"").decode("latin-1"),
+            "pld": host.pld if host else "",
+            "spam": bool(host and host.spam),
+            "trap": bool(host and path and web.is_trap(host, path)),
+        }
+
+    def _connect(self, target: bytes, headers: dict[bytes, bytes]) -> None:
+        """``CONNECT host:port``: open a TLS tunnel to a host that serves https, else
+        refuse as a proxy does when nothing listens there (see the module docstring)."""
+        host_field, colon, port = target.rpartition(b":")
+        if self._tunnel is not None or not colon or not port.isdigit():
+            self._refuse(400, "malformed CONNECT target (need host:port, outside a tunnel)")
+            return
+        try:
+            host_name = host_field.decode("ascii").lower()
+        except UnicodeDecodeError:
+            self._refuse(400, "request target is not ASCII")
+            return
+        host = self.factory.web.host(host_name)
+        port_text = port.decode("ascii")
+        if host is None or host.dns in ("nxdomain", "servfail", "timeout"):
+            failure = (502, "dns-error", f"cannot resolve {host_name}")
+        elif int(port) != HTTPS_PORT or not host.serves("https"):
+            failure = (502, "refused", f"connection to {host_name}:{port_text} refused")
+        elif self._buffer:  # the client may send nothing before the tunnel's answer
+            failure = (400, "bad-request", "data sent before the tunnel was open")
+        else:
+            failure = None
+        if failure is not None:
+            status, kind, message = failure
+            self._close_with(status, message, self._record("https", host_name, "", kind, headers))
+            return
+        self._tunnel = host_name
+        self._conn.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        self._conn.startTLS(server_options(host_name))
 
     def _send(self, reply: Reply, head_only: bool, keep_alive: bool) -> None:
         self._timer = None
@@ -255,8 +324,9 @@ class ProxyProtocol(Protocol):
         """Abort with a TCP RST: nothing is sent."""
         self._finish(status=0)
         self._closed = True
-        handle = self._conn.getHandle()
-        handle.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        # inside a TLS tunnel getHandle() is the TLS connection; the socket is below it
+        sock = getattr(self._conn, "socket", None) or self._conn.getHandle()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         self._conn.abortConnection()
 
     def _hang_up(self) -> None:
@@ -267,6 +337,11 @@ class ProxyProtocol(Protocol):
 
     def _refuse(self, status: int, message: str) -> None:
         """Reply to bad input with an error and close; logged as kind bad-request."""
+        record = self._record("https" if self._tunnel else "http", "", "", "bad-request", {})
+        self._close_with(status, message, record)
+
+    def _close_with(self, status: int, message: str, record: dict[str, Any]) -> None:
+        """Send an error reply, log ``record`` with it, and close."""
         self._closed = True
         body = (message + "\n").encode()
         self._conn.write(
@@ -275,23 +350,8 @@ class ProxyProtocol(Protocol):
             + body
         )
         if self.factory.log is not None:
-            now = self.factory.now()
-            self.factory.log.write(
-                {
-                    "t_start": now,
-                    "t_end": now,
-                    "host": "",
-                    "ip": "",
-                    "path": "",
-                    "status": status,
-                    "bytes": len(body),
-                    "kind": "bad-request",
-                    "user_agent": "",
-                    "pld": "",
-                    "spam": False,
-                    "trap": False,
-                }
-            )
+            record.update(t_end=record["t_start"], status=status, bytes=len(body))
+            self.factory.log.write(record)
         self._conn.loseConnection()
 
     def connectionLost(self, reason: Any = None) -> None:

@@ -7,6 +7,17 @@ and to their PLD's out-set (:meth:`InVitroWeb.out_plds`); home pages link to all
 out-set and to the next ten hosts of the PLD. Spam pages branch without end across
 their farm and link to the farm's target. Special links (redirects, files, mailto and
 the like) and trap entries are sprinkled with the profile's probabilities.
+
+How a link is written is part of the web (issue 16): same-host links are root-relative
+(``/blog/9.html``), absolute on the host's canonical scheme, or, with
+``relative_link_share``, relative to the page's directory or ``<base href>``
+(:func:`relative_ref`: ``../blog/9.html``, ``?id=9``); a page may carry one absolute
+``https://`` link to its own host (``https_link_prob``); an index host's home page links
+thousands of times to the host's pages. A link to another host is protocol-relative
+(``//h2.w7.com/``) only where it resolves to a scheme the target serves, so no host is
+first met on a scheme it refuses (which would make a crawler's robots.txt depend on the
+order it met the host's URLs). Every new draw is made only when its parameter is not 0,
+so a profile that leaves them at 0 keeps its pages byte for byte.
 """
 
 from __future__ import annotations
@@ -38,6 +49,9 @@ def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
     pages = host.pages or 1
     hosts = web.hosts_in_pld(host.pld_id) or 1
     outs = web.out_plds(host.pld_id)
+    # the path relative links are written against: the <base href>'s, else the page's own
+    base = page_base(web, host, n)
+    base_path = base.removeprefix(host.origin) if base else web.page_path(host, n)
     links: list[str] = []
     if n == 0:
         for step in range(1, min(hosts, 11)):  # host k links home to k+1..k+10
@@ -45,7 +59,7 @@ def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
         if host.number == 0:
             links.extend(f"http://{web.host_name(t, 0)}/" for t in outs)
     if n + 1 < pages:
-        links.append(web.page_path(host, n + 1))
+        links.append(_local(web, base_path, web.page_path(host, n + 1), rng))
     for _ in range(int(p.links_per_page * (0.5 + rng.random()))):
         r = rng.random()
         if r < p.external_link_share and outs:
@@ -55,11 +69,16 @@ def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
             assert other is not None
             m = 0 if rng.random() < 0.5 else int(rng.random() * (other.pages or 1))
             url = f"//{other.name}{web.page_path(other, m)}"
-            links.append(url if rng.random() < 0.2 else "http:" + url)
+            # protocol-relative only where the page's scheme is one the target serves
+            relative = rng.random() < 0.2 and other.serves(host.canonical_scheme)
+            links.append(url if relative else "http:" + url)
         else:
             m = n + 1 + int(rng.random() * 5) if rng.random() < 0.5 else int(rng.random() * pages)
             path = web.page_path(host, m % pages)
-            links.append(path if rng.random() < 0.7 else f"http://{host.name}{path}")
+            if rng.random() < 0.7:
+                links.append(_local(web, base_path, path, rng))
+            else:
+                links.append(f"{host.origin}{path}")
     for what, prob in p.special_links:
         if rng.random() < prob:
             links.append(_special_link(web, host, what, rng, outs))
@@ -71,6 +90,87 @@ def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
                 "repeat": "/lib/",
             }[host.trap]
         )
+    if p.https_link_prob and rng.random() < p.https_link_prob:
+        links.append(f"https://{host.name}{web.page_path(host, int(rng.random() * pages))}")
+    if n == 0 and host.has_index:
+        links.extend(_index_links(web, host, base_path, rng))
+    return links
+
+
+def page_base(web: InVitroWeb, host: Host, n: int) -> str:
+    """The ``<base href>`` of page n of a legitimate host, as written; "" for none.
+
+    A page of the host (its relative links then resolve against that page's directory)
+    or, now and then, that page's directory; path-absolute or on the host's canonical
+    origin. Drawn from a generator of its own, so the page's links stay as they were."""
+    p = web.profile
+    if not p.base_href_prob:
+        return ""
+    rng = web.rng("base", host.name, n)
+    if rng.random() >= p.base_href_prob:
+        return ""
+    path = web.page_path(host, int(rng.random() * (host.pages or 1)))
+    if rng.random() < 0.3:
+        path = path[: path.rfind("/", 0, len(path.split("?", 1)[0])) + 1]
+    return f"{host.origin}{path}" if rng.random() < 0.5 else path
+
+
+def relative_ref(base: str, target: str, extra_ups: int = 0) -> str:
+    """A relative reference that resolves against path ``base`` to path ``target``.
+
+    Both are path-absolute, with an optional query, and free of dot segments. The
+    reference climbs with ``../`` to the directory the two share and is ``?query`` alone
+    where only the query differs. With ``extra_ups`` it climbs to the root and that
+    many ``../`` beyond, which resolution drops (RFC 3986 section 5.2.4), as browsers
+    do."""
+    base_path = base.split("?", 1)[0]
+    path, sep, query = target.partition("?")
+    if sep and path == base_path and not extra_ups:
+        return f"?{query}"
+    base_dirs = base_path.split("/")[1:-1]
+    segments = path.split("/")[1:]
+    common = 0
+    while (
+        not extra_ups
+        and common < len(base_dirs)
+        and common < len(segments) - 1
+        and base_dirs[common] == segments[common]
+    ):
+        common += 1
+    rest = "/".join(segments[common:])
+    ref = "../" * (len(base_dirs) - common + extra_ups) + rest
+    if not ref or ":" in ref.split("/", 1)[0]:
+        ref = "./" + ref  # "" is the page itself; "a:b" would read as a scheme
+    return ref + sep + query
+
+
+def _local(web: InVitroWeb, base_path: str, path: str, rng: random.Random) -> str:
+    """A link to ``path`` on the page's own host: root-relative, or relative to
+    ``base_path`` with the profile's ``relative_link_share``."""
+    share = web.profile.relative_link_share
+    if share and rng.random() < share:
+        return relative_ref(base_path, path, 1 if rng.random() < 0.1 else 0)
+    return path
+
+
+def _index_links(web: InVitroWeb, host: Host, base_path: str, rng: random.Random) -> list[str]:
+    """The anchors of an index host's home page: thousands of links to the host's pages,
+    most with a fragment, written root-relative, relative (with one ``../`` too many at
+    times) or absolute."""
+    p = web.profile
+    pages = host.pages or 1
+    links = []
+    for i in range(int(p.index_links * (0.6 + 0.8 * rng.random()))):
+        path = web.page_path(host, int(rng.random() * pages))
+        fragment = f"#i{i}" if rng.random() < 0.9 else ""
+        r = rng.random()
+        if r < 0.5:
+            href = path
+        elif r < 0.9:
+            href = relative_ref(base_path, path, 1 if r >= 0.8 else 0)
+        else:
+            href = f"{host.origin}{path}"
+        links.append(href + fragment)
     return links
 
 

@@ -8,7 +8,11 @@ Two profiles ship:
 ``tiny``
     Finite: a few thousand pages on a few hundred hosts. Spam farms and traps are
     bounded, so the set reachable from the seeds can be computed exactly
-    (:mod:`irlscrapy.invitro.groundtruth`). Delays are short so tests run fast.
+    (:mod:`irlscrapy.invitro.groundtruth`). Delays are short so tests run fast. It also
+    carries what a real web of documentation sites taught (issue 16): same-host links to
+    ``https://`` where nothing answers on port 443, hosts that redirect between schemes,
+    a few huge index pages with thousands of links, and relative links with ``../`` and
+    ``<base href>``.
 ``broad``
     IRLbot-like and unbounded for any crawl this machine can run: ~60 links and
     ~25 KB per page, 200,000 legitimate pay-level domains (PLDs) with ~3.5 hosts each
@@ -97,6 +101,25 @@ class Profile:
     nofollow_header_share: float = 0.01
     seeds: int = 5
     retry_after: int = 2  # Retry-After (seconds) of a flaky server's 429 and 503
+    # -- what a real web taught (issue 16); every one is off at its default ------------
+    #: Which schemes a host serves, one of SCHEME_KINDS by weight.
+    schemes: tuple[tuple[str, float], ...] = _weights(http=1.0)
+    #: Probability that a legitimate page carries one absolute ``https://`` link to a page
+    #: of its own host (refused on a host of scheme kind "http").
+    https_link_prob: float = 0.0
+    #: Share of same-host links written relative to the page's directory (or its
+    #: ``<base href>``): ``../blog/9.html``, ``9.html``, ``?id=9``, now and then with one
+    #: ``../`` too many (resolution stops at the root, RFC 3986 section 5.2.4).
+    relative_link_share: float = 0.0
+    #: Probability that a legitimate page carries ``<base href>`` (a directory or a page
+    #: of its own host); its relative links are written against that base.
+    base_href_prob: float = 0.0
+    #: Share of legitimate hosts whose home page is a huge index: ``index_links`` anchors
+    #: (mean; 0.6x to 1.4x) to the host's ``index_host_pages`` pages, most of them with a
+    #: fragment (``/wiki/7.html#i123``), as in documentation's generated indexes.
+    index_host_share: float = 0.0
+    index_links: int = 0
+    index_host_pages: int = 0
 
     def __post_init__(self) -> None:
         problems = []
@@ -107,7 +130,7 @@ class Profile:
                     problems.append(f"{f.name}={value} is not a probability")
             elif isinstance(value, int | float) and not isinstance(value, bool) and value < 0:
                 problems.append(f"{f.name}={value} is negative")
-        for name in ("robots", "servers", "dns"):
+        for name in ("robots", "servers", "dns", "schemes"):
             total = sum(w for _, w in getattr(self, name))
             if abs(total - 1.0) > 1e-9:
                 problems.append(f"{name} weights sum to {total}, not 1")
@@ -119,6 +142,11 @@ class Profile:
             problems.append("a spam farm needs at least 2 PLDs")
         if self.seeds < 1:
             problems.append("seeds must be at least 1")
+        unknown = {kind for kind, _ in self.schemes} - set(SCHEME_KINDS)
+        if unknown:
+            problems.append(f"unknown scheme kinds {sorted(unknown)}; choose from {SCHEME_KINDS}")
+        if self.index_host_share and (self.index_links < 1 or self.index_host_pages < 1):
+            problems.append("index hosts need index_links >= 1 and index_host_pages >= 1")
         if problems:
             raise ConfigurationError(
                 f"invalid in-vitro profile {self.name!r}: " + "; ".join(problems)
@@ -155,6 +183,12 @@ SERVER_KINDS = (
 )
 
 DNS_KINDS = ("ok", "nxdomain", "servfail", "timeout", "slow")
+
+SCHEME_KINDS = (
+    "http",  # serves http; a connection to port 443 is refused (the proxy's CONNECT: 502)
+    "upgrade",  # http answers every path with a 301 to https, which serves the host
+    "downgrade",  # https (TLS through CONNECT) answers every path with a 301 to http
+)
 
 
 TINY = Profile(
@@ -204,6 +238,13 @@ TINY = Profile(
     dns_ttl=300,
     seeds=3,
     retry_after=1,
+    schemes=_weights(http=0.88, upgrade=0.08, downgrade=0.04),
+    https_link_prob=0.06,
+    relative_link_share=0.15,
+    base_href_prob=0.05,
+    index_host_share=0.012,
+    index_links=3_500,
+    index_host_pages=80,
 )
 
 BROAD = Profile(

@@ -7,7 +7,8 @@
      "log": "/path/or/null"}
 
 ``settings`` are Scrapy settings (for ``-s NAME=VALUE``) and ``env`` environment
-variables (``http_proxy``) that point a crawl at this web; for a test web
+variables (``http_proxy`` and ``https_proxy``: https URLs reach the web through the same
+proxy, as CONNECT tunnels) that point a crawl at this web; for a test web
 (:data:`TEST_WEB_SETTINGS`) they also shorten timeouts, back-off and retirement, and
 nothing else, so its crawl ends in seconds rather than hours.
 """
@@ -54,7 +55,7 @@ def describe(web: InVitroWeb, proxy_port: int, dns_port: int, log: Path | None) 
             "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
             **TEST_WEB_SETTINGS.get(web.profile.name, {}),
         },
-        "env": {"http_proxy": proxy},
+        "env": {"http_proxy": proxy, "https_proxy": proxy},
         "profile": web.profile.name,
         "seed": web.seed,
         "pid": os.getpid(),

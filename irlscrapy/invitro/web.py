@@ -43,6 +43,14 @@ Paths of a legitimate host (its page numbers run ``0 .. pages-1``)::
 
 Spam hosts have pages ``/`` and ``/p{n}`` for unbounded ``n`` (bounded in finite
 profiles), and spam farms grow new hosts without end by linking to ever higher ``k``.
+
+Schemes. Each host has a scheme kind (:data:`~irlscrapy.invitro.profiles.SCHEME_KINDS`)
+and so one *canonical* scheme, the one that serves its pages: ``http`` for kinds
+"http" and "downgrade", ``https`` for "upgrade". A request on the other scheme of an
+"upgrade" or "downgrade" host gets a 301 to the same path on the canonical one (robots.txt
+included: both origins of the host obey the same rules). An ``https`` request to a host
+of kind "http" is refused: nothing listens on its port 443 (:data:`REFUSED`). Redirects a
+host makes to itself (``/go/``, ``/loop/``, robots.txt) name its canonical scheme.
 """
 
 from __future__ import annotations
@@ -74,6 +82,7 @@ from irlscrapy.invitro.linkplan import (
     TRAP_KINDS,
     TRAP_PREFIXES,
     legit_links,
+    page_base,
     spam_links,
 )
 from irlscrapy.invitro.profiles import Profile
@@ -111,6 +120,10 @@ _SPAM_PAGE = re.compile(rf"/p{_NUM}\Z")
 
 _U64 = 1.0 / 18446744073709551616.0
 
+#: What an https request to a host that serves no https gets: no answer at all (the
+#: proxy refuses the CONNECT tunnel with 502, as a proxy does when the origin refuses).
+REFUSED = Reply(0, (), b"", "refused", action="refuse")
+
 
 class Host(NamedTuple):
     """Everything the web says about one host; derived from its name alone."""
@@ -129,10 +142,26 @@ class Host(NamedTuple):
     trap: str  # "" or one of TRAP_KINDS
     style: int  # index into the page path styles
     pages: int | None  # None: unbounded
+    scheme: str  # one of profiles.SCHEME_KINDS
+    has_index: bool  # its home page is a huge index
 
     @property
     def spam(self) -> bool:
         return self.farm >= 0
+
+    @property
+    def canonical_scheme(self) -> str:
+        """The scheme that serves the host's pages."""
+        return "https" if self.scheme == "upgrade" else "http"
+
+    @property
+    def origin(self) -> str:
+        """``scheme://host`` of the host's pages."""
+        return f"{self.canonical_scheme}://{self.name}"
+
+    def serves(self, scheme: str) -> bool:
+        """True if a connection on ``scheme`` is answered (with pages or a redirect)."""
+        return scheme == "http" or self.scheme != "http"
 
 
 def _weighted(u: float, weights: Sequence[tuple[str, float]]) -> str:
@@ -169,6 +198,9 @@ class InVitroWeb:
         self.out_plds = lru_cache(maxsize=1 << 14)(self._out_plds)
         self.pld_name = lru_cache(maxsize=1 << 16)(self._pld_name)
         self.hosts_in_pld = lru_cache(maxsize=1 << 16)(self._hosts_in_pld)
+        # The host facets of _facets() are all taken; the features added later draw from a
+        # hash of their own, only in profiles that use them (a broad host costs no more).
+        self._more_facets = p.schemes != (("http", 1.0),) or p.index_host_share > 0
 
     # -- hashing -----------------------------------------------------------------------
     def _h64(self, *parts: object) -> int:
@@ -324,11 +356,21 @@ class InVitroWeb:
         trap = ""
         if not spam and pid >= p.huge_sites and (f[6] & 0xFFFFFFFF) * u32 < p.trap_host_share:
             trap = TRAP_KINDS[(f[6] >> 32) % len(TRAP_KINDS)]
+        scheme, index_host = "http", False
+        if self._more_facets:
+            g = self._h64("facets2", name)
+            scheme = _weighted((g & 0xFFFFFFFF) * u32, p.schemes)
+            index_host = not spam and (g >> 32) * u32 < p.index_host_share
+        if index_host:  # an index is fetched in every crawl, quickly: the host behaves
+            robots = robots if robots in ("allow", "disallow", "missing") else "allow"
+            server, dns, trap = "normal", "ok", ""
         if index == 0 and pid < p.seeds:  # seed hosts behave, so every crawl can start
             robots = robots if robots in ("allow", "disallow") else "disallow"
-            server, dns, trap = "normal", "ok", ""
+            server, dns, trap, scheme = "normal", "ok", "", "http"
         if spam:
             pages = p.spam_pages_per_host
+        elif index_host:
+            pages = p.index_host_pages
         else:
             xm = p.pages_per_host / 3.0  # Pareto(1.5) has mean 3 * xm
             pages = max(1, min(p.max_pages_per_host, int(xm / (1.0 - f[4] * _U64) ** (1 / 1.5))))
@@ -347,6 +389,8 @@ class InVitroWeb:
             trap=trap,
             style=0 if spam else f[7] % len(_PAGE_STYLES),
             pages=pages,
+            scheme=scheme,
+            has_index=index_host,
         )
 
     def seeds(self) -> list[str]:
@@ -382,12 +426,21 @@ class InVitroWeb:
         return n
 
     # -- replies -----------------------------------------------------------------------
-    def respond(self, host_name: str, path: str, accept_gzip: bool = False) -> Reply:
-        """The reply an origin server (reached through the proxy) gives to GET host+path."""
+    def respond(
+        self, host_name: str, path: str, accept_gzip: bool = False, scheme: str = "http"
+    ) -> Reply:
+        """The reply an origin server (reached through the proxy) gives to GET
+        scheme://host+path; :data:`REFUSED` when nothing listens on that scheme's port."""
         host = self.host(host_name)
         if host is None or host.dns in ("nxdomain", "servfail", "timeout"):
             return plain(502, "dns-error", f"cannot resolve {host_name}\n")
-        if path in ("/robots.txt", "/robots-real.txt"):
+        if scheme != "http" and not host.serves(scheme):
+            return REFUSED
+        if scheme != host.canonical_scheme:
+            reply = redirect(301, f"{host.origin}{path}")
+            if path not in ("/robots.txt", "/robots-real.txt"):
+                reply = self._misbehave(host, path, reply)
+        elif path in ("/robots.txt", "/robots-real.txt"):
             reply = self._robots(host, path)
         else:
             reply = self._route(host, path)
@@ -453,7 +506,7 @@ class InVitroWeb:
         if v == "unreachable":
             return Reply(0, (), b"", "reset", action="reset")
         if v == "redirect":
-            return Reply(301, (("Location", f"http://{host.name}/robots-real.txt"),), b"", "robots")
+            return Reply(301, (("Location", f"{host.origin}/robots-real.txt"),), b"", "robots")
         reply = plain(200, "robots", self.robots_txt(host), "text/plain")
         if v == "slow":
             reply = reply._replace(delay=self.profile.robots_slow_delay)
@@ -499,14 +552,14 @@ class InVitroWeb:
             return self._html_reply(host, path, f"private {num}", ("/",), 0.1)
         if what == "go":
             target = self.page_path(host, num % (host.pages or 1))
-            return redirect(301, f"http://{host.name}{target}")
+            return redirect(301, f"{host.origin}{target}")
         if what == "away":
             if num >= self.profile.legit_plds:
                 return plain(404, "error", "not found\n")
             return redirect(302, f"http://{self.host_name(num, 0)}/")
         if what == "loop":
             other = "b" if path.endswith("/a") else "a"
-            return redirect(302, f"http://{host.name}/loop/{num}/{other}")
+            return redirect(302, f"{host.origin}/loop/{num}/{other}")
         if what in ("doc", "files"):
             return binary(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", b"\n%%EOF\n", num, "application/pdf")
         if what == "img":
@@ -523,11 +576,21 @@ class InVitroWeb:
 
     # -- pages -------------------------------------------------------------------------
     def _page(self, host: Host, n: int) -> Reply:
-        links = spam_links(self, host, n) if host.spam else legit_links(self, host, n)
-        return self._html_reply(host, self.page_path(host, n), f"{host.name} page {n}", links, 1.0)
+        if host.spam:
+            links, base = spam_links(self, host, n), ""
+        else:
+            links, base = legit_links(self, host, n), page_base(self, host, n)
+        path = self.page_path(host, n)
+        return self._html_reply(host, path, f"{host.name} page {n}", links, 1.0, base)
 
     def _html_reply(
-        self, host: Host, path: str, title: str, links: Sequence[str], size_factor: float
+        self,
+        host: Host,
+        path: str,
+        title: str,
+        links: Sequence[str],
+        size_factor: float,
+        base: str = "",
     ) -> Reply:
         p = self.profile
         u = self._unit("nofollow", host.name, path)
@@ -537,12 +600,18 @@ class InVitroWeb:
         )
         rng = self.rng("text", host.name, path)
         size = int(p.page_bytes * size_factor * (0.5 + rng.random()))
-        body = html_page(title, links, size, rng, meta_nofollow)
+        body = html_page(title, links, size, rng, meta_nofollow, base)
         headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/html; charset=utf-8"),)
         if header_nofollow:
             headers += (("X-Robots-Tag", "nofollow"),)
         return Reply(
-            200, headers, body, "page", tuple(links), nofollow=meta_nofollow or header_nofollow
+            200,
+            headers,
+            body,
+            "page",
+            tuple(links),
+            nofollow=meta_nofollow or header_nofollow,
+            base=base,
         )
 
     def _trap_page(self, host: Host, path: str) -> Reply | None:

@@ -116,7 +116,13 @@ def base_url(body: bytes, page_url: str) -> str:
     if not m:
         return page_url
     href = (m.group(1) or m.group(2) or m.group(3) or b"").decode("utf-8", "replace").strip()
-    return urljoin(page_url, html.unescape(href)) if href else page_url
+    return resolve_base(page_url, html.unescape(href))
+
+
+def resolve_base(page_url: str, base_href: str) -> str:
+    """The URL a page's relative links resolve against, given its entity-decoded
+    ``<base href>`` value ("" when it has none)."""
+    return urljoin(page_url, base_href) if base_href else page_url
 
 
 def meta_nofollow(body: bytes) -> bool:
@@ -190,9 +196,22 @@ def crawlable(url: str) -> bool:
 
 def links_to_follow(page_url: str, body: bytes) -> list[str]:
     """Absolute, crawlable, de-duplicated URLs of a page's links, in document order."""
-    base = base_url(body, page_url)
+    return resolve_links(page_url, base_url(body, page_url), extract_hrefs(body))
+
+
+def resolve_links(page_url: str, base: str, hrefs: Iterable[str]) -> list[str]:
+    """Absolute, crawlable, de-duplicated URLs of ``hrefs`` found on ``page_url``,
+    resolved against ``base`` (:func:`base_url`), in order.
+
+    An empty or fragment-only href names the page itself, unless a ``<base href>``
+    points elsewhere: then it names the base's document, as browsers and Scrapy's
+    LinkExtractor resolve it (HTML: a link's URL is parsed against the document's base
+    URL)."""
+    other_base = base != page_url
     urls: dict[str, None] = {}
-    for href in extract_hrefs(body):
+    for href in hrefs:
+        if other_base and href[:1] in ("", "#"):
+            href = base
         url = absolute_url(base, href)
         if url is not None and crawlable(url):
             urls[url] = None

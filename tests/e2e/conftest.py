@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from irlscrapy import defaults
-from irlscrapy.invitro.audit import ROBOTS_PATHS
+from irlscrapy.invitro.audit import ROBOTS_PATHS, request_url
 from irlscrapy.invitro.groundtruth import CrawlPolicy
 from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.scheduler.traps import TrapLimits
@@ -108,11 +108,14 @@ def assert_never_idle_with_work(stderr: str) -> None:
 
 
 def downloads(log: Path) -> list[str]:
-    """URLs the server was asked for, robots.txt and unresolvable hosts left out."""
+    """URLs the server was asked for, robots.txt, unresolvable hosts and refused https
+    connections (whose path the server never learns) left out."""
     return [
-        f"http://{r['host']}{r['path']}"
+        url
         for r in read_log(log)
-        if r["kind"] != "dns-error" and r["path"] not in ROBOTS_PATHS
+        if r["kind"] != "dns-error"
+        and r["path"] not in ROBOTS_PATHS
+        and (url := request_url(r)) is not None
     ]
 
 
@@ -187,8 +190,9 @@ def assert_repeats_are_retries(records: list[dict[str, Any]]) -> None:
     """
     attempts: dict[str, list[int]] = {}
     for r in records:
-        if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error":
-            attempts.setdefault(f"http://{r['host']}{r['path']}", []).append(r["status"])
+        url = request_url(r)
+        if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error" and url is not None:
+            attempts.setdefault(url, []).append(r["status"])
     retryable = {0, 500, 502, 503, 504, 522, 524, 408, 429}
     repeated = 0
     for url, statuses in attempts.items():

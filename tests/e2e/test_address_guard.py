@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from irlscrapy.invitro.audit import request_url
 from irlscrapy.invitro.groundtruth import split_url
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
@@ -54,15 +55,16 @@ def test_a_redirect_to_a_refused_address_is_not_followed(
     web = InVitroWeb(TINY, SEED)
     refused_targets = []
     for r in read_log(crawl[1]):
-        if r["status"] not in (301, 302, 303, 307, 308):
+        url = request_url(r)
+        if r["status"] not in (301, 302, 303, 307, 308) or url is None:
             continue
-        location = web.respond(r["host"], r["path"]).location
-        target = absolute_url(f"http://{r['host']}{r['path']}", location or "")
+        location = web.respond(r["host"], r["path"], scheme=r["scheme"]).location
+        target = absolute_url(url, location or "")
         if target is None:
             continue
         host = web.host(split_url(target)[0])
         if host is not None and ipaddress.ip_address(host.ip) not in ALLOWED:
             refused_targets.append(target)
     assert refused_targets, "the crawl met no redirect to a refused address"
-    requested = {f"http://{r['host']}{r['path']}" for r in read_log(crawl[1])}
+    requested = {request_url(r) for r in read_log(crawl[1])}
     assert not requested & set(refused_targets)

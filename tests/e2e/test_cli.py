@@ -31,7 +31,7 @@ def test_serve_prints_one_json_line_serves_and_stops_cleanly_on_sigterm(tmp_path
             assert info["proxy"].startswith("http://127.0.0.1:")
             assert info["dns"].startswith("127.0.0.1:")
             assert info["seeds"] == InVitroWeb(TINY, 4).seeds()
-            assert info["env"] == {"http_proxy": info["proxy"]}
+            assert info["env"] == {"http_proxy": info["proxy"], "https_proxy": info["proxy"]}
             assert info["settings"] == {
                 "IRL_DNS_SERVERS": info["dns"],
                 "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",

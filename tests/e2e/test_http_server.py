@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import gzip
+import http.client
 import socket
+import ssl
 import time
 from typing import Any
 
 import pytest
+from cryptography import x509
 
-from irlscrapy.invitro.groundtruth import CrawlPolicy, crawl_order, split_url
+from irlscrapy.invitro.groundtruth import CrawlPolicy, crawl_order, split_url, url_scheme
 from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
@@ -19,7 +22,11 @@ from .conftest import SEED, fetch, proxy_address, read_log
 WEB = InVitroWeb(TINY, SEED)
 
 
-def first_host(**facets: object) -> str:
+def first_host(any_scheme: bool = False, **facets: object) -> str:
+    """The first host of tiny with these facets whose pages are on http, unless
+    ``any_scheme`` or a scheme kind is asked for."""
+    if not any_scheme:
+        facets.setdefault("scheme", "http")
     for pid in range(WEB.total_plds):
         for k in range(WEB.hosts_in_pld(pid) or 3):
             host = WEB.host(WEB.host_name(pid, k))
@@ -45,9 +52,10 @@ class TestServesTheModel:
             for u, r in crawl_order(WEB, CrawlPolicy(robots="scrapy"))
             if r.action == "send" and r.delay == 0
         ][:150]
+        assert {url_scheme(u) for u in urls} == {"http", "https"}
         for url in urls:
             host, path = split_url(url)
-            expected = WEB.respond(host, path)
+            expected = WEB.respond(host, path, scheme=url_scheme(url))
             status, headers, body = fetch(invitro, url)
             assert status == expected.status, url
             assert body == expected.body, url
@@ -95,7 +103,7 @@ class TestServesTheModel:
 
     def test_unknown_and_unresolvable_hosts_get_502(self, invitro: dict[str, Any]) -> None:
         assert fetch(invitro, "http://www.unknown.example/")[0] == 502
-        assert fetch(invitro, f"http://{first_host(dns='nxdomain')}/")[0] == 502
+        assert fetch(invitro, f"http://{first_host(True, dns='nxdomain')}/")[0] == 502
 
     def test_slow_server_delays_its_reply(self, invitro: dict[str, Any]) -> None:
         host = first_host(server="slow", dns="ok")
@@ -113,8 +121,8 @@ class TestBadInput:
             (b"GET http://www.w0.com/ HTTP/1.1\r\nno colon here\r\n\r\n", b"400"),
             (b"GET http://www.w0.com/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", b"400"),
             (b"POST http://www.w0.com/ HTTP/1.1\r\nContent-Length: 2\r\n\r\nab", b"405"),
-            (b"CONNECT www.w0.com:443 HTTP/1.1\r\n\r\n", b"501"),
-            (b"GET https://www.w0.com/ HTTP/1.1\r\n\r\n", b"501"),
+            (b"CONNECT www.w0.com HTTP/1.1\r\n\r\n", b"400"),
+            (b"GET ftp://www.w0.com/ HTTP/1.1\r\n\r\n", b"501"),
             (b"GET http://www.w0.com/\xff HTTP/1.1\r\n\r\n", b"400"),
             (b"GET http://www.w0.com/ HTTP/1.1\r\nX-Big: " + b"a" * 70_000 + b"\r\n\r\n", b"431"),
             (b"GET http://www.w0.com/ HTTP/1.1\r\nX-Endless: " + b"a" * 70_000, b"431"),
@@ -157,6 +165,7 @@ class TestRequestLog:
         assert set(spam) == {
             "t_start",
             "t_end",
+            "scheme",
             "host",
             "ip",
             "path",
@@ -196,3 +205,91 @@ class TestRequestLog:
         assert [
             r["trap"] for r in read_log(invitro["log_path"]) if r["user_agent"] == "trap-test"
         ] == [True]
+
+
+def tunnel(info: dict[str, Any], host: str, port: int = 443) -> http.client.HTTPSConnection:
+    """An https connection to ``host`` through the proxy's CONNECT tunnel, as Scrapy
+    makes one (the certificate is not verified)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    conn = http.client.HTTPSConnection(*proxy_address(info), timeout=5, context=context)
+    conn.set_tunnel(host, port, headers={"User-Agent": "tunnel-test"})
+    return conn
+
+
+def tunnel_get(info: dict[str, Any], host: str, path: str) -> tuple[int, dict[str, str], bytes]:
+    conn = tunnel(info, host)
+    try:
+        conn.request("GET", path, headers={"User-Agent": "tunnel-test"})
+        resp = conn.getresponse()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read()
+    finally:
+        conn.close()
+
+
+class TestSchemes:
+    """https reaches the web as Scrapy sends it: CONNECT host:443, then TLS."""
+
+    def test_a_tunnel_to_a_host_that_serves_https_speaks_tls_and_serves_the_model(
+        self, invitro: dict[str, Any]
+    ) -> None:
+        host = first_host(scheme="upgrade", robots="allow", server="normal", dns="ok")
+        conn = tunnel(invitro, host)
+        try:
+            for path in ("/", "/robots.txt", "/go/1", "/missing/3"):  # keep-alive in the tunnel
+                conn.request("GET", path, headers={"User-Agent": "tunnel-test"})
+                resp = conn.getresponse()
+                expected = WEB.respond(host, path, scheme="https")
+                assert (resp.status, resp.read()) == (expected.status, expected.body), path
+            # the certificate names the host, so a client that checks the name (Scrapy
+            # logs a warning otherwise) finds it right
+            der = conn.sock.getpeercert(binary_form=True)  # type: ignore[union-attr]
+            names = x509.load_der_x509_certificate(der).extensions.get_extension_for_class(
+                x509.SubjectAlternativeName
+            )
+            assert names.value.get_values_for_type(x509.DNSName) == [host]
+        finally:
+            conn.close()
+        status, headers, _ = fetch(invitro, f"http://{host}/news")
+        assert (status, headers["location"]) == (301, f"https://{host}/news")
+
+    def test_https_on_a_downgrade_host_redirects_to_http(self, invitro: dict[str, Any]) -> None:
+        host = first_host(scheme="downgrade", server="normal", dns="ok")
+        status, headers, _ = tunnel_get(invitro, host, "/any/path?x=1")
+        assert (status, headers["location"]) == (301, f"http://{host}/any/path?x=1")
+
+    def test_a_tunnel_to_a_host_without_https_is_refused_and_logged(
+        self, invitro: dict[str, Any]
+    ) -> None:
+        host = first_host(scheme="http", server="normal", dns="ok")
+        with pytest.raises(OSError, match="502"):
+            tunnel_get(invitro, host, "/")
+        reply = raw_exchange(invitro, f"CONNECT {host}:8443 HTTP/1.1\r\n\r\n".encode())
+        assert reply.startswith(b"HTTP/1.1 502 ")
+        status, _, body = fetch(invitro, f"https://{host}/news/1.html")  # absolute-form
+        assert status == 502 and b"refused" in body
+        time.sleep(1.0)  # the server flushes its log every 0.5 s
+        refused = [r for r in read_log(invitro["log_path"]) if r["kind"] == "refused"]
+        ours = [(r["scheme"], r["path"], r["status"]) for r in refused if r["host"] == host]
+        assert ours == [("https", "", 502), ("https", "", 502), ("https", "/news/1.html", 502)]
+        assert all(r["ip"] == WEB.host(host).ip for r in refused if r["host"] == host)  # type: ignore[union-attr]
+
+    def test_a_reset_inside_a_tunnel_is_a_reset(self, invitro: dict[str, Any]) -> None:
+        host = first_host(scheme="upgrade", robots="unreachable", dns="ok")
+        with pytest.raises(ConnectionError):
+            tunnel_get(invitro, host, "/robots.txt")
+        status, _, _ = tunnel_get(invitro, first_host(scheme="upgrade", dns="ok"), "/")
+        assert status in (200, 301, 404, 429, 500, 503)  # the server lives on
+
+    def test_requests_in_a_tunnel_are_logged_as_https(self, invitro: dict[str, Any]) -> None:
+        host = first_host(scheme="upgrade", robots="allow", server="normal", dns="ok")
+        tunnel_get(invitro, host, "/?logged")
+        time.sleep(1.0)
+        records = read_log(invitro["log_path"])
+        (record,) = [r for r in records if r["host"] == host and r["path"] == "/?logged"]
+        assert (record["scheme"], record["status"], record["user_agent"]) == (
+            "https",
+            404,
+            "tunnel-test",
+        )

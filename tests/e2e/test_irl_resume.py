@@ -17,6 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from irlscrapy.invitro.audit import request_url
 from irlscrapy.invitro.groundtruth import reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
@@ -67,7 +68,8 @@ def check_two_runs(first: Path, second: Path) -> tuple[int, int]:
     }
     outcomes: dict[str, set[int]] = {}
     for r in read_log(first):
-        outcomes.setdefault(f"http://{r['host']}{r['path']}", set()).add(r["status"])
+        if (url := request_url(r)) is not None:
+            outcomes.setdefault(url, set()).add(r["status"])
     again = {u for u in before & after if not outcomes[u] <= RETRYABLE}
     assert len(again) <= WORKBENCH_URLS + IN_FLIGHT, len(again)
     return len(before), len(again)

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+from irlscrapy.invitro.audit import request_url
 from irlscrapy.invitro.httpserver import wire_head
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
@@ -97,7 +98,7 @@ def _expected(web: InVitroWeb, url: str, request: dict[str, Any]) -> tuple[bytes
     head = request["http"]
     accept_gzip = "gzip" in (head.get_header("Accept-Encoding") or "")
     keep_alive = (head.get_header("Connection") or "").lower() != "close"
-    reply = web.respond(parts.hostname or "", path, accept_gzip)
+    reply = web.respond(parts.hostname or "", path, accept_gzip, parts.scheme)
     return wire_head(reply, False, keep_alive), reply.body
 
 
@@ -235,11 +236,7 @@ def test_each_file_opens_with_warcinfo_and_holds_whole_exchanges(crawl: Any) -> 
 
 def test_robots_txt_fetches_are_recorded(crawl: Any) -> None:
     archive, _, log = crawl
-    fetched = {
-        f"http://{r['host']}{r['path']}"
-        for r in read_log(log)
-        if r["path"] == "/robots.txt" and r["status"]
-    }
+    fetched = {request_url(r) for r in read_log(log) if r["path"] == "/robots.txt" and r["status"]}
     recorded = {
         r["warc"]["WARC-Target-URI"]
         for r in archive.of_type("response", "revisit")

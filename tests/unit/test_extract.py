@@ -46,6 +46,24 @@ class TestExtractHrefs:
         assert base_url(body, "http://h.com/a/b") == "http://other.com/dir/"
         assert links_to_follow("http://h.com/a/b", body) == ["http://other.com/dir/x"]
 
+    def test_dot_segments_resolve_against_a_relative_base_href(self) -> None:
+        body = b'<base href="/docs/v2/index.html"><a href="../v1/a.html">1</a><a href="b">2</a>'
+        assert links_to_follow("https://h.com/x/y.html", body) == [
+            "https://h.com/docs/v1/a.html",
+            "https://h.com/docs/v2/b",
+        ]
+
+    def test_a_fragment_link_under_another_base_names_the_base_document(self) -> None:
+        """HTML resolves every href, "#top" and "" too, against the document's base URL:
+        with a <base href> elsewhere they name that document (as Scrapy's
+        LinkExtractor and browsers have it); without one, the page itself."""
+        body = b'<base href="/docs/index.html#intro"><a href="#top">1</a><a href="">2</a>'
+        assert links_to_follow("http://h.com/a/b.html", body) == ["http://h.com/docs/index.html"]
+        plain = b'<a href="#top">1</a><a href="">2</a>'
+        assert links_to_follow("http://h.com/a/b.html", plain) == []
+        same = b'<base href="b.html"><a href="#top">1</a>'
+        assert links_to_follow("http://h.com/a/b.html", same) == []
+
 
 class TestFilters:
     @pytest.mark.parametrize(
