@@ -112,6 +112,11 @@ class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
         self.recorder: ExchangeRecorder | None = ExchangeRecorder.of(crawler)
         #: heads matched to their Scrapy request by the headers_received signal
         self._heads: dict[Request, ReceivedHead] = {}
+        #: the requests this handler is downloading: the add-on installs one handler
+        #: per scheme, every one hears every headers_received, and only the request's
+        #: own handler may take its head (else https heads went to the http handler,
+        #: which never released them, and the https handler rebuilt them)
+        self._downloading: set[Request] = set()
         if self.recorder is not None:
             capture_heads(pool)
             crawler.signals.connect(self._headers_received, signal=signals.headers_received)
@@ -126,6 +131,8 @@ class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
             ) from None
 
     def _headers_received(self, request: Request, **_: Any) -> None:
+        if request not in self._downloading:
+            return  # another scheme's handler downloads it
         head = take_received_head()
         if head is not None and head.request.absoluteURI == _wire_url(request):
             self._heads[request] = head
@@ -133,9 +140,11 @@ class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
     async def download_request(self, request: Request) -> Response:
         if self.recorder is None:
             return await super().download_request(request)
+        self._downloading.add(request)
         try:
             response = await super().download_request(request)
         finally:
+            self._downloading.discard(request)
             head = self._heads.pop(request, None)
         return await self.recorder.record(request, response, head)
 
