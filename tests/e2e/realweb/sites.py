@@ -27,7 +27,7 @@ from pathlib import Path
 
 from protego import Protego
 
-#: The project's user agent (irlscrapy_project/settings.py), given to both crawlers so
+#: The project's user agent (settings/broad.py), given to both crawlers so
 #: that they obey the same robots.txt groups.
 USER_AGENT = "irlscrapy/0.1 (broad crawl; Scrapy)"
 #: The robots.txt product token that names this crawler.
