@@ -129,6 +129,15 @@ def without_checkout() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in drop}
 
 
+def run_in_copy(copy: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run a build command in the project's copy, outside the checkout; it must succeed."""
+    result = subprocess.run(
+        args, cwd=copy, env=without_checkout(), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return result
+
+
 def stop_jobs(server: Scrapyd) -> None:
     """Cancel what a failed test left running: stopping Scrapyd does not stop its jobs,
     and each job's in-vitro web stops when its crawl does."""
@@ -219,15 +228,8 @@ def deployed(scrapyd: Scrapyd, tmp_path_factory: pytest.TempPathFactory) -> Scra
         cfg.write(f)
     deploy = Path(sys.executable).with_name("scrapyd-deploy")
     assert deploy.exists(), f"{deploy} is missing: pip install '.[test]' installs scrapyd-client"
-    result = subprocess.run(
-        [str(deploy), "--debug"],  # --debug shows setup.py's output if the build fails
-        cwd=copy,
-        env=without_checkout(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    # --debug shows setup.py's output if the build fails
+    result = run_in_copy(copy, [str(deploy), "--debug"])
     assert '"status": "ok"' in result.stdout, result.stdout + result.stderr[-3000:]
     return scrapyd
 
@@ -279,15 +281,7 @@ def test_a_build_for_pip_carries_only_the_irlscrapy_package(tmp_path: Path) -> N
     copy = tmp_path / "project"
     copy_project(copy)
     build = tmp_path / "lib"
-    result = subprocess.run(
-        [sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(build)],
-        cwd=copy,
-        env=without_checkout(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    run_in_copy(copy, [sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(build)])
     assert sorted(path.name for path in build.iterdir()) == ["irlscrapy"]
 
 
