@@ -467,6 +467,21 @@ class Frontier:
         self._full_hosts.discard(state.host)
         return len(parked) + len(held)
 
+    def waits_on_failures(self, now: float) -> bool:
+        """Does every URL in RAM wait on a failure (its origin held, its host backed
+        off or retired, or its host's robots.txt unknown or due for a retry), none on politeness
+        alone? A crawl gives up only on such URLs: a host whose Crawl-delay is 30 s is
+        waited for, however long its queue."""
+        for state in self.workbench.hosts.values():
+            if not state.urls or state.backoff > 0 or self.bench.retired(state.host, now):
+                continue
+            if self.robots is not None:
+                rules, refetch_at = self.robots.lookup(state.host)
+                if rules is None or refetch_at <= now:
+                    continue  # waits for its robots.txt
+            return False
+        return True
+
     def give_up(self) -> int:
         """The crawl ends: park every stored URL still in RAM (of hosts and origins in
         back-off, retired, or waiting for a robots.txt retry); refuse the Requests kept

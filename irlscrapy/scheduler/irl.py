@@ -782,7 +782,12 @@ class IRLScheduler(BaseScheduler):
             if self._blocked(frontier):
                 due = frontier.next_due()
                 deadline = self._progress_at + self._give_up_wait(frontier)
-                if not self.continuous and (due is None or due > deadline or now >= deadline):
+                waits_on_failures = due is None or frontier.waits_on_failures(now)
+                if (
+                    not self.continuous
+                    and waits_on_failures
+                    and (due is None or due > deadline or now >= deadline)
+                ):
                     self._give_up(frontier)
                 elif due is not None:
                     self.waker.wake_at(due if self.continuous else min(due, deadline))
@@ -796,8 +801,8 @@ class IRLScheduler(BaseScheduler):
 
     def _blocked(self, frontier: Frontier) -> bool:
         """Nothing in flight, nothing due, and nothing queued outside the workbench and
-        the bench: what is left waits on back-off, retirement or a robots.txt retry
-        (or on politeness, which _give_up_wait outlasts)."""
+        the bench: what is left waits on politeness, or on back-off, retirement or a
+        robots.txt retry (only those are ever given up: Frontier.waits_on_failures)."""
         return not (self._merging or self.df.pending or len(frontier.beast) or frontier.waiting_dns)
 
     def _give_up_wait(self, frontier: Frontier) -> float:

@@ -151,3 +151,20 @@ def test_an_answer_makes_the_host_and_the_origin_healthy_again(frontier: Any) ->
     HEALTH.answered(state, f"http://{HOST}", frontier)
     assert (state.failures, state.backoff) == (0, 0.0)
     assert frontier.bench.origin_failures == {}
+
+
+def test_only_urls_waiting_on_failures_may_be_given_up(frontier: Any) -> None:
+    """A finished crawl gives up URLs that wait on back-off or retirement, never URLs
+    that wait on politeness alone (a Crawl-delay of 30 s is waited for)."""
+    for n in range(2):
+        frontier.push(encode_link(f"http://{HOST}/{n}", 1, None, None))
+    frontier.admit()
+    state, first = frontier.take(0.0)
+    frontier.workbench.release(state, 0.0)  # due again at 1.0: politeness
+    frontier.finished(first)
+    assert frontier.take(0.5) is None
+    assert not frontier.waits_on_failures(0.5)
+    HEALTH.failed(state, frontier, 0.5, None, frontier.stats)  # a 503: back-off
+    assert frontier.waits_on_failures(0.5)
+    assert frontier.give_up() == 1 and len(frontier) == 0
+    assert frontier.parked.count == 1
