@@ -62,13 +62,13 @@ def url_host(url: str) -> str:
         if 0 <= cut < end:
             end = cut
     host = url[start:end].rpartition("@")[2].lower()
-    default = _DEFAULT_PORTS.get(url[:colon].lower())
-    if default is not None and host.endswith(default):
-        host = host[: -len(default)]
-    if "." in host and not host.startswith("["):
+    if ":" in host:  # (the common case, no port and no trailing dot, does no more)
+        default = _DEFAULT_PORTS.get(url[:colon].lower())
+        if default is not None and host.endswith(default):
+            host = host[: -len(default)]
+    if host.endswith(".") or ".:" in host:
         name, sep, port = host.partition(":")
-        if name.endswith("."):
-            host = name.rstrip(".") + sep + port
+        host = name.rstrip(".") + sep + port
     return host
 
 

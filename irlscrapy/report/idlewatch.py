@@ -3,7 +3,8 @@
 The IRL scheduler promises (its class docstring, "No idle crawler while work exists")
 that whenever nothing is in flight and no host is due, it flushes URLseen and admits
 from BEAST. This extension checks the promise from outside, as a user would see it:
-every ``IRL_IDLE_WATCH_INTERVAL`` seconds it samples the scheduler's status, and a
+every ``IRL_IDLE_WATCH_INTERVAL`` seconds it samples the scheduler's status
+(``IRLScheduler.idle_status``: a few counters, no walk while fetches are in flight), and a
 sample is *idle with work* when no fetch is in flight and no URLseen merge runs while
 
 - URLseen holds URLs, or
@@ -72,7 +73,7 @@ class IdleWatch:
 
         def status() -> dict[str, int] | None:
             scheduler = links_sink(crawler)
-            return scheduler.status() if scheduler is not None else None
+            return scheduler.idle_status() if scheduler is not None else None
 
         watch = cls(crawler.stats, interval, status)
         crawler.signals.connect(watch.spider_opened, signal=signals.spider_opened)

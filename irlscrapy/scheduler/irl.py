@@ -707,6 +707,25 @@ class IRLScheduler(BaseScheduler):
             "fetch_cap": self._fetch_cap(),
         }
 
+    def idle_status(self) -> dict[str, int] | None:
+        """What the no-idle watch (irlscrapy.report.idlewatch) samples ten times a
+        second: status()'s figures it reads, the due IPs counted (up to one) only when
+        nothing is in flight, so a busy crawl pays nothing for the walk."""
+        frontier = self.frontier
+        if frontier is None:
+            return None
+        in_flight = len(self._in_flight)
+        idle = not in_flight and not self._merging
+        now = self.waker.clock.seconds()
+        return {
+            "fetches_in_flight": in_flight,
+            "urlseen_merging": int(self._merging),
+            "urlseen_pending": self.df.pending,
+            "beast_urls": len(frontier.beast),
+            "admission_paused": int(frontier.admission_paused),
+            "ips_due": frontier.workbench.due_ips(now, 1) if idle else 0,
+        }
+
     @_stops_when_disk_is_full(default=None)
     def next_request(self) -> Request | None:
         frontier = self._frontier()
