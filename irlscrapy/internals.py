@@ -78,7 +78,25 @@ class EngineWaker:
         self._when = float("inf")
         self.wake()
 
+    def engine_asks(self) -> bool:
+        """Does the engine still ask the scheduler for requests: running, not paused,
+        not closing the spider? (While it closes, work left in the frontier waits for
+        a rerun, not for the engine.)"""
+        slot = self._slot()
+        engine = self.crawler.engine if slot is not None else None
+        return (
+            slot is not None
+            and getattr(slot, "closing", None) is None
+            and bool(getattr(engine, "running", False))
+            and not getattr(engine, "paused", False)
+        )
+
     def _nextcall(self) -> Any:
+        slot = self._slot()
+        return None if slot is None else slot.nextcall
+
+    def _slot(self) -> Any:
+        """The engine's slot (``nextcall``, ``closing``); None while no spider runs."""
         try:
             engine = self.crawler.engine
         except RuntimeError:  # Scrapy 2.18 and later raise when no crawl has started
@@ -86,15 +104,12 @@ class EngineWaker:
         if engine is None:
             return None
         try:
-            slot = engine._slot
+            return engine._slot  # None: not running a spider (closing or closed)
         except AttributeError:
             raise IrlscrapyError(
                 "this Scrapy version has no ExecutionEngine._slot; irlscrapy's "
                 "adapter (irlscrapy/internals.py) needs updating"
             ) from None
-        if slot is None:
-            return None  # the engine is not running a spider (closing or closed)
-        return slot.nextcall
 
 
 class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):

@@ -15,7 +15,9 @@ sample is *idle with work* when no fetch is in flight and no URLseen merge runs 
   scheduler resumes such a pause every second when idle), or
 - a workbench host is due.
 
-One second (``WINDOW`` seconds) of consecutive idle-with-work samples is one window,
+Samples while the engine no longer asks for requests (closing the spider, paused) or
+the scheduler has stopped (a full disk) do not count: the work left then waits for a
+rerun. One second (``WINDOW`` seconds) of consecutive idle-with-work samples is one window,
 counted in ``irl/scheduler/idle_with_work_windows`` and logged with the figures of its
 last sample; the count should stay 0, and the end-to-end tests assert it does.
 """
@@ -56,10 +58,12 @@ class IdleWatch:
         interval: float,
         status: Callable[[], dict[str, int] | None],
         clock: Any = None,
+        watched: Callable[[], bool] = lambda: True,
     ) -> None:
         self.stats = stats
         self.interval = interval
-        self.status = status  # the scheduler's status(); None: not the IRL scheduler
+        self.status = status  # the scheduler's idle_status(); None: not asking for work
+        self.watched = watched  # is the IRL scheduler the crawl's?
         self.clock = clock  # the reactor, or a test's task.Clock
         self.samples_per_window = max(1, round(WINDOW / interval))
         self._run = 0  # idle-with-work samples in a row
@@ -75,13 +79,15 @@ class IdleWatch:
             scheduler = links_sink(crawler)
             return scheduler.idle_status() if scheduler is not None else None
 
-        watch = cls(crawler.stats, interval, status)
+        watch = cls(
+            crawler.stats, interval, status, watched=lambda: links_sink(crawler) is not None
+        )
         crawler.signals.connect(watch.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(watch.spider_closed, signal=signals.spider_closed)
         return watch
 
     def spider_opened(self, spider: Spider | None = None) -> None:
-        if self.status() is None:
+        if not self.watched():
             return  # not the IRL scheduler: nothing to watch
         self.stats.set_value(STAT, 0)
         self._loop = task.LoopingCall(self.sample)

@@ -569,7 +569,9 @@ class IRLScheduler(BaseScheduler):
 
     # -- URLseen -------------------------------------------------------------------------
     def _submitted(self) -> None:
-        if self.df.should_merge():
+        """URLs went to URLseen: merge when a batch is full, or at once when nothing is
+        in flight (no fetch will end to wake the engine: the no-idle invariant)."""
+        if self.df.should_merge() or not self._in_flight:
             self._flush()
 
     def _flush(self) -> None:
@@ -712,8 +714,8 @@ class IRLScheduler(BaseScheduler):
         second: status()'s figures it reads, the due IPs counted (up to one) only when
         nothing is in flight, so a busy crawl pays nothing for the walk."""
         frontier = self.frontier
-        if frontier is None:
-            return None
+        if frontier is None or self._stopped or not self.waker.engine_asks():
+            return None  # stopped (disk full) or closing: the rest waits for a rerun
         in_flight = len(self._in_flight)
         idle = not in_flight and not self._merging
         now = self.waker.clock.seconds()

@@ -39,7 +39,7 @@ def test_the_http_handler_turns_twisteds_silent_resend_off() -> None:
     assert out == "False"
 
 
-def test_the_engine_still_has_a_slot_with_a_nextcall() -> None:
+def test_the_engine_still_has_a_slot_with_a_nextcall_and_a_closing_flag() -> None:
     out = _run(
         "from scrapy.utils.reactor import install_reactor\n"
         "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
@@ -49,8 +49,9 @@ def test_the_engine_still_has_a_slot_with_a_nextcall() -> None:
         "import inspect\n"
         "engine = ExecutionEngine(get_crawler(Spider), lambda _: None)\n"
         "print(hasattr(engine, '_slot'), 'nextcall' in inspect.signature(_Slot).parameters)\n"
+        "print(engine.running, engine.paused, 'self.closing' in inspect.getsource(_Slot))\n"
     )
-    assert out == "True True"
+    assert out == "True True\nFalse False True"
 
 
 class _NextCall:

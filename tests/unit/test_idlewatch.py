@@ -82,6 +82,6 @@ def test_each_second_idle_with_work_in_a_row_is_one_window(samples: list[str]) -
 
 def test_nothing_is_watched_without_the_irl_scheduler() -> None:
     stats = _Stats()
-    watch = IdleWatch(stats, 0.1, lambda: None, task.Clock())
+    watch = IdleWatch(stats, 0.1, lambda: None, task.Clock(), watched=lambda: False)
     watch.spider_opened()
     assert STAT not in stats.values
