@@ -12,7 +12,8 @@ and what fits in no slot of the window into QF. Nothing is discarded.
 
 A *cycle* is ``j`` slots read. When a cycle ends, QF is read once and re-split with
 ``j`` doubled (up to ``max_queues``): its records go through the same placement with
-the larger window, and what still does not fit is written to a new QF. So QF is
+the larger window, and what still does not fit is written to a new QF (an empty QF is
+left as it is). So QF is
 re-read at exponentially growing intervals, which bounds disk I/O per crawled page
 (Theorem 7) where re-reading it after every queue does not (Theorem 6).
 
@@ -51,10 +52,12 @@ Files under the directory::
 Crash semantics: every push is appended and flushed before push() returns, so a kill -9
 loses none. ``state.json`` is replaced atomically (write, rename; like the record files
 it is not fsynced: a power loss is out of scope, a kill -9 is not) before and after a QF
-re-split and on close, not each time the reader moves to the next slot (a rename can
-block the reactor for 100 ms under write load): a slot's file is deleted once it is
-read, so after a kill -9 a ``reading`` that lags behind finds the slots it missed gone,
-and the caller's position (below) moves it to the slot really being read. A re-split records
+re-split, when j grows and on close, not each time the reader moves to the next slot
+(a rename can block the reactor for 100 ms under write load) nor at a cycle end that
+re-splits nothing: a slot's file is deleted once it is read, so after a kill -9 a
+``reading`` that lags behind finds the slots it missed gone, and the caller's position
+(below) moves it to the slot really being read; a ``cycle_end`` that lags behind ends
+the current cycle at the next slot change. A re-split records
 the sizes of the slot files it may append to, so one cut short by a crash is undone
 (slot files truncated back, the new QF removed) and done again on open. Where the
 reader stood inside slot ``r`` is the caller's to remember (the scheduler journals each
@@ -229,7 +232,7 @@ class Beast:
         }
         tmp = self.path / "state.json.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(state, f)
+            f.write(json.dumps(state))  # json.dump() encodes in Python, 4x slower
         os.replace(tmp, self.path / "state.json")  # atomic; no fsync, as recordfile
 
     def close(self) -> None:
@@ -317,10 +320,21 @@ class Beast:
             self._domains = {d: p for d, p in self._domains.items() if p >= first}
             self._domains_kept = len(self._domains)
         if self.reading >= self.cycle_end:
-            self.j = self.next_j()
-            self.cycle_end = self.reading + self.j
-            self._resplit_qf()
+            self._end_cycle()
         done.unlink(missing_ok=True)
+
+    def _end_cycle(self) -> None:
+        """Start the next cycle with :meth:`next_j` queues and re-split QF with them. An
+        empty QF has nothing to re-split: then state.json is saved only if j grew (a
+        small frontier ends a cycle every few records, see the module docstring)."""
+        j = self.next_j()
+        grew = j != self.j
+        self.j = j
+        self.cycle_end = self.reading + j
+        if self.qf_records:
+            self._resplit_qf()
+        elif grew:
+            self._save_state()
 
     def next_j(self) -> int:
         """j for the cycle that starts now: doubled, but not past eq. 31's value for the

@@ -12,9 +12,15 @@ Keys must be uniform 64-bit hashes (``irlscrapy.domains.domain_key`` is blake2b)
 sketch takes the register index from the top ``PRECISION`` bits and the rank from the
 rest.
 
+The sketch keeps its harmonic sum (``sum 2**-register``, scaled to an integer so that it
+is exact) and its count of zero registers up to date as registers grow, so
+:meth:`DistinctCount.estimate` costs O(1): BEAST asks at every cycle end, which on a
+small frontier is every few records.
+
 Invariants:
 *While at most EXACT_LIMIT distinct keys were added, estimate() is exact.*
 *estimate() never decreases as keys are added.* (The sketch's registers only grow.)
+*The kept sum and zero count equal those recomputed from the registers.*
 """
 
 from __future__ import annotations
@@ -29,14 +35,18 @@ PRECISION = 12
 _REGISTERS = 1 << PRECISION
 _REST = 64 - PRECISION
 _ALPHA = 0.7213 / (1 + 1.079 / _REGISTERS)
+#: 2**-rank scaled by 2**_SCALE, an integer for every rank (rank <= _REST + 1)
+_SCALE = _REST + 1
 
 
 class DistinctCount:
-    __slots__ = ("_exact", "_registers")
+    __slots__ = ("_exact", "_harmonic", "_registers", "_zeros")
 
     def __init__(self) -> None:
         self._exact: set[int] | None = set()
         self._registers: bytearray | None = None
+        self._harmonic = 0  # sum of 2**(_SCALE - register) over the registers
+        self._zeros = 0  # registers still 0
 
     def add(self, key: int) -> None:
         exact = self._exact
@@ -47,11 +57,16 @@ class DistinctCount:
             if len(exact) <= EXACT_LIMIT:
                 return
             self._exact = None
-            self._registers = bytearray(_REGISTERS)
+            self._use_registers(bytearray(_REGISTERS))
             for k in exact:
                 self._sketch(k)
             return
         self._sketch(key)
+
+    def _use_registers(self, registers: bytearray) -> None:
+        self._registers = registers
+        self._harmonic = sum(1 << (_SCALE - r) for r in registers)
+        self._zeros = registers.count(0)
 
     def _sketch(self, key: int) -> None:
         registers = self._registers
@@ -59,24 +74,24 @@ class DistinctCount:
         index = key >> _REST
         rest = key & ((1 << _REST) - 1)
         rank = _REST - rest.bit_length() + 1
-        if rank > registers[index]:
+        old = registers[index]
+        if rank > old:
             registers[index] = rank
+            self._harmonic -= (1 << (_SCALE - old)) - (1 << (_SCALE - rank))
+            self._zeros -= old == 0
 
     def estimate(self) -> int:
         if self._exact is not None:
             return len(self._exact)
-        registers = self._registers
-        assert registers is not None
-        raw = _ALPHA * _REGISTERS * _REGISTERS / sum(2.0**-r for r in registers)
-        zeros = registers.count(0)
-        if raw <= 2.5 * _REGISTERS and zeros:
-            raw = _REGISTERS * math.log(_REGISTERS / zeros)  # linear counting
+        raw = _ALPHA * _REGISTERS * _REGISTERS * (1 << _SCALE) / self._harmonic
+        if raw <= 2.5 * _REGISTERS and self._zeros:
+            raw = _REGISTERS * math.log(_REGISTERS / self._zeros)  # linear counting
         return max(EXACT_LIMIT, round(raw))
 
     def state(self) -> dict[str, object]:
         """A JSON-able form (for BEAST's state.json)."""
         if self._exact is not None:
-            return {"exact": sorted(self._exact)}
+            return {"exact": list(self._exact)}
         assert self._registers is not None
         return {"registers": self._registers.hex()}
 
@@ -87,7 +102,7 @@ class DistinctCount:
             return counter  # a state file written before the count existed
         if "registers" in state:
             counter._exact = None
-            counter._registers = bytearray.fromhex(str(state["registers"]))
+            counter._use_registers(bytearray.fromhex(str(state["registers"])))
         else:
             counter._exact = {int(k) for k in state.get("exact", [])}
         return counter

@@ -133,9 +133,12 @@ class BeastMachine(RuleBasedStateMachine):
         self.beast.open(read_past=position)
         if killed:
             # eq. 31's figures are saved with state.json, not at every pop or push: a
-            # kill -9 forgets those since (j may then grow later, never sooner).
+            # kill -9 forgets those since (j may then grow later, never sooner); nor is
+            # a cycle end that re-split nothing (the cycle then ends sooner).
             model, beast = self.model, self.beast
             assert beast.taken <= model.taken
+            assert beast.cycle_end <= model.cycle_end
+            model.cycle_end = beast.cycle_end
             model.taken, model.budget_sum = beast.taken, beast._budget_sum
             model.placements, model.domains = beast._placed, set(beast.domains._exact or ())
 
@@ -240,3 +243,24 @@ def test_j_stays_within_eq31_of_the_crawl(tmp_path: Path, domains: int, records:
         assert beast.j <= max(2, bound)
     assert taken == records
     beast.close()
+
+
+def test_j_grown_at_a_cycle_end_with_an_empty_qf_survives_a_kill(tmp_path: Path) -> None:
+    """A cycle end that re-splits nothing skips state.json, unless j grew: then j is
+    saved, and a kill -9 right after does not take it back."""
+    beast = Beast(tmp_path, lambda d: 1, initial_queues=2, max_queues=16)
+    beast.open()
+    for i in range(6):  # one domain, budget 1: each record in the next slot, QF empty
+        beast.push(7, f"url-{i}".encode())
+        assert beast.pop() == (7, f"url-{i}".encode())
+    beast.push(7, b"last")
+    assert beast.pop() == (7, b"last")  # the slot change ends a cycle: alpha_N = 6
+    assert beast.qf_records == 0 and beast.qf_resplits == 0
+    assert beast.j == 4
+    position = beast.position
+    kill(beast)
+    reopened = Beast(tmp_path, lambda d: 1, initial_queues=2, max_queues=16)
+    reopened.open(read_past=position)
+    assert reopened.j == 4
+    assert reopened.pop() is None
+    reopened.close()

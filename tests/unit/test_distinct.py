@@ -7,7 +7,7 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irlscrapy.scheduler.distinct import EXACT_LIMIT, DistinctCount
+from irlscrapy.scheduler.distinct import _SCALE, EXACT_LIMIT, DistinctCount
 
 
 def key(i: int) -> int:
@@ -47,3 +47,16 @@ def test_the_switch_to_the_sketch_keeps_the_count() -> None:
 
 def test_a_state_from_before_the_count_reads_as_empty() -> None:
     assert DistinctCount.from_state(None).estimate() == 0
+
+
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=200))
+def test_the_kept_sum_and_zero_count_match_the_registers(extra: list[int]) -> None:
+    counter = DistinctCount()
+    for i in range(EXACT_LIMIT + 1):
+        counter.add(key(i))
+    for k in extra:
+        counter.add(k)
+    registers = counter._registers
+    assert registers is not None
+    assert counter._harmonic == sum(1 << (_SCALE - r) for r in registers)
+    assert counter._zeros == registers.count(0)
