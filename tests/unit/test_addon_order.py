@@ -8,7 +8,7 @@ from scrapy.settings import Settings
 from scrapy.utils.conf import build_component_list
 
 from irlscrapy import addon
-from irlscrapy.middlewares import star
+from irlscrapy.middlewares import decompression, star
 from irlscrapy.scheduler import fetchend
 from irlscrapy.warc import middleware
 
@@ -19,6 +19,8 @@ def test_the_addons_orders_are_the_modules() -> None:
     assert addon.HOST_HEALTH_ORDER == fetchend.HOST_HEALTH_ORDER
     assert addon.DUPLICATE_ORDER == middleware.ORDER
     assert addon.STAR_ORDER == star.ORDER
+    assert addon.DECOMPRESSION_ORDER == decompression.ORDER
+    assert addon.SCRAPY_DECOMPRESSION == decompression.SCRAPY_PATH
 
 
 def test_host_health_hears_an_answer_before_the_duplicate_flag_wait() -> None:
