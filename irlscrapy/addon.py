@@ -43,11 +43,17 @@ settings still win):
   (``irl/scheduler/idle_with_work_windows``; ``IRL_IDLE_WATCH_INTERVAL``).
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
   grows without bound.
+
+Scrapy's reactorless mode (``TWISTED_REACTOR_ENABLED = False``) is refused with a
+ConfigurationError before the crawl starts: the download handler, the resolver and the
+WARC capture are Twisted code.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from irlscrapy.exceptions import ConfigurationError
 
 SCHEDULER = "irlscrapy.scheduler.irl.IRLScheduler"
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
@@ -76,6 +82,12 @@ IDLE_WATCH_EXTENSION = "irlscrapy.report.idlewatch.IdleWatch"
 
 class Addon:
     def update_settings(self, settings: Any) -> None:
+        if not settings.getbool("TWISTED_REACTOR_ENABLED", True):
+            raise ConfigurationError(
+                "irlscrapy needs a Twisted reactor: its download handler, DNS resolver and "
+                "WARC capture are Twisted code. Remove TWISTED_REACTOR_ENABLED = False from "
+                "the settings, or remove irlscrapy.Addon from ADDONS"
+            )
         for name, value in (
             ("SCHEDULER", SCHEDULER),
             ("DUPEFILTER_CLASS", DUPEFILTER),

@@ -7,13 +7,12 @@ from __future__ import annotations
 from scrapy.crawler import Crawler
 from scrapy.utils.defer import deferred_from_coro
 
+from irlscrapy.internals import crawl_engine
+
 
 def close_spider(crawler: Crawler, reason: str) -> None:
     """Ask the engine to close the running spider with ``reason``; nothing if no spider
     is running (none yet, or it is already closing)."""
-    try:
-        engine = crawler.engine
-    except RuntimeError:  # no crawl started (a driver without an engine)
-        return
-    if engine.spider is not None:
+    engine = crawl_engine(crawler)
+    if engine is not None and engine.spider is not None:
         deferred_from_coro(engine.close_spider_async(reason=reason))

@@ -53,8 +53,11 @@ _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
 
 def url_host(url: str) -> str:
-    """The host of an absolute http(s) URL (see the module docstring)."""
+    """The host of an absolute http(s) URL (see the module docstring); "" for a URL with
+    no authority (``data:``, ``mailto:``)."""
     colon = url.find("://")
+    if colon < 0:
+        return ""
     start = colon + 3
     end = len(url)
     for sep in "/?#":

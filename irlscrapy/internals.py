@@ -45,6 +45,16 @@ if TYPE_CHECKING:
     from irlscrapy.warc.recorder import ExchangeRecorder
 
 
+def crawl_engine(crawler: Crawler) -> Any:
+    """The crawler's ExecutionEngine; None before its crawl starts (Scrapy 2.18 and
+    later raise RuntimeError there, which a handler of an early signal such as
+    ``spider_opened`` of another crawler's extension would otherwise meet)."""
+    try:
+        return crawler.engine
+    except RuntimeError:
+        return None
+
+
 class EngineWaker:
     def __init__(self, crawler: Crawler, clock: Any) -> None:
         """``clock``: an IReactorTime (the reactor, or a task.Clock in tests)."""
@@ -97,10 +107,7 @@ class EngineWaker:
 
     def _slot(self) -> Any:
         """The engine's slot (``nextcall``, ``closing``); None while no spider runs."""
-        try:
-            engine = self.crawler.engine
-        except RuntimeError:  # Scrapy 2.18 and later raise when no crawl has started
-            return None
+        engine = crawl_engine(self.crawler)
         if engine is None:
             return None
         try:

@@ -84,6 +84,8 @@ class StarMiddleware:
         if response.request is not None and ROBOTS_KEY in response.request.meta:
             return
         host = url_host(response.url)
+        if not host:
+            return  # a data: or file: page is no site's: it gives no PLD an edge
         # links to the page's own host (most of them) name no other PLD: skipped unparsed
         own = response.url[: response.url.find("://") + 3] + host + "/"
         sink.record_page(

@@ -16,6 +16,8 @@ from typing import Any
 import psutil
 from scrapy.crawler import Crawler
 
+from irlscrapy.internals import crawl_engine
+
 #: Running totals: figure name -> (Scrapy stat, meaning). Prometheus exposes them as
 #: counters, everything else as gauges.
 COUNTERS: dict[str, tuple[str, str]] = {
@@ -65,9 +67,8 @@ def crawl_figures(crawler: Crawler, process: psutil.Process | None = None) -> di
         name: stats.get_value(key, 0) or 0 for name, (key, _) in COUNTERS.items()
     }
     figures["rss_bytes"] = (process or psutil.Process()).memory_info().rss
-    try:
-        engine = crawler.engine
-    except RuntimeError:  # the crawl has not started: no engine yet
+    engine = crawl_engine(crawler)
+    if engine is None:  # the crawl has not started
         return figures
     figures["downloader_active"] = len(engine.downloader.active)
     scheduler: Any = engine.scheduler

@@ -62,6 +62,7 @@ from scrapy.utils.job import job_dir
 from twisted.internet import task
 
 from irlscrapy import defaults
+from irlscrapy.internals import crawl_engine
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.scheduler.irl import state_closed
 
@@ -152,8 +153,7 @@ class CrawlRecorder:
         self._loop.start(self.interval, now=False)
 
     def _state_dir(self) -> Path | None:
-        engine = self.crawler.engine
-        scheduler = getattr(engine, "scheduler", None) if engine is not None else None
+        scheduler = getattr(crawl_engine(self.crawler), "scheduler", None)
         found = getattr(scheduler, "state_dir", None)  # the IRL scheduler's, temporary too
         return Path(found) if found is not None else self.configured_dir
 

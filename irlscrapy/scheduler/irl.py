@@ -60,6 +60,7 @@ from typing import Any, TypeVar, cast
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
+from scrapy.dupefilters import BaseDupeFilter
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
 from scrapy.utils.job import job_dir
@@ -114,16 +115,14 @@ logger = logging.getLogger(__name__)
 #: URLseen aux := route: u8, priority: i32be, payload
 _AUX = struct.Struct(">Bi")
 TO_BEAST, TO_HOST = 0, 1
+#: URL beginnings (lower-cased) of the requests the frontier schedules; any other scheme
+#: skips it (IRLScheduler._direct)
+FRONTIER_SCHEMES = ("http://", "https://")
 #: meta key of the fetch a request belongs to (removed before a request is stored)
 FETCH_KEY = "irl_fetch"
 ROBOTS_KEY = "irl_robots"
 #: meta key of a request refused by robots.txt or DNS (see FetchEndMiddleware)
 REFUSED_KEY = "irl_refused"
-#: The downloader slot of every request the scheduler hands out (unless the request names
-#: its own ``download_slot``): the workbench already keeps each host and IP polite, so
-#: Scrapy's per-domain slots would only cost RAM and GC time (one slot object, with its
-#: queues, per host fetched in the last minute: tens of thousands in a broad crawl).
-DOWNLOAD_SLOT = "irl"
 #: Statuses a robots.txt callback sees: all but redirects (RedirectMiddleware follows
 #: those, as RFC 9309 asks) and 2xx (which reach it anyway).
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
@@ -236,10 +235,15 @@ class IRLScheduler(BaseScheduler):
         governor: LoadGovernor | None = None,
         give_up_after: float = 30.0,
         continuous: bool = False,
+        dedup: bool = True,
     ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
         self.df = dupefilter
+        #: False with DUPEFILTER_CLASS = scrapy.dupefilters.BaseDupeFilter (dedup off):
+        #: every request and link goes to the frontier as if dont_filter were set, and
+        #: URLseen (still the state's, and the request keys') gets nothing
+        self.dedup = dedup
         self.dns = dns
         self.politeness = politeness
         self.robots = robots
@@ -276,7 +280,13 @@ class IRLScheduler(BaseScheduler):
         self.journal: AdmittedJournal | None = None
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
         self._stopped = False  # the disk is full: take no more work
+        self._closing = False  # close() was called: no URLseen drain starts any more
         self._refusals: deque[Request] = deque()  # refused requests, back to the engine
+        #: requests of schemes without hosts to be polite to (data:, file:, and those no
+        #: download handler knows, which then fail with Scrapy's NotSupported), handed
+        #: out first, in RAM, deduplicated by _memory_seen: they need no DNS, robots.txt
+        #: or politeness
+        self._direct: deque[Request] = deque()
         self._admission_due = 0.0  # the clock's time admission may run again
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
         self._tokens = 0
@@ -286,11 +296,14 @@ class IRLScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
         settings = crawler.settings
-        dupefilter = build_from_crawler(load_object(settings["DUPEFILTER_CLASS"]), crawler)
+        dupefilter_class = load_object(settings["DUPEFILTER_CLASS"])
+        dedup = dupefilter_class is not BaseDupeFilter  # Scrapy's way to turn dedup off
+        dupefilter = build_from_crawler(dupefilter_class if dedup else DRUMDupeFilter, crawler)
         if not isinstance(dupefilter, DRUMDupeFilter):
             raise ConfigurationError(
                 f"IRLScheduler needs DUPEFILTER_CLASS = "
-                f"'irlscrapy.dupefilters.urlseen.DRUMDupeFilter', not "
+                f"'irlscrapy.dupefilters.urlseen.DRUMDupeFilter' (or "
+                f"'scrapy.dupefilters.BaseDupeFilter': no dedup), not "
                 f"{settings['DUPEFILTER_CLASS']!r} (or use the add-on irlscrapy.Addon)"
             )
         base = defaults.get(settings, "IRL_STATE_DIR") or job_dir(settings)
@@ -335,6 +348,7 @@ class IRLScheduler(BaseScheduler):
             governor=governor,
             give_up_after=defaults.get(settings, "IRL_GIVE_UP_AFTER"),
             continuous=defaults.get(settings, "IRL_CONTINUOUS"),
+            dedup=dedup,
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
         _schedulers[crawler] = scheduler
@@ -429,6 +443,7 @@ class IRLScheduler(BaseScheduler):
             self._lag_probe.start()
 
     def close(self, reason: str) -> defer.Deferred[None] | None:
+        self._closing = True
         self.waker.cancel()
         if self._lag_probe is not None:
             self._lag_probe.stop()
@@ -479,6 +494,8 @@ class IRLScheduler(BaseScheduler):
         meta = request.meta
         token = meta.pop(FETCH_KEY, None)  # set: a retry or redirect of our own fetch
         self.stats.inc_value("irl/scheduler/enqueued/requests")
+        if not request.url[:8].lower().startswith(FRONTIER_SCHEMES):
+            return self._enqueue_direct(request, token)
         robots_host = meta.get(ROBOTS_KEY)
         own = token is not None and ("retry_times" in meta or "redirect_times" in meta)
         if robots_host is not None:  # robots.txt retried or redirected
@@ -496,7 +513,7 @@ class IRLScheduler(BaseScheduler):
             except RequestCodecError:
                 self._keep_in_memory(request, own)
             else:
-                if request.dont_filter:
+                if request.dont_filter or not self.dedup:
                     if own:
                         frontier.push_direct(payload, request.priority)
                     else:
@@ -511,17 +528,35 @@ class IRLScheduler(BaseScheduler):
         self._ready()
         return True
 
+    def _enqueue_direct(self, request: Request, token: int | None) -> bool:
+        """A request of a scheme the frontier does not schedule (see ``_direct``)."""
+        kept = request.dont_filter or self._first_in_memory(request)
+        if kept:
+            self._direct.append(request)
+            self.waker.wake()
+        if token is not None:  # a redirect of our own fetch to such a scheme
+            self._end(token)
+            self._page_done(token)
+        return kept
+
+    def _first_in_memory(self, request: Request) -> bool:
+        """Has no request with the key of ``request`` been kept in RAM yet? (Scrapy's
+        ``dupefilter/filtered`` counts those that had.)"""
+        if not self.dedup:
+            return True
+        key = self.df.identity.request_key(request)
+        if key in self._memory_seen:
+            self.stats.inc_value("dupefilter/filtered")
+            return False
+        self._memory_seen.add(key)
+        return True
+
     def _keep_in_memory(self, request: Request, own: bool) -> None:
         """A request the codec cannot store: deduplicated by a set in RAM, queued in RAM
         (as Scrapy's scheduler does with requests its disk queues refuse)."""
         self.stats.inc_value("scheduler/unserializable")
-        if not request.dont_filter:
-            key = self.df.identity.request_key(request)
-            if key in self._memory_seen:
-                self.stats.inc_value("dupefilter/filtered")
-                return
-            self._memory_seen.add(key)
-        self._frontier().push_memory(request, front=own)
+        if request.dont_filter or self._first_in_memory(request):
+            self._frontier().push_memory(request, front=own)
 
     def _refused(self, item: Item | MemoryItem, why: str) -> None:
         """A URL dropped by robots.txt or DNS: a Request (not a link) goes back to the
@@ -542,7 +577,7 @@ class IRLScheduler(BaseScheduler):
         """Queue a page's links (the fast path: strings, no Request objects), under the
         rules Scrapy's spider middlewares apply to Requests (:mod:`.linkrules`);
         ``response``: the page, whose Referrer-Policy header counts."""
-        self._frontier()
+        frontier = self._frontier()
         rules = self.link_rules
         depth = rules.depth(links.depth)
         if depth is None:
@@ -552,13 +587,18 @@ class IRLScheduler(BaseScheduler):
         if not urls:
             return
         self.stats.inc_value("irl/scheduler/enqueued/links", len(urls))
-        head = _AUX.pack(TO_BEAST, rules.priority(depth))
+        priority = rules.priority(depth)
         referers = rules.referers(links.source, urls, response)
-        aux = [
-            head + encode_link(url, depth, links.callback, referers.get(origin(url)))
-            for url in urls
+        payloads = [
+            encode_link(url, depth, links.callback, referers.get(origin(url))) for url in urls
         ]
-        self.df.submit_urls(urls, aux)
+        if not self.dedup:
+            for payload in payloads:
+                frontier.push(payload, priority)
+            self._ready()
+            return
+        head = _AUX.pack(TO_BEAST, priority)
+        self.df.submit_urls(urls, [head + payload for payload in payloads])
         self._submitted()
 
     @_stops_when_disk_is_full(default=None)
@@ -583,6 +623,11 @@ class IRLScheduler(BaseScheduler):
         merge.addErrback(self._fatal, "merging URLseen")
 
     def _start_drain(self) -> None:
+        if self._closing:
+            # A merge that ends during close: URLseen is closed right after it, so its
+            # results are not drained now; they are delivered again on the next run
+            # (JOBDIR), like those of a drain that close() stops.
+            return
         self._merging = True
         self._drain_task = task.cooperate(self._drain_results())
         drain = self._drain_task.whenDone()
@@ -676,13 +721,14 @@ class IRLScheduler(BaseScheduler):
         return bool(
             len(frontier)
             or self._refusals
+            or self._direct
             or self._merging
             or self.df.pending
             or (self.continuous and (frontier.parked.count or frontier.bench.in_force()))
         )
 
     def __len__(self) -> int:
-        return len(self._frontier()) + self.df.pending
+        return len(self._frontier()) + self.df.pending + len(self._direct)
 
     def status(self) -> dict[str, int]:
         """The frontier now, for the progress line and the status endpoint: RAM reads
@@ -733,6 +779,9 @@ class IRLScheduler(BaseScheduler):
         frontier = self._frontier()
         if self._refusals:
             return self._refusals.popleft()
+        if self._direct:
+            self.stats.inc_value("irl/scheduler/dequeued")
+            return self._direct.popleft()
         if self.governor is not None and not self.governor.admits(len(self._in_flight)):
             return None  # a fetch that ends wakes the engine (_ready)
         if self.df.behind():
@@ -763,7 +812,6 @@ class IRLScheduler(BaseScheduler):
         self._in_flight[token] = _Fetch(state, item)
         request = self._request(state, item)
         request.meta[FETCH_KEY] = token
-        request.meta.setdefault("download_slot", DOWNLOAD_SLOT)
         self.stats.inc_value("irl/scheduler/dequeued")
         return request
 

@@ -41,33 +41,33 @@ IRL_ALLOW_PRIVATE_ADDRESSES = "127.0.0.0/8"
 CRAWL_TIMEOUT = 120
 
 
-def crawl(tmp: Path, name: str, root: str, extra_settings: str) -> tuple[Counter[str], str]:
+def run_spider(
+    tmp: Path, name: str, extra_settings: str, spider: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``scrapy crawl SPIDER -a ARG ... -O items.jsonl`` in a copy of the project, with
+    ``extra_settings`` appended to its settings.py."""
     project = tmp / name
     shutil.copytree(PROJECT, project, ignore=shutil.ignore_patterns("__pycache__"))
     if extra_settings:
         with open(project / "shop" / "settings.py", "a", encoding="utf-8") as settings:
             settings.write(extra_settings)
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scrapy",
-            "crawl",
-            "catalog",
-            "-a",
-            f"root={root}",
-            "-O",
-            "items.jsonl",
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=CRAWL_TIMEOUT,
+    command = [sys.executable, "-m", "scrapy", "crawl", spider, "-O", "items.jsonl"]
+    for arg in args:
+        command += ["-a", arg]
+    return subprocess.run(
+        command, cwd=project, capture_output=True, text=True, timeout=CRAWL_TIMEOUT
     )
+
+
+def items_of(tmp: Path, name: str) -> Counter[str]:
+    lines = (tmp / name / "items.jsonl").read_text().splitlines()
+    return Counter(json.dumps(json.loads(line), sort_keys=True) for line in lines)
+
+
+def crawl(tmp: Path, name: str, root: str, extra_settings: str) -> tuple[Counter[str], str]:
+    proc = run_spider(tmp, name, extra_settings, "catalog", f"root={root}")
     assert proc.returncode == 0, (name, proc.stderr[-4000:])
-    lines = (project / "items.jsonl").read_text().splitlines()
-    items = [json.dumps(json.loads(line), sort_keys=True) for line in lines]
-    return Counter(items), proc.stderr
+    return items_of(tmp, name), proc.stderr
 
 
 def test_the_addon_yields_the_same_items_as_stock_scrapy(tmp_path: Path) -> None:
@@ -82,3 +82,60 @@ def test_the_addon_yields_the_same_items_as_stock_scrapy(tmp_path: Path) -> None
     # what the fixture exercises: pages, a 404 (HttpError), robots.txt refusals
     assert kinds["page"] >= 10 and kinds["HttpError"] == 1 and kinds["IgnoreRequest"] >= 1
     assert irl == stock, {"only stock": stock - irl, "only irl": irl - stock}
+
+
+def test_requests_of_other_schemes_arrive_as_with_stock_scrapy(tmp_path: Path) -> None:
+    """data: and file: start URLs reach their callbacks (no DNS, robots.txt or host
+    politeness for them), a duplicate data: URL is filtered, an unknown scheme reaches
+    its errback as NotSupported, and a page's download_slot is its host, as in stock."""
+    page = tmp_path / "page.html"
+    page.write_text("<html><title>on disk</title></html>")
+    with EchoWeb() as stock_web, EchoWeb() as irl_web, ThreadPoolExecutor(2) as pool:
+        runs = {
+            name: pool.submit(
+                run_spider,
+                tmp_path,
+                name,
+                block,
+                "schemes",
+                f"root={web.start_url}",
+                f"page_file={page}",
+            )
+            for name, block, web in (("stock", "", stock_web), ("irl", ADDON_BLOCK, irl_web))
+        }
+        procs = {name: run.result() for name, run in runs.items()}
+    for name, proc in procs.items():
+        assert proc.returncode == 0, (name, proc.stderr[-4000:])
+    stock, irl = items_of(tmp_path, "stock"), items_of(tmp_path, "irl")
+    seen = [json.loads(item) for item in irl.elements()]
+    assert {"url": "foo://bar/", "error": "NotSupported"} in seen
+    assert sum(item.get("body") == "hello" for item in seen) == 1
+    assert any(item.get("body", "").startswith("<html><title>on disk") for item in seen)
+    assert any(item.get("download_slot") == "127.0.0.1" for item in seen)
+    assert irl == stock, {"only stock": stock - irl, "only irl": irl - stock}
+    assert "IRLScheduler" in procs["irl"].stderr
+
+
+def test_a_close_by_pagecount_logs_no_error(tmp_path: Path) -> None:
+    """CLOSESPIDER_PAGECOUNT stops the crawl while URLseen may be merging: the close
+    neither logs an ERROR nor closes the spider a second time."""
+    with EchoWeb() as web:
+        proc = run_spider(
+            tmp_path,
+            "irl",
+            ADDON_BLOCK + "CLOSESPIDER_PAGECOUNT = 3\n",
+            "catalog",
+            f"root={web.start_url}",
+        )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "'finish_reason': 'closespider_pagecount'" in proc.stderr
+    assert "] ERROR:" not in proc.stderr, proc.stderr[-4000:]
+    assert "log_count/ERROR" not in proc.stderr
+
+
+def test_reactorless_mode_is_refused_at_start(tmp_path: Path) -> None:
+    proc = run_spider(
+        tmp_path, "irl", ADDON_BLOCK + "TWISTED_REACTOR_ENABLED = False\n", "catalog", "root="
+    )
+    assert proc.returncode != 0
+    assert "irlscrapy needs a Twisted reactor" in proc.stderr
