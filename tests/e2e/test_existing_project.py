@@ -104,14 +104,21 @@ def test_requests_of_other_schemes_arrive_as_with_stock_scrapy(tmp_path: Path) -
             for name, block, web in (("stock", "", stock_web), ("irl", ADDON_BLOCK, irl_web))
         }
         procs = {name: run.result() for name, run in runs.items()}
+        origins = {
+            name: web.start_url.split("/t/")[0]
+            for name, web in (("stock", stock_web), ("irl", irl_web))
+        }
     for name, proc in procs.items():
         assert proc.returncode == 0, (name, proc.stderr[-4000:])
-    stock, irl = items_of(tmp_path, "stock"), items_of(tmp_path, "irl")
+    stock, irl = (
+        Counter(item.replace(origins[name], "WEB") for item in items_of(tmp_path, name).elements())
+        for name in ("stock", "irl")
+    )
     seen = [json.loads(item) for item in irl.elements()]
-    assert {"url": "foo://bar/", "error": "NotSupported"} in seen
+    assert {"url": "foo://bar/", "error": "NotSupported", "path_length": 0} in seen
     assert sum(item.get("body") == "hello" for item in seen) == 1
     assert any(item.get("body", "").startswith("<html><title>on disk") for item in seen)
-    assert any(item.get("download_slot") == "127.0.0.1" for item in seen)
+    assert any(item.get("download_slot") == "localhost" for item in seen)
     assert irl == stock, {"only stock": stock - irl, "only irl": irl - stock}
     assert "IRLScheduler" in procs["irl"].stderr
 
