@@ -17,6 +17,7 @@ import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,19 +85,19 @@ def test_the_addon_yields_the_same_items_as_stock_scrapy(tmp_path: Path) -> None
     assert irl == stock, {"only stock": stock - irl, "only irl": irl - stock}
 
 
-def test_requests_of_other_schemes_arrive_as_with_stock_scrapy(tmp_path: Path) -> None:
-    """data: and file: start URLs reach their callbacks (no DNS, robots.txt or host
-    politeness for them), a duplicate data: URL is filtered, an unknown scheme reaches
-    its errback as NotSupported, and a page's download_slot is its host, as in stock."""
-    page = tmp_path / "page.html"
+def schemes_items(tmp: Path, extra_settings: str) -> tuple[list[dict[str, Any]], Counter[str]]:
+    """The schemes spider's items with the add-on (as dicts), and the multiset of its
+    items minus stock Scrapy's and stock's minus its (both empty when they agree); the
+    servers' origins are written WEB."""
+    page = tmp / "page.html"
     page.write_text("<html><title>on disk</title></html>")
     with EchoWeb() as stock_web, EchoWeb() as irl_web, ThreadPoolExecutor(2) as pool:
         runs = {
             name: pool.submit(
                 run_spider,
-                tmp_path,
+                tmp,
                 name,
-                block,
+                block + extra_settings,
                 "schemes",
                 f"root={web.start_url}",
                 f"page_file={page}",
@@ -111,16 +112,32 @@ def test_requests_of_other_schemes_arrive_as_with_stock_scrapy(tmp_path: Path) -
     for name, proc in procs.items():
         assert proc.returncode == 0, (name, proc.stderr[-4000:])
     stock, irl = (
-        Counter(item.replace(origins[name], "WEB") for item in items_of(tmp_path, name).elements())
+        Counter(item.replace(origins[name], "WEB") for item in items_of(tmp, name).elements())
         for name in ("stock", "irl")
     )
-    seen = [json.loads(item) for item in irl.elements()]
+    assert "IRLScheduler" in procs["irl"].stderr
+    return [json.loads(item) for item in irl.elements()], (irl - stock) + (stock - irl)
+
+
+def test_requests_of_other_schemes_arrive_as_with_stock_scrapy(tmp_path: Path) -> None:
+    """data: and file: start URLs reach their callbacks (no DNS, robots.txt or host
+    politeness for them), a duplicate data: URL is filtered, an unknown scheme reaches
+    its errback as NotSupported, and a page's download_slot is its host, as in stock."""
+    seen, differ = schemes_items(tmp_path, "")
     assert {"url": "foo://bar/", "error": "NotSupported", "path_length": 0} in seen
     assert sum(item.get("body") == "hello" for item in seen) == 1
     assert any(item.get("body", "").startswith("<html><title>on disk") for item in seen)
     assert any(item.get("download_slot") == "localhost" for item in seen)
-    assert irl == stock, {"only stock": stock - irl, "only irl": irl - stock}
-    assert "IRLScheduler" in procs["irl"].stderr
+    assert not differ, differ
+
+
+def test_scrapys_base_dupefilter_turns_dedup_off(tmp_path: Path) -> None:
+    """DUPEFILTER_CLASS = BaseDupeFilter: every request is new, as in stock Scrapy (the
+    duplicate data: URL arrives twice, and so does the root page its first link names)."""
+    no_dedup = 'DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"\nDEPTH_LIMIT = 1\n'
+    seen, differ = schemes_items(tmp_path, no_dedup)
+    assert sum(item.get("body") == "hello" for item in seen) == 2
+    assert not differ, differ
 
 
 def test_a_close_by_pagecount_logs_no_error(tmp_path: Path) -> None:
