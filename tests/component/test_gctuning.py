@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 from scrapy import Spider
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.reactor import install_reactor, is_reactor_installed
 from scrapy.utils.test import get_crawler
 
 from irlscrapy.addon import GC_TUNING_EXTENSION
@@ -30,6 +31,8 @@ def restored_gc() -> Iterator[None]:
 
 
 def test_objects_alive_at_open_are_frozen_later_ones_are_not(restored_gc: None) -> None:
+    if not is_reactor_installed():  # get_crawler() would choose reactorless mode, refused
+        install_reactor("twisted.internet.asyncioreactor.AsyncioSelectorReactor")
     crawler = get_crawler(Nothing, {"ADDONS": {"irlscrapy.Addon": 0}})
     assert crawler.settings.getdict("EXTENSIONS")[GC_TUNING_EXTENSION] == 0
     extension = GCTuning.from_crawler(crawler)
