@@ -43,8 +43,13 @@ The comparison: every test that passes in ``stock`` but fails, errors or times o
 ``addon`` (or is missing from it) is classified by :data:`CLASSIFICATION`, a table of
 (test-id pattern, error pattern) -> :data:`DIFFERENCES` key: a difference from stock
 Scrapy by design, printed with the README.md line that documents it (or "NOT IN README"
-when that line is missing). Everything else is printed as ``bug``. Figures are printed
-one JSON line each, as the other benchmarks do (``bench: scrapy_suite``).
+when that line is missing); or a ``knock-on`` (:data:`KNOCK_ON`): a test that fails
+only because an earlier failing test left garbage behind. Everything else is printed
+as ``bug``. Also printed: each run's counts, timeouts and tests that took
+:data:`TIMEOUT_S` or more (hangs), its wall time, and the test_closespider tests whose
+crawl logged an ERROR (Scrapy's ``log_count/ERROR``), from the captured logs. Figures
+are printed one JSON line each, as the other benchmarks do (``bench: scrapy_suite``).
+The exit status is 1 when a bug was found.
 """
 
 from __future__ import annotations
@@ -118,8 +123,10 @@ PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_pr
 DIFFERENCES: dict[str, tuple[str, str]] = {
     "order": (
         "The order is BEAST's across",
-        "The order is BEAST's across domains (a request's priority orders only its "
-        "host's URLs), not Scrapy's priority order across hosts.",
+        "The order is BEAST's across domains, not Scrapy's priority order; within a host, "
+        "`Request.priority` orders the URLs that reached the workbench together (one "
+        "URLseen batch), so a later request of higher priority can follow earlier ones, "
+        "and start requests are not queued apart (SCHEDULER_START_* are not used).",
     ),
     "dup-no-dropped": (
         "no `request_dropped` signal",
@@ -128,9 +135,9 @@ DIFFERENCES: dict[str, tuple[str, str]] = {
     ),
     "private-internals": (
         "private attributes of Scrapy's scheduler",
-        "Code that reads private attributes of Scrapy's scheduler (its queues, "
-        "`dqdir`, `mqs`) or of RFPDupeFilter (its `file`, `fingerprints`) finds other "
-        "classes.",
+        "Code that reads private attributes of Scrapy's scheduler (`dqs`, `mqs`) or "
+        "RFPDupeFilter's (`JOBDIR/requests.seen`, `fingerprints`) finds IRLScheduler and "
+        "DRUMDupeFilter instead, which have neither.",
     ),
     "reactorless": (
         "reactorless mode",
@@ -153,8 +160,9 @@ DIFFERENCES: dict[str, tuple[str, str]] = {
 
 @dataclass(frozen=True)
 class Rule:
-    """A test whose id matches ``test`` (re.search), failing with a message or traceback
-    that matches ``error``, is the difference ``key``; ``reason`` says how."""
+    """A test whose id matches ``test`` (re.search), failing with a message, traceback or
+    captured output that matches ``error``, is the difference ``key`` (or a knock-on);
+    ``reason`` says how."""
 
     test: str
     key: str
@@ -601,6 +609,8 @@ def run_pytest(
         "no:cacheprovider",
         f"--timeout={TIMEOUT_S}",
         f"--junitxml={xml}",
+        "-o",
+        "junit_logging=all",  # captured output and log in the XML, passing tests too
         "-v",
         "-rfE",
         *(f"tests/{f}.py" for f in files),
@@ -656,10 +666,10 @@ def run_pytest(
         json.dumps({"files": files, "wall_s": wall, "returncode": proc.returncode})
     )
     note(f"{name}: pytest exited {proc.returncode} after {wall:.0f} s; output in {log}")
-    return load_run(name, out_dir, files)
+    return load_run(name, out_dir)
 
 
-def load_run(name: str, out_dir: Path, files: list[str]) -> Run:
+def load_run(name: str, out_dir: Path) -> Run:
     meta = json.loads((out_dir / f"{name}.json").read_text())
     run = Run(name, wall_s=meta["wall_s"], returncode=meta["returncode"])
     xml = out_dir / f"{name}.xml"
@@ -675,7 +685,7 @@ def kept(name: str, out_dir: Path, files: list[str]) -> Run | None:
         return None
     if json.loads(meta.read_text())["files"] != files:
         return None
-    return load_run(name, out_dir, files)
+    return load_run(name, out_dir)
 
 
 def node_id(classname: str, name: str) -> str:
@@ -850,6 +860,8 @@ def main() -> int:
     if missing:
         note(f"not in Scrapy {scrapy}, skipped:", ", ".join(missing))
     files = [f for f in wanted if f not in missing]
+    if not files:
+        sys.exit("no test files to run")
     out_dir = OUT / scrapy
     out_dir.mkdir(parents=True, exist_ok=True)
     patch = write_patch(cache)
