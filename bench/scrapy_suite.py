@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import contextlib
 import datetime
 import hashlib
 import json
@@ -661,6 +662,10 @@ def run_pytest(
         finally:
             killer.cancel()
             done.set()
+            # Scripts a failing test left running (a crawl started with --no-stop whose
+            # test gave up on it) are in the run's process group: end them with the run.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
     wall = time.monotonic() - started
     (out_dir / f"{name}.json").write_text(
         json.dumps({"files": files, "wall_s": wall, "returncode": proc.returncode})
