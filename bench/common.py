@@ -91,6 +91,16 @@ BROAD_WALL_S = 3600
 #: After its SIGINT, a crawl gets this long to finish what is in flight.
 STOP_GRACE_S = 120
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
+#: The add-on with no politeness delays of its own and loopback allowed (the address
+#: guard refuses 127.0.0.0/8 by default): what a benchmark on a loopback server runs.
+ADDON_ON_LOOPBACK: dict[str, Any] = {
+    "ADDONS": {"irlscrapy.Addon": 0},
+    "IRL_HOST_DELAY": 0,
+    "IRL_HOST_DELAY_MIN": 0,
+    "IRL_IP_DELAY": 0,
+    "IRL_IP_DELAY_MIN": 0,
+    "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
+}
 
 
 def _follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes]) -> None:

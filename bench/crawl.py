@@ -66,7 +66,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-from common import BENCH, REPO, RESULTS, emit, page_urls
+from common import BENCH, PROXY_VARIABLES, REPO, RESULTS, emit, page_urls
 
 from irlscrapy.invitro.process import InVitroProcess
 
@@ -106,7 +106,6 @@ WARC_DIR = RESULTS / "warc-scratch"
 #: as by default).
 WARC_SETTINGS = {"IRL_WARC_DIR": str(WARC_DIR), "IRL_CONTENT_DEDUP": "1"}
 WARC_ROUNDS = 2
-PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
 SAMPLER = "sampler.Sampler"
 #: The reactor-lag extension; the floor runs it too, as the lag a crawl that does no
 #: work of its own shows on the same machine.

@@ -25,17 +25,14 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from common import emit, median
+from common import ADDON_ON_LOOPBACK, emit, median
 
 BENCH_NAME = "download_delay"
 HOSTS = ("localhost", "127.0.0.1")
+#: ADDON_ON_LOOPBACK as ``-s`` values
 ADDON_SETTINGS = {
-    "ADDONS": json.dumps({"irlscrapy.Addon": 0}),
-    "IRL_HOST_DELAY": "0",
-    "IRL_HOST_DELAY_MIN": "0",
-    "IRL_IP_DELAY": "0",
-    "IRL_IP_DELAY_MIN": "0",
-    "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
+    name: json.dumps(value) if isinstance(value, dict) else str(value)
+    for name, value in ADDON_ON_LOOPBACK.items()
 }
 SPIDER = """
 import scrapy

@@ -80,7 +80,7 @@ from typing import Any
 
 import numpy as np
 import psutil
-from common import emit, memory
+from common import ADDON_ON_LOOPBACK, emit, memory
 from scrapy import Request, Spider, signals
 from scrapy.http import Response
 from scrapy.utils.reactor import install_reactor
@@ -116,13 +116,7 @@ PAGE_BUDGET_S = 0.002  # DESIGN.md's performance model: 2 ms per page, everythin
 REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 
 SETTINGS: dict[str, Any] = {
-    "ADDONS": {"irlscrapy.Addon": 0},
-    "IRL_HOST_DELAY": 0.0,
-    "IRL_HOST_DELAY_MIN": 0.0,
-    "IRL_IP_DELAY": 0.0,
-    "IRL_IP_DELAY_MIN": 0.0,
-    # LoopbackResolver answers in 127.0.0.0/8, which the address guard refuses by default
-    "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
+    **ADDON_ON_LOOPBACK,  # LoopbackResolver answers in 127.0.0.0/8
     "ROBOTSTXT_OBEY": True,
     "LOG_LEVEL": "WARNING",
 }

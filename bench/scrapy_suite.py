@@ -75,7 +75,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from common import REPO, RESULTS, emit
+from common import ADDON_ON_LOOPBACK, PROXY_VARIABLES, REPO, RESULTS, emit
 
 BENCH_NAME = "scrapy_suite"
 #: The sdist and the virtualenv: outside the repository, whose scrapy.cfg the tests'
@@ -106,17 +106,9 @@ RUN_WALL_S = 4 * 3600
 PROGRESS_S = 60
 #: Installed beside the sdist's own test requirements.
 EXTRA_DEPS = ("pytest-timeout",)
-ADDON_SETTINGS: dict[str, Any] = {
-    "ADDONS": {"irlscrapy.Addon": 0},
-    "IRL_HOST_DELAY": 0,
-    "IRL_HOST_DELAY_MIN": 0,
-    "IRL_IP_DELAY": 0,
-    "IRL_IP_DELAY_MIN": 0,
-    "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",
-}
+ADDON_SETTINGS = ADDON_ON_LOOPBACK
 #: Printed with the environment, the versions that decide most test outcomes.
 SHOWN_VERSIONS = ("Scrapy", "Twisted", "pytest", "pytest-twisted", "pytest-timeout", "irlscrapy")
-PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
 
 #: The differences from stock Scrapy that the add-on makes by design. Each key's value is
 #: a phrase that README.md's line for it must contain (the line is printed beside the
