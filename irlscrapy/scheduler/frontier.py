@@ -16,7 +16,9 @@ there is room (``capacity`` URLs, counting those waiting for DNS):
   which places it in a later queue (``irl/frontier/deferred``). So a huge site cannot
   fill RAM with URLs that all wait on its one host (the paper's stall); and after a run
   of deferrals admission pauses until such a host has taken a URL, so deferring never
-  spins through the disk queues;
+  spins through the disk queues. The run is counted across admit() calls (each reads
+  at most ``ADMIT_SLICE`` records) and is ``DEFERRAL_RUN`` records long, or as long as
+  BEAST when it holds fewer: then every record it holds is a full host's;
 - once a host's robots rules are known, its disallowed URLs are dropped
   (``irl/robots/disallowed``), at admission and once for those already admitted.
 
@@ -88,7 +90,8 @@ ADMIT_SLICE = 64
 #: ... and for at most this long (seconds): reading, deferring, journaling and asking
 #: DNS for new hosts cost up to ~0.3 ms a record, and the reactor must not wait long.
 ADMIT_SECONDS = 0.002
-#: Consecutive deferrals after which admission waits for a full host to take a URL.
+#: Consecutive deferrals (across admit() calls) after which admission waits for a full
+#: host to take a URL; fewer when BEAST holds fewer records.
 DEFERRAL_RUN = 256
 #: How the reason of a URL refused by the address guard begins.
 GUARD_REFUSAL = "address guard:"
@@ -179,6 +182,7 @@ class Frontier:
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
         self._full_hosts: set[str] = set()  # hosts that made admission pause
+        self._deferred_run = 0  # records deferred in a row since one was admitted
         self.closed = False
 
     def close(self) -> None:
@@ -199,7 +203,7 @@ class Frontier:
         """A unique URL: into BEAST, under its PLD."""
         host = url_host(payload_url(payload))
         self.beast.push(domain_key(pld(host)), _HEAD.pack(priority, batch) + payload)
-        self._full_hosts.clear()  # new records may be of other hosts: try again
+        self.resume_admission()  # new records may be of other hosts: try again
 
     def push_direct(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A retry or redirect of a host's own request: to the front of its host."""
@@ -243,7 +247,7 @@ class Frontier:
         how many were read. Called often (the scheduler: once per reactor turn), so it
         does little each time (at most ADMIT_SECONDS): the reactor must not wait for a
         whole queue's admission."""
-        deferred_run = read = 0
+        read = 0
         deadline = time.perf_counter() + ADMIT_SECONDS
         while read < limit and (read % 8 or time.perf_counter() < deadline) and self.can_admit():
             popped = self.beast.pop()
@@ -257,11 +261,11 @@ class Frontier:
             if self._host_urls(host) >= self.host_cap:
                 self.beast.push(domain, record, returned=True)
                 self.stats.inc_value("irl/frontier/deferred")
-                deferred_run += 1
-                if deferred_run >= DEFERRAL_RUN:
+                self._deferred_run += 1
+                if self._deferred_run >= min(DEFERRAL_RUN, len(self.beast)):
                     self._full_hosts.add(host)
                 continue
-            deferred_run = 0
+            self._deferred_run = 0
             id_ = self.journal.admit(*self.beast.position, domain, record)
             self._to_host(host, priority, (payload, id_), front=False)
         return read
@@ -280,9 +284,11 @@ class Frontier:
         return bool(self._full_hosts)
 
     def resume_admission(self) -> None:
-        """Admission paused for a full host to take a URL; the crawl has nothing in
-        flight and nothing due, so that will not happen soon: read on."""
+        """Read on from BEAST after a pause for a full host: new records came, the full
+        host took a URL, or the crawl has nothing in flight and nothing due (so that
+        will not happen soon); a new run of deferrals pauses again."""
         self._full_hosts.clear()
+        self._deferred_run = 0
 
     def _host_urls(self, host: str) -> int:
         state = self.workbench.hosts.get(host)
@@ -373,7 +379,7 @@ class Frontier:
                 return None
             state, item = got
             if state.host in self._full_hosts:
-                self._full_hosts.clear()  # a full host took a URL: admission may go on
+                self.resume_admission()  # a full host took a URL: admission may go on
             if isinstance(item, RobotsFetch) or self.robots is None:
                 return got
             rules, refetch_at = self.robots.lookup(state.host)

@@ -1,0 +1,115 @@
+"""Admission from BEAST into RAM on a real frontier (BEAST files, admitted journal,
+workbench): a host holding host_cap URLs gets no more, and a run of deferrals pauses
+admission until that host takes a URL, however few records BEAST holds and however
+many admit() calls the run spans."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from twisted.internet import defer
+
+from irlscrapy.scheduler.addressguard import AddressGuard
+from irlscrapy.scheduler.admitted import AdmittedJournal
+from irlscrapy.scheduler.beast import Beast
+from irlscrapy.scheduler.frontier import ADMIT_SLICE, DEFERRAL_RUN, Frontier
+from irlscrapy.scheduler.parking import ParkedStore
+from irlscrapy.scheduler.requestcodec import encode_link
+from irlscrapy.scheduler.workbench import Workbench
+
+HOST_CAP = 5
+
+
+class _Stats:
+    def __init__(self) -> None:
+        self.values: dict[str, int] = {}
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] = self.values.get(key, 0) + count
+
+
+@pytest.fixture
+def frontier(tmp_path: Path) -> Iterator[Frontier]:
+    beast = Beast(tmp_path / "beast", lambda _: 100)
+    beast.open()
+    journal = AdmittedJournal(tmp_path / "admitted")
+    journal.open()
+    parked = ParkedStore(tmp_path)
+    parked.open()
+    front = Frontier(
+        beast,
+        Workbench(lambda state: 0.0, lambda entry: 0.0),
+        journal,
+        parked,
+        lambda host: defer.succeed("8.8.8.8"),
+        lambda _: 100,
+        _Stats(),
+        capacity=10_000,
+        host_cap=HOST_CAP,
+        user_agent="test",
+        clock=lambda: 0.0,
+        guard=AddressGuard(),
+    )
+    yield front
+    front.close()
+
+
+def _admit_until_paused(frontier: Frontier, calls: int) -> int:
+    """admit() until admission pauses; fail after ``calls`` calls. Return the reads."""
+    read = 0
+    for _ in range(calls):
+        if not frontier.can_admit():
+            return read
+        read += frontier.admit()
+    assert not frontier.can_admit(), f"admission still reads after {calls} calls"
+    return read
+
+
+@pytest.mark.parametrize("urls", [HOST_CAP + 1, 80, ADMIT_SLICE * 2 + 7, 1_000])
+def test_records_of_a_full_host_pause_admission_within_one_run(
+    frontier: Frontier, urls: int
+) -> None:
+    """With only a full host's records in BEAST, admission pauses once it has deferred
+    them all, or DEFERRAL_RUN of them, even though each admit() reads ADMIT_SLICE at
+    most (before, a run was counted per call and never reached DEFERRAL_RUN: admission
+    read and gave back 64 records a call without end, and the crawl sat idle)."""
+    for n in range(urls):
+        frontier.push(encode_link(f"http://big.example/{n}", 1, None, None))
+    waiting = urls - HOST_CAP
+    run = min(DEFERRAL_RUN, waiting)
+    calls = math.ceil((HOST_CAP + run) / ADMIT_SLICE) + 1
+    read = _admit_until_paused(frontier, calls)
+    assert frontier.admission_paused
+    assert len(frontier.workbench) == HOST_CAP
+    assert len(frontier.beast) == waiting
+    assert read == HOST_CAP + run
+    assert frontier.stats.values["irl/frontier/deferred"] == run
+
+
+def test_a_full_host_that_takes_a_url_resumes_admission(frontier: Frontier) -> None:
+    for n in range(40):
+        frontier.push(encode_link(f"http://big.example/{n}", 1, None, None))
+    _admit_until_paused(frontier, 4)
+    got = frontier.take(0.0)
+    assert got is not None
+    state, item = got
+    assert not frontier.admission_paused
+    frontier.workbench.release(state, 0.0)
+    frontier.finished(item)
+    assert frontier.admit() >= 1
+    assert len(frontier.workbench) == HOST_CAP
+
+
+def test_a_new_record_resumes_admission_and_is_admitted(frontier: Frontier) -> None:
+    for n in range(40):
+        frontier.push(encode_link(f"http://big.example/{n}", 1, None, None))
+    _admit_until_paused(frontier, 4)
+    frontier.push(encode_link("http://small.example/", 1, None, None))
+    assert frontier.can_admit()
+    _admit_until_paused(frontier, 4)
+    assert "small.example" in {state.host for state in frontier.workbench.hosts.values()}
+    assert frontier.admission_paused
