@@ -46,6 +46,9 @@ from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.exceptions import ConfigurationError
 
 logger = logging.getLogger(__name__)
+#: The duplicates are logged where Scrapy's RFPDupeFilter logs them, so a project's
+#: logging set-up for them (a level, a filter) keeps working.
+duplicates_logger = logging.getLogger("scrapy.dupefilters")
 
 PENDING_KEY_BYTES = 128  # RAM per pending key held in a Python set, with slack
 
@@ -229,13 +232,13 @@ class DRUMDupeFilter(BaseDupeFilter):
 
     def log(self, request: Request, spider: Spider) -> None:
         if self.debug:
-            logger.debug(
+            duplicates_logger.debug(
                 "Filtered duplicate request: %(request)s (referer: %(referer)s)",
                 {"request": request, "referer": referer_str(request)},
                 extra={"spider": spider},
             )
         elif self.logdupes:
-            logger.debug(
+            duplicates_logger.debug(
                 "Filtered duplicate request: %(request)s - no more duplicates will be "
                 "shown (see DUPEFILTER_DEBUG to show all duplicates)",
                 {"request": request},

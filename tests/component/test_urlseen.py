@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +101,33 @@ class TestWithStockScheduler:
         finally:
             scheduler.close("finished")
         assert (tmp_path / "urlseen" / "cache").is_dir()
+
+    def test_duplicates_are_logged_where_scrapy_logs_them(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """DUPEFILTER_DEBUG logs each duplicate under ``scrapy.dupefilters``, as
+        RFPDupeFilter does (Scrapy's test_dupefilters::test_log_debug)."""
+        crawler = get_crawler(
+            Spider,
+            {"DUPEFILTER_CLASS": DUPEFILTER, "DUPEFILTER_DEBUG": True, "JOBDIR": str(tmp_path)},
+        )
+        spider = Spider.from_crawler(crawler, "s")
+        df = DRUMDupeFilter.from_crawler(crawler)
+        df.open()
+        request = Request("http://h.com/a", headers={"Referer": "http://h.com/"})
+        try:
+            with caplog.at_level(logging.DEBUG, logger="scrapy.dupefilters"):
+                df.log(request, spider)
+        finally:
+            df.close("finished")
+        assert caplog.record_tuples == [
+            (
+                "scrapy.dupefilters",
+                logging.DEBUG,
+                "Filtered duplicate request: <GET http://h.com/a> (referer: http://h.com/)",
+            )
+        ]
+        assert crawler.stats.get_value("dupefilter/filtered") == 1
 
     def test_irl_state_dir_takes_precedence_over_jobdir(self, tmp_path: Path) -> None:
         crawler = get_crawler(
