@@ -37,6 +37,7 @@ Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
 ``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``,
 ``irl/guard/*``, ``irl/hosts/*`` (host health), ``irl/traps/*``,
 ``irl/governor/{cap,cuts}``, and Scrapy's ``dupefilter/filtered``, ``offsite/filtered``,
+``scheduler/unserializable``, ``scheduler/enqueued/memory`` (requests kept in RAM),
 ``urllength/request_ignored_count``, ``request_depth_max``,
 ``robotstxt/{request_count,response_count,forbidden}`` and
 ``robotstxt/response_status_count/<status>`` (as RobotsTxtMiddleware counts them).
@@ -279,6 +280,8 @@ class IRLScheduler(BaseScheduler):
         self._stored_before_restart = (-1, 0)
         self.journal: AdmittedJournal | None = None
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
+        #: SCHEDULER_DEBUG: log the first request the codec cannot store, as Scrapy does
+        self._log_unserializable = settings.getbool("SCHEDULER_DEBUG")
         self._stopped = False  # the disk is full: take no more work
         self._closing = False  # close() was called: no URLseen drain starts any more
         self._refusals: deque[Request] = deque()  # refused requests, back to the engine
@@ -510,7 +513,8 @@ class IRLScheduler(BaseScheduler):
             _forget_environment_proxy(request)
             try:
                 payload = encode_request(request, self.spider)
-            except RequestCodecError:
+            except RequestCodecError as exc:
+                self._unserializable(request, exc)
                 self._keep_in_memory(request, own)
             else:
                 if request.dont_filter or not self.dedup:
@@ -529,9 +533,17 @@ class IRLScheduler(BaseScheduler):
         return True
 
     def _enqueue_direct(self, request: Request, token: int | None) -> bool:
-        """A request of a scheme the frontier does not schedule (see ``_direct``)."""
+        """A request of a scheme the frontier does not schedule (see ``_direct``): kept
+        in RAM, so a resume does not have it; with a JOBDIR, where Scrapy would store it
+        on disk, one the codec could not store either is counted as Scrapy counts it."""
+        if not self._temporary:
+            try:
+                encode_request(request, self.spider)
+            except RequestCodecError as exc:
+                self._unserializable(request, exc)
         kept = request.dont_filter or self._first_in_memory(request)
         if kept:
+            self.stats.inc_value("scheduler/enqueued/memory")
             self._direct.append(request)
             self.waker.wake()
         if token is not None:  # a redirect of our own fetch to such a scheme
@@ -551,11 +563,24 @@ class IRLScheduler(BaseScheduler):
         self._memory_seen.add(key)
         return True
 
+    def _unserializable(self, request: Request, exc: RequestCodecError) -> None:
+        """Count (and with SCHEDULER_DEBUG log, once) a request the codec cannot store,
+        with the stat and the message of Scrapy's scheduler."""
+        self.stats.inc_value("scheduler/unserializable")
+        if self._log_unserializable:
+            self._log_unserializable = False
+            logger.warning(
+                "Unable to serialize request: %(request)s - reason: %(reason)s - no more "
+                "unserializable requests will be logged (stats being collected)",
+                {"request": request, "reason": exc},
+                extra={"spider": self.spider},
+            )
+
     def _keep_in_memory(self, request: Request, own: bool) -> None:
         """A request the codec cannot store: deduplicated by a set in RAM, queued in RAM
         (as Scrapy's scheduler does with requests its disk queues refuse)."""
-        self.stats.inc_value("scheduler/unserializable")
         if request.dont_filter or self._first_in_memory(request):
+            self.stats.inc_value("scheduler/enqueued/memory")
             self._frontier().push_memory(request, front=own)
 
     def _refused(self, item: Item | MemoryItem, why: str) -> None:

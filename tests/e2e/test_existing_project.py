@@ -85,10 +85,12 @@ def test_the_addon_yields_the_same_items_as_stock_scrapy(tmp_path: Path) -> None
     assert irl == stock, {"only stock": stock - irl, "only irl": irl - stock}
 
 
-def schemes_items(tmp: Path, extra_settings: str) -> tuple[list[dict[str, Any]], Counter[str]]:
-    """The schemes spider's items with the add-on (as dicts), and the multiset of its
-    items minus stock Scrapy's and stock's minus its (both empty when they agree); the
-    servers' origins are written WEB."""
+def schemes_items(
+    tmp: Path, extra_settings: str
+) -> tuple[list[dict[str, Any]], Counter[str], dict[str, str]]:
+    """The schemes spider's items with the add-on (as dicts), the multiset of its items
+    minus stock Scrapy's and stock's minus its (both empty when they agree; the servers'
+    origins are written WEB), and the logs of both runs."""
     page = tmp / "page.html"
     page.write_text("<html><title>on disk</title></html>")
     with EchoWeb() as stock_web, EchoWeb() as irl_web, ThreadPoolExecutor(2) as pool:
@@ -116,26 +118,33 @@ def schemes_items(tmp: Path, extra_settings: str) -> tuple[list[dict[str, Any]],
         for name in ("stock", "irl")
     )
     assert "IRLScheduler" in procs["irl"].stderr
-    return [json.loads(item) for item in irl.elements()], (irl - stock) + (stock - irl)
+    logs = {name: proc.stderr for name, proc in procs.items()}
+    return [json.loads(item) for item in irl.elements()], (irl - stock) + (stock - irl), logs
 
 
 def test_requests_of_other_schemes_arrive_as_with_stock_scrapy(tmp_path: Path) -> None:
     """data: and file: start URLs reach their callbacks (no DNS, robots.txt or host
     politeness for them), a duplicate data: URL is filtered, an unknown scheme reaches
-    its errback as NotSupported, and a page's download_slot is its host, as in stock."""
-    seen, differ = schemes_items(tmp_path, "")
+    its errback as NotSupported, and a page's download_slot is its host, as in stock. With
+    a JOBDIR and SCHEDULER_DEBUG, the request no disk queue can store is counted and
+    logged once, as stock Scrapy does."""
+    jobdir = 'JOBDIR = "crawls/schemes"\nSCHEDULER_DEBUG = True\n'
+    seen, differ, logs = schemes_items(tmp_path, jobdir)
     assert {"url": "foo://bar/", "error": "NotSupported", "path_length": 0} in seen
     assert sum(item.get("body") == "hello" for item in seen) == 1
     assert any(item.get("body", "").startswith("<html><title>on disk") for item in seen)
     assert any(item.get("download_slot") == "localhost" for item in seen)
     assert not differ, differ
+    for name, log in logs.items():
+        assert "'scheduler/unserializable': 1," in log, (name, log[-3000:])
+        assert log.count("Unable to serialize request: <GET data:,kept-in-RAM>") == 1, name
 
 
 def test_scrapys_base_dupefilter_turns_dedup_off(tmp_path: Path) -> None:
     """DUPEFILTER_CLASS = BaseDupeFilter: every request is new, as in stock Scrapy (the
     duplicate data: URL arrives twice, and so does the root page its first link names)."""
     no_dedup = 'DUPEFILTER_CLASS = "scrapy.dupefilters.BaseDupeFilter"\nDEPTH_LIMIT = 1\n'
-    seen, differ = schemes_items(tmp_path, no_dedup)
+    seen, differ, _ = schemes_items(tmp_path, no_dedup)
     assert sum(item.get("body") == "hello" for item in seen) == 2
     assert not differ, differ
 

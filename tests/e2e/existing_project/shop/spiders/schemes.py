@@ -1,6 +1,6 @@
 """A spider whose start URLs are not all http: ``data:``, ``file:`` and a scheme no
-download handler knows, beside pages of a web server; it records what each callback
-and errback saw (tests/e2e/test_existing_project.py)."""
+download handler knows, and one no disk queue can store, beside pages of a web server;
+it records what each callback and errback saw (tests/e2e/test_existing_project.py)."""
 
 from urllib.parse import urlsplit
 
@@ -25,6 +25,8 @@ class SchemesSpider(scrapy.Spider):
             self.root,
         ):
             yield scrapy.Request(url, callback=self.parse, errback=self.failed)
+        # no disk queue can store a lambda in meta: kept in RAM, and counted so
+        yield scrapy.Request("data:,kept-in-RAM", callback=self.parse, meta={"check": lambda: None})
 
     def parse(self, response):
         yield {
