@@ -1,13 +1,16 @@
 """One process per state directory: an exclusive ``flock`` on ``<dir>/LOCK``.
 
 The lock file holds the owner's pid, so a second process can say who holds it. The
-kernel drops the lock when the owner dies (kill -9 included): no stale locks.
+kernel drops the lock when the owner dies (kill -9 included): no stale locks. A lock
+that is garbage-collected unreleased (its owner was dropped without close, say by a
+failed test) closes its file, which drops the lock, without a ResourceWarning.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import weakref
 from pathlib import Path
 from typing import IO
 
@@ -42,9 +45,10 @@ class DirectoryLock:
         f.write(f"{os.getpid()}\n")
         f.flush()
         self._file = f
+        self._closer = weakref.finalize(self, f.close)
 
     def release(self) -> None:
         if self._file is not None:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
-            self._file.close()
+            self._closer()
             self._file = None

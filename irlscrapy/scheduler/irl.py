@@ -64,6 +64,7 @@ from scrapy.crawler import Crawler
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from scrapy.utils.httpobj import urlparse_cached
 from scrapy.utils.job import job_dir
 from scrapy.utils.log import failure_to_exc_info
 from scrapy.utils.misc import build_from_crawler, load_object
@@ -158,6 +159,18 @@ def links_sink(crawler: Crawler) -> IRLScheduler | None:
     (or another) is in use, and Links must become Requests.
     """
     return _schedulers.get(crawler)
+
+
+def _own_download_slot(request: Request, ip: str) -> bool:
+    """Does ``request`` name a downloader slot other than its host's (or its IP's, which
+    Scrapy names with CONCURRENT_REQUESTS_PER_IP, and a retry keeps)? The project paces
+    such a slot itself (``DOWNLOAD_SLOTS``: delay, concurrency), so its host is released
+    when it is handed out instead of when it leaves the downloader: the host delay
+    still spaces hand-outs, and requests of one host in slots of their own wait each in
+    its slot side by side, as in stock Scrapy (they waited in turn, each holding the
+    host through its slot's delay: Scrapy's test_downloaderslotssettings::test_delay)."""
+    slot = request.meta.get("download_slot")
+    return slot is not None and slot not in (urlparse_cached(request).hostname, ip)
 
 
 def _forget_environment_proxy(request: Request) -> None:
@@ -838,6 +851,8 @@ class IRLScheduler(BaseScheduler):
         request = self._request(state, item)
         request.meta[FETCH_KEY] = token
         self.stats.inc_value("irl/scheduler/dequeued")
+        if _own_download_slot(request, state.ip):
+            self._end(token)
         return request
 
     def _lag_tick(self, lag: float) -> None:

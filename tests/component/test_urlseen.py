@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import logging
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,20 @@ class TestRequestSeen:
         path = df.path
         assert path is not None and path.exists()
         df.close("finished")
+        assert not path.exists()
+
+    def test_one_collected_unclosed_lets_go_of_its_files_quietly(self) -> None:
+        """A URLseen dropped without close (its crawl failed to start, a test failed)
+        leaves no file open to warn about at the next collection, and no temporary
+        directory behind (Scrapy's test_dupefilters fails the next test otherwise)."""
+        df = make_filter(None)
+        assert not df.request_seen(Request("http://h.com/a"))
+        path = df.path
+        assert path is not None and path.exists()
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", ResourceWarning)
+            del df
+            gc.collect()
         assert not path.exists()
 
 

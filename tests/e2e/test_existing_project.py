@@ -149,6 +149,23 @@ def test_scrapys_base_dupefilter_turns_dedup_off(tmp_path: Path) -> None:
     assert not differ, differ
 
 
+def test_download_slots_of_the_project_on_one_host_run_side_by_side(tmp_path: Path) -> None:
+    """Requests of one host in two DOWNLOAD_SLOTS of the project's, one slow and one
+    fast: the fast slot's chain is not held behind the slow slot's delay, with the
+    add-on as in stock Scrapy (it took 3 x the slow delay while each request held the
+    host through its slot's delay)."""
+    with EchoWeb() as web:
+        proc = run_spider(tmp_path, "irl", ADDON_BLOCK, "slots", f"root={web.start_url}")
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    items = [json.loads(item) for item in items_of(tmp_path, "irl").elements()]
+    at = {(item["slot"], item["n"]): item["at"] for item in items}
+    assert len(at) == 8, sorted(at)
+    fast = at["fast", 3] - at["fast", 0]
+    slow = at["slow", 3] - at["slow", 0]
+    assert slow >= 3 * 1.5 - 0.1, (slow, fast)  # the slow slot's own delay holds
+    assert fast < 1.5, (slow, fast)  # three fast fetches, no slow delay between them
+
+
 def test_a_close_by_pagecount_logs_no_error(tmp_path: Path) -> None:
     """CLOSESPIDER_PAGECOUNT stops the crawl while URLseen may be merging: the close
     neither logs an ERROR nor closes the spider a second time."""
