@@ -28,7 +28,7 @@ import tempfile
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -66,6 +66,10 @@ def _release(drum: DRUM, merge_thread: MergeThread | None, temporary: Path | Non
         shutil.rmtree(temporary, ignore_errors=True)
 
 
+#: the finalizer that runs _release (weakref.finalize is not subscriptable at run time)
+_Release: TypeAlias = "weakref.finalize[[DRUM, MergeThread | None, Path | None], DRUMDupeFilter]"
+
+
 class DRUMDupeFilter(BaseDupeFilter):
     def __init__(
         self,
@@ -95,7 +99,11 @@ class DRUMDupeFilter(BaseDupeFilter):
         if in_thread is None:
             self._merge_thread = in_thread = MergeThread()
         self._in_thread = in_thread
-        self._release: weakref.finalize | None = None  # set by open(), see _release
+        #: set by open(), see _release
+        self._release: (
+            weakref.finalize[[DRUM, MergeThread | None, Path | None], DRUMDupeFilter] | None
+        )
+        self._release = None
         #: True when a consumer reads results() and acknowledges them itself (the IRL
         #: scheduler sets it before open()); False for request_seen(), which needs no results
         self.batched = False

@@ -8,8 +8,12 @@ its TTL. It asks the nameservers of ``IRL_DNS_SERVERS`` through twisted.names, e
 curl, browsers and Scrapy's own CachingThreadedResolver make, so /etc/hosts, nsswitch,
 search domains and container or VPN DNS behave as users expect. (twisted.names'
 ``createResolver`` reads resolv.conf and /etc/hosts only, and would resolve differently
-from the rest of the machine.) getaddrinfo gives no TTL: its entries live
-``default_ttl``. The reactor's installed resolver is never used: it is ours.
+from the rest of the machine.) A resolver that a script or project installed on the
+reactor (``reactor.installResolver`` or ``installNameResolver`` before the crawl, as
+Scrapy's CrawlerRunner leaves it; or its own ``TWISTED_DNS_RESOLVER``) is asked instead
+of the system, so the scheduler groups a host under the address the downloader will
+connect to; Twisted's, Scrapy's and irlscrapy's own resolvers are the system's.
+Neither gives a TTL: such entries live ``default_ttl``.
 
 :class:`DNSCache` maps a host to an entry ``(address, failure, expiry)``: ``failure`` is
 None or one of :data:`KINDS`, ``address`` the last address ever known (kept when a
@@ -69,7 +73,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol, TypeVar
 
+from scrapy.resolver import CachingHostnameResolver
 from twisted.internet import defer, threads
+from twisted.internet._resolver import GAIResolver
+from twisted.internet.base import BlockingResolver, ThreadedResolver
 from twisted.internet.defer import Deferred
 from twisted.internet.error import DNSLookupError
 from twisted.internet.interfaces import IResolverSimple
@@ -214,6 +221,19 @@ def parse_servers(text: str) -> list[tuple[str, int]]:
     return servers
 
 
+def _installed_resolver(reactor: Any) -> Any:
+    """The resolver (an IResolverSimple) a script or project installed on ``reactor``;
+    None when it is the system's (Twisted's default, Scrapy's threaded and caching
+    ones, irlscrapy's)."""
+    resolver = getattr(reactor, "resolver", None)
+    if resolver is None or isinstance(resolver, (IRLResolver, ThreadedResolver, BlockingResolver)):
+        return None
+    names = getattr(reactor, "nameResolver", None)
+    if isinstance(names, (GAIResolver, CachingHostnameResolver)):
+        return None  # the reactor's resolver simplifies the system's name resolver
+    return resolver
+
+
 def _getaddrinfo(host: str) -> str:
     return str(socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0])
 
@@ -251,7 +271,13 @@ class HostResolver:
         return self._reactor
 
     def query(self, host: str) -> Deferred[Answer]:
-        return self._ask_servers(host) if self.servers else self._ask_system(host)
+        if self.servers:
+            return self._ask_servers(host)
+        installed = _installed_resolver(self.reactor)
+        if installed is not None:
+            return self._in_time(host, installed.getHostByName(host, (round(self.timeout),)))
+        in_thread = self._in_thread or self._pool
+        return self._in_time(host, in_thread(_getaddrinfo, host))
 
     def _ask_servers(self, host: str) -> Deferred[Answer]:
         if self._client is None:
@@ -278,7 +304,8 @@ class HostResolver:
         if failure.check(DNSLookupFailed):
             return failure
         code = getattr(failure.value, "errno", None) if failure.check(socket.gaierror) else None
-        if failure.check(error.DNSNameError) or code == socket.EAI_NONAME:
+        if failure.check(error.DNSNameError, DNSLookupError) or code == socket.EAI_NONAME:
+            # DNSLookupError: an installed resolver found no address
             return Failure(DNSLookupFailed("nxdomain", host))
         if code is not None and code in _GAI_NODATA:
             return Failure(DNSLookupFailed("noanswer", host))
@@ -290,7 +317,8 @@ class HostResolver:
             logger.warning("DNS lookup of %s: unexpected %s", host, failure.getErrorMessage())
         return Failure(DNSLookupFailed("servfail", host))
 
-    def _ask_system(self, host: str) -> Deferred[Answer]:
+    def _in_time(self, host: str, asked: Deferred[str]) -> Deferred[Answer]:
+        """The address ``asked`` gives, within the timeout, without a TTL."""
         result: Deferred[Answer] = Deferred()
 
         def timed_out() -> None:
@@ -308,8 +336,7 @@ class HostResolver:
                 result.callback((outcome, None))
 
         timer = self.reactor.callLater(self.timeout, timed_out)
-        in_thread = self._in_thread or self._pool
-        in_thread(_getaddrinfo, host).addBoth(done)
+        asked.addBoth(done)
         return result
 
     def _pool(self, f: Callable[..., Any], *args: Any) -> Deferred[Any]:

@@ -27,9 +27,11 @@ from scrapy.utils.misc import build_from_crawler
 from scrapy.utils.reactor import is_reactor_installed
 from scrapy.utils.test import get_crawler, get_reactor_settings
 from twisted.internet import defer
+from twisted.internet.base import ThreadedResolver
 from twisted.internet.defer import CancelledError, Deferred
 from twisted.internet.error import DNSLookupError
 from twisted.internet.task import Clock
+from twisted.names import client
 
 from irlscrapy.dirlock import DirectoryLocked
 from irlscrapy.exceptions import ConfigurationError
@@ -181,6 +183,33 @@ class TestHostResolver:
 
         resolver = HostResolver(reactor=net.reactor, in_thread=failing)
         assert kind_of(net, resolver.query("h.example")) == kind
+
+    def test_a_resolver_installed_on_the_reactor_is_asked_instead_of_the_system(
+        self, net: Net
+    ) -> None:
+        """A script that installs its own resolver (Scrapy's CrawlerRunner leaves it in
+        place, and the downloader connects through it) has the scheduler's names
+        resolved by it too: here twisted.names on the web's DNS server, which the
+        system resolver does not know (Scrapy's test_crawler_subprocess::
+        TestCrawlerRunnerSubprocess::test_response_ip_address)."""
+        (host,) = net.hosts("ok")
+        (missing,) = net.hosts("nxdomain")
+        installed = client.Resolver(servers=net.servers, reactor=net.reactor)
+        previous = net.reactor.installResolver(installed)
+        try:
+            system_answer = "192.0.2.1"  # what a getaddrinfo that is not called gives
+            resolver = HostResolver(
+                reactor=net.reactor,
+                timeout=2.0,
+                in_thread=lambda f, *a: defer.succeed(system_answer),
+            )
+            assert net.wait(resolver.query(host)) == (net.ip(host), None)
+            assert kind_of(net, resolver.query(missing)) == "nxdomain"
+            for system in (IRLResolver(net.reactor, lambda: ()), ThreadedResolver(net.reactor)):
+                net.reactor.installResolver(system)  # the system's: getaddrinfo is asked
+                assert net.wait(resolver.query(host)) == (system_answer, None)
+        finally:
+            net.reactor.installResolver(previous)
 
     def test_the_system_resolver_times_out(self) -> None:
         clock = Clock()
