@@ -121,6 +121,11 @@ DIFFERENCES: dict[str, tuple[str, str]] = {
         "URLseen batch), so a later request of higher priority can follow earlier ones, "
         "and start requests are not queued apart (SCHEDULER_START_* are not used).",
     ),
+    "one-per-host": (
+        "One fetch at a time per host and per IP",
+        "the workbench fetches one page of a host at a time, each after the host delay: "
+        "CONCURRENT_REQUESTS_PER_DOMAIN and _PER_IP add no fetches on one host",
+    ),
     "dup-no-dropped": (
         "no `request_dropped` signal",
         "a duplicate is known only after URLseen's batch check, so `enqueue_request` "
@@ -175,6 +180,13 @@ CLASSIFICATION: tuple[Rule, ...] = (
         "start requests queued apart (SCHEDULER_START_*): the add-on sends them in the order "
         "they reach the workbench (by URLseen batch), by priority only within one batch",
         r"actual_nums=",
+    ),
+    Rule(
+        r"test_crawl\.py::TestCrawl::test_fixed_delay$",
+        "one-per-host",
+        "the half without a delay: ten pages of one host with random latencies up to "
+        "0.4 s, fetched in turn, average over 0.25 s apart when the draws are slow",
+        r"test total or delay values are too small",
     ),
     Rule(
         r"test_engine\.py::TestEngine::test_crawler_dupefilter$",
