@@ -91,7 +91,8 @@ from irlscrapy.links import Links
 from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.report.reactorlag import ReactorLag, percentile
 from irlscrapy.scheduler.dns import dns_cache
-from irlscrapy.scheduler.irl import ROBOTS_KEY, IRLScheduler
+from irlscrapy.scheduler.irl import IRLScheduler
+from irlscrapy.scheduler.keys import ROBOTS_KEY
 
 BENCH_NAME = "frontier"
 URLSEEN_TARGET = 10_000_000  # unique discovered URLs (stat irl/urlseen/unique)

@@ -18,7 +18,7 @@ settings still win):
   silent re-send of a request whose reused connection failed (that re-send reaches the
   server with no delay: a politeness violation; see irlscrapy/internals.py); with
   ``IRL_WARC_DIR`` or ``IRL_CONTENT_DEDUP`` it also hands every response, as received,
-  to the WARC writer and content dedup (irlscrapy/warc/recorder.py).
+  to the WARC writer and content dedup (irlscrapy/warc/handler.py, recorder.py).
   Scrapy's HttpCompressionMiddleware is replaced, at its own order, by
   irlscrapy.middlewares.decompression's subclass, which does not guess the charset of
   the compressed body (Scrapy does, and throws the guess away: 7% of a broad crawl's
@@ -64,7 +64,7 @@ PAGE_DONE_MIDDLEWARE = "irlscrapy.scheduler.fetchend.PageDoneMiddleware"
 PAGE_DONE_ORDER = 5
 HOST_HEALTH_MIDDLEWARE = "irlscrapy.scheduler.fetchend.HostHealthMiddleware"
 HOST_HEALTH_ORDER = 880  # irlscrapy.scheduler.fetchend.HOST_HEALTH_ORDER
-HTTP_HANDLER = "irlscrapy.internals.PoliteHTTPDownloadHandler"
+HTTP_HANDLER = "irlscrapy.warc.handler.RecordingDownloadHandler"
 DUPLICATE_MIDDLEWARE = "irlscrapy.warc.middleware.DuplicateContentMiddleware"
 DUPLICATE_ORDER = 870  # irlscrapy.warc.middleware.ORDER
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"

@@ -30,19 +30,13 @@ the scheduler and its delays, so the handler turns Twisted's re-send off.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import urldefrag
+from typing import Any, NamedTuple
 
-from scrapy import signals
 from scrapy.core.downloader.handlers import http11
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
-from scrapy.http import Request, Response
 
 from irlscrapy.exceptions import IrlscrapyError
-
-if TYPE_CHECKING:
-    from irlscrapy.warc.recorder import ExchangeRecorder
 
 
 def crawl_engine(crawler: Crawler) -> Any:
@@ -120,30 +114,15 @@ class EngineWaker:
 
 
 class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
-    """Scrapy's HTTP/1.1 download handler without Twisted's automatic re-send; with
-    ``IRL_WARC_DIR`` or ``IRL_CONTENT_DEDUP`` set, every response passes through the
-    :class:`~irlscrapy.warc.recorder.ExchangeRecorder` as received, before any
-    downloader middleware (still compressed; the head as it came off the wire)."""
+    """Scrapy's HTTP/1.1 download handler without Twisted's automatic re-send (WARC
+    capture builds on it: :class:`irlscrapy.warc.handler.RecordingDownloadHandler`)."""
 
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
-        pool = self._private_pool()
-        pool.retryAutomatically = False
-        from irlscrapy.warc.recorder import ExchangeRecorder
+        self.private_pool().retryAutomatically = False
 
-        self.recorder: ExchangeRecorder | None = ExchangeRecorder.of(crawler)
-        #: heads matched to their Scrapy request by the headers_received signal
-        self._heads: dict[Request, ReceivedHead] = {}
-        #: the requests this handler is downloading: the add-on installs one handler
-        #: per scheme, every one hears every headers_received, and only the request's
-        #: own handler may take its head (else https heads went to the http handler,
-        #: which never released them, and the https handler rebuilt them)
-        self._downloading: set[Request] = set()
-        if self.recorder is not None:
-            capture_heads(pool)
-            crawler.signals.connect(self._headers_received, signal=signals.headers_received)
-
-    def _private_pool(self) -> Any:
+    def private_pool(self) -> Any:
+        """The handler's HTTPConnectionPool (Scrapy's private ``_pool``)."""
         try:
             return self._pool
         except AttributeError:
@@ -151,35 +130,6 @@ class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
                 "this Scrapy version's HTTP11DownloadHandler has no _pool; irlscrapy's "
                 "adapter (irlscrapy/internals.py) needs updating"
             ) from None
-
-    def _headers_received(self, request: Request, **_: Any) -> None:
-        if request not in self._downloading:
-            return  # another scheme's handler downloads it
-        head = take_received_head()
-        if head is not None and head.request.absoluteURI == _wire_url(request):
-            self._heads[request] = head
-
-    async def download_request(self, request: Request) -> Response:
-        if self.recorder is None:
-            return await super().download_request(request)
-        self._downloading.add(request)
-        try:
-            response = await super().download_request(request)
-        finally:
-            self._downloading.discard(request)
-            head = self._heads.pop(request, None)
-        return await self.recorder.record(request, response, head)
-
-    async def close(self) -> None:
-        await super().close()
-        if self.recorder is not None:
-            await self.recorder.close()
-
-
-def _wire_url(request: Request) -> bytes:
-    """The URL as Scrapy's handler sends it: ``urldefrag``, as ASCII (Request made the
-    URL safe, so ASCII, when it was set)."""
-    return urldefrag(request.url)[0].encode("ascii")
 
 
 # -- the response head as received ---------------------------------------------------------

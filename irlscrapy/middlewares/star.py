@@ -33,7 +33,8 @@ from scrapy.http import Response
 
 from irlscrapy.domains import pld, url_host
 from irlscrapy.links import Links
-from irlscrapy.scheduler.irl import ROBOTS_KEY, links_sink
+from irlscrapy.scheduler.irl import links_sink
+from irlscrapy.scheduler.keys import ROBOTS_KEY
 
 #: Where the middleware goes in SPIDER_MIDDLEWARES.
 ORDER = 950

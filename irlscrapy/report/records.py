@@ -3,9 +3,9 @@
 :func:`read_crawl` takes the crawl's state directory (``JOBDIR`` or ``IRL_STATE_DIR``)
 and holds its ``LOCK`` while it reads, so a crawl still running is refused and none can
 start meanwhile. It reads the timeline and ``stats.json`` written by
-:class:`irlscrapy.report.timeline.CrawlRecorder` (formats in that module) and, when the
-crawl ran STAR, every PLD's in-degree and pages from STAR's in-degree store
-(:mod:`irlscrapy.middlewares.reputation`).
+:class:`irlscrapy.report.timeline.CrawlRecorder` (their format:
+:mod:`irlscrapy.report.layout`) and, when the crawl ran STAR, every PLD's in-degree
+and pages from STAR's in-degree store (:mod:`irlscrapy.middlewares.reputation`).
 
 Reading STAR's store opens it as a resumed crawl would, with the settings the crawl
 recorded: the edges and pages the crawl recorded after its last refresh are merged
@@ -33,8 +33,8 @@ from irlscrapy.dirlock import DirectoryLock, DirectoryLocked
 from irlscrapy.exceptions import ReportError
 from irlscrapy.middlewares.reputation import PAGES_MASK, Reputation
 from irlscrapy.report.analysis import InDegreeBins, Sample, host_delays
+from irlscrapy.report.layout import FORMAT, RECORDS_DIR, STATS, TIMELINE
 from irlscrapy.report.meter import ProgressMeter
-from irlscrapy.report.timeline import FORMAT, RECORDS_DIR, STATS, TIMELINE
 from irlscrapy.scheduler.delays import Politeness
 
 logger = logging.getLogger(__name__)

@@ -7,35 +7,8 @@ It records only where the crawl has a state directory: the IRL scheduler's (``IR
 else ``JOBDIR``, else its temporary directory), or ``IRL_STATE_DIR`` / ``JOBDIR`` under
 another scheduler.
 
-Files under ``<state dir>/report/`` (format version 1; DO NOT CHANGE a field's meaning,
-add fields instead)::
-
-    timeline.jsonl  line := JSON object "\\n", appended; one per event:
-                      v       1 (the format version)
-                      event   "open" (the spider opened: a run begins), "sample", or
-                              "close" (the crawl is closing)
-                      t       wall-clock time, Unix seconds
-                      run     1 for the first run in this state directory, +1 per resume
-                      uptime  seconds since this run's spider opened
-                      <figure> every figure of irlscrapy.report.figures.crawl_figures
-                              (pages, unique_urls, duplicates, links, requests, ...;
-                              counters start at 0 in every run), plus
-                      bytes   downloader/response_bytes
-                      status  {"<HTTP status>": responses}
-                      content_types  {"<type>/<subtype>": responses} (see below)
-                      robots  {stat: value} of the irl/robots/* and robotstxt/* stats
-                      settings  ("open" lines only) every IRL_* setting of the run but
-                              secrets, and CLOSESPIDER_PAGECOUNT, CONCURRENT_REQUESTS,
-                              ROBOTSTXT_OBEY: the report reopens STAR's store with them
-    stats.json      {"v": 1, "t": ..., "run": n, "stats": {Scrapy stat: value}},
-                    rewritten (temporary file, then rename) when the crawl closes; values
-                    made JSON-safe (:func:`jsonable`: numbers as numbers, datetimes as ISO 8601,
-                    anything else as str)
-
-Crash semantics: each line is one ``write`` flushed to the OS; a kill -9 loses at most
-the figures of the current interval, and a torn last line is skipped by the reader
-(:mod:`irlscrapy.report.records`). ``stats.json`` is whole or absent: a run killed
-before it closes leaves the previous run's (the report then says so).
+The files it writes under ``<state dir>/report/``, their format and crash semantics:
+:mod:`irlscrapy.report.layout`.
 
 Cost on the reactor: one line every ``IRL_REPORT_INTERVAL`` seconds (the figures are RAM
 reads), and per response one header lookup for ``irl/content_type/<type>/<subtype>``
@@ -45,10 +18,8 @@ ones, later ones counted as ``irl/content_type/other``, none as ``.../none``).
 
 from __future__ import annotations
 
-import datetime
 import json
 import logging
-import numbers
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,14 +35,19 @@ from twisted.internet import task
 from irlscrapy import defaults
 from irlscrapy.internals import crawl_engine
 from irlscrapy.report.figures import crawl_figures
-from irlscrapy.scheduler.irl import state_closed
+from irlscrapy.report.layout import (
+    FORMAT,
+    RECORDS_DIR,
+    STATS,
+    TIMELINE,
+    jsonable,
+    last_run,
+    write_stats,
+)
+from irlscrapy.scheduler.keys import state_closed
 
 logger = logging.getLogger(__name__)
 
-FORMAT = 1
-RECORDS_DIR = "report"
-TIMELINE = "timeline.jsonl"
-STATS = "stats.json"
 #: Distinct content types counted; the rest go to ``irl/content_type/other``.
 CONTENT_TYPES = 32
 #: Scrapy settings the timeline's "open" line keeps beside the IRL_* ones.
@@ -79,8 +55,6 @@ SCRAPY_SETTINGS = ("CLOSESPIDER_PAGECOUNT", "CONCURRENT_REQUESTS", "ROBOTSTXT_OB
 STATUS_PREFIX = "downloader/response_status_count/"
 CONTENT_TYPE_PREFIX = "irl/content_type/"
 ROBOTS_PREFIXES = ("irl/robots/", "robotstxt/")
-#: How much of the timeline's end is read to find the last run's number.
-_TAIL = 1 << 16
 
 
 class CrawlRecorder:
@@ -243,48 +217,3 @@ class CrawlRecorder:
             self.report = write_report(state_dir, out)
         except Exception:  # the crawl is done; its report must not fail it
             logger.exception("the crawl report could not be written to %s", out)
-
-
-def last_run(timeline: Path) -> int:
-    """The run number of the timeline's last complete line (0 without one)."""
-    try:
-        with open(timeline, "rb") as f:
-            f.seek(0, 2)
-            size = f.tell()
-            f.seek(max(0, size - _TAIL))
-            tail = f.read()
-    except FileNotFoundError:
-        return 0
-    for raw in reversed(tail.split(b"\n")):
-        try:
-            return int(json.loads(raw)["run"])
-        except (ValueError, KeyError, TypeError):
-            continue  # a torn line, or the cut start of the tail
-    return 0
-
-
-def write_stats(path: Path, stats: dict[str, Any], run: int, now: float) -> None:
-    """``stats.json`` (see the module docstring), atomically."""
-    document = {"v": FORMAT, "t": now, "run": run, "stats": json_safe(stats)}
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(document, indent=0, sort_keys=True), encoding="utf-8")
-    temporary.replace(path)
-
-
-def json_safe(stats: dict[str, Any]) -> dict[str, Any]:
-    return {
-        str(k): v if isinstance(v, int | float | str | bool | type(None)) else jsonable(v)
-        for k, v in stats.items()
-    }
-
-
-def jsonable(value: Any) -> Any:
-    """A JSON value for what json cannot write: numpy and other numbers as numbers,
-    datetimes as ISO 8601, anything else as its str."""
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        return float(value)
-    if isinstance(value, datetime.datetime):
-        return value.isoformat()
-    return str(value)

@@ -38,7 +38,8 @@ from scrapy.utils.misc import load_object
 
 from irlscrapy.scheduler.frontier import GIVEN_UP, GUARD_REFUSAL
 from irlscrapy.scheduler.hosthealth import FAILURE_STATUSES, retry_after_seconds
-from irlscrapy.scheduler.irl import REFUSED_KEY, IRLScheduler, links_sink
+from irlscrapy.scheduler.irl import IRLScheduler, links_sink
+from irlscrapy.scheduler.keys import REFUSED_KEY
 
 #: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's
 #: lowest (OffsiteMiddleware 50; StartSpiderMiddleware 25).

@@ -96,6 +96,7 @@ from irlscrapy.scheduler.frontier import (
     record_batch,
 )
 from irlscrapy.scheduler.hosthealth import HostHealth
+from irlscrapy.scheduler.keys import FETCH_KEY, REFUSED_KEY, ROBOTS_KEY, state_closed
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.parking import ParkedStore
@@ -120,11 +121,6 @@ TO_BEAST, TO_HOST = 0, 1
 #: URL beginnings (lower-cased) of the requests the frontier schedules; any other scheme
 #: skips it (IRLScheduler._direct)
 FRONTIER_SCHEMES = ("http://", "https://")
-#: meta key of the fetch a request belongs to (removed before a request is stored)
-FETCH_KEY = "irl_fetch"
-ROBOTS_KEY = "irl_robots"
-#: meta key of a request refused by robots.txt or DNS (see FetchEndMiddleware)
-REFUSED_KEY = "irl_refused"
 #: Statuses a robots.txt callback sees: all but redirects (RedirectMiddleware follows
 #: those, as RFC 9309 asks) and 2xx (which reach it anyway).
 ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
@@ -141,12 +137,6 @@ IDLE_REFILL_INTERVAL = 1.0
 DISK_FULL_REASON = "irlscrapy_disk_full"
 #: Seconds after its fetch ended that a page nobody reported done is taken as done.
 PAGE_DONE_AFTER = 60.0
-
-#: Signal sent with ``state_dir``, ``temporary`` and the spider's close ``reason`` once the
-#: scheduler has closed its state directory (lock released), before it removes a
-#: temporary one: the last moment to read it (the crawl report,
-#: irlscrapy.report.timeline, renders from it then).
-state_closed = object()
 
 _schedulers: weakref.WeakKeyDictionary[Crawler, IRLScheduler] = weakref.WeakKeyDictionary()
 
@@ -675,6 +665,10 @@ class IRLScheduler(BaseScheduler):
     def _drained(self, _: Any) -> None:
         self._merging = False
         self._drain_task = None
+        if self.df.pending and not self._in_flight:
+            # URLs submitted during the merge, and no fetch will end to flush them
+            # (the no-idle invariant; _submitted skipped them while the merge ran)
+            self._flush()
         frontier = self.frontier
         if frontier is not None and frontier.can_admit():
             self.waker.wake()  # new hosts' robots.txt may be due at once: admit them now

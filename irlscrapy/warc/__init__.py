@@ -3,8 +3,9 @@
 - :mod:`~irlscrapy.warc.exchange`: the bytes of one HTTP exchange as a WARC records them.
 - :mod:`~irlscrapy.warc.files`: WARC files on disk (naming, rotation, warcinfo, CDXJ,
   recovery after a crash).
+- :mod:`~irlscrapy.warc.handler`: the add-on's download handler, which feeds the recorder.
 - :mod:`~irlscrapy.warc.recorder`: the Scrapy-facing part, fed by the download handler
-  (:class:`irlscrapy.internals.PoliteHTTPDownloadHandler`); it batches exchanges to a
+  (:class:`irlscrapy.warc.handler.RecordingDownloadHandler`); it batches exchanges to a
   worker thread that checks bodies against :mod:`irlscrapy.dupefilters.contentseen`
   and writes the records.
 - :mod:`~irlscrapy.warc.middleware`: the duplicate flag on a response's meta.

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The download handler (:class:`irlscrapy.internals.PoliteHTTPDownloadHandler`) passes
+The download handler (:class:`irlscrapy.warc.handler.RecordingDownloadHandler`) passes
 each response here as it was received, before any downloader middleware: the body
 still compressed, the head as it came off the wire (:mod:`irlscrapy.warc.exchange`
 says exactly what is recorded). On the reactor, :meth:`ExchangeRecorder.record` only
@@ -85,7 +85,7 @@ from irlscrapy import defaults
 from irlscrapy.closing import close_spider
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
-from irlscrapy.scheduler.irl import ROBOTS_KEY
+from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.threadpriority import lower_this_thread
 from irlscrapy.warc import exchange
 from irlscrapy.warc.files import Capture, WarcFiles

@@ -88,7 +88,8 @@ def test_one_timer_wakes_the_engine_at_the_earliest_due_time() -> None:
 def test_with_warc_on_the_http_handler_keeps_response_heads(tmp_path: object) -> None:
     out = _run(
         HANDLER_PROLOGUE + f"c = get_crawler(Spider, {{'IRL_WARC_DIR': '{tmp_path}'}})\n"
-        "h = PoliteHTTPDownloadHandler(c)\n"
+        "from irlscrapy.warc.handler import RecordingDownloadHandler\n"
+        "h = RecordingDownloadHandler(c)\n"
         "p = h._pool._factory(lambda p: None, None).buildProtocol(None)\n"
         "print(type(h.recorder).__name__, type(p).__name__, p._parser is None)\n"
     )

@@ -1,0 +1,95 @@
+"""The files a crawl leaves for its report: where they are and what they hold.
+
+:class:`irlscrapy.report.timeline.CrawlRecorder` writes them while the crawl runs;
+:mod:`irlscrapy.report.records` reads them for ``irlscrapy report``.
+
+Files under ``<state dir>/report/`` (format version 1; DO NOT CHANGE a field's meaning,
+add fields instead)::
+
+    timeline.jsonl  line := JSON object "\\n", appended; one per event:
+                      v       1 (the format version)
+                      event   "open" (the spider opened: a run begins), "sample", or
+                              "close" (the crawl is closing)
+                      t       wall-clock time, Unix seconds
+                      run     1 for the first run in this state directory, +1 per resume
+                      uptime  seconds since this run's spider opened
+                      <figure> every figure of irlscrapy.report.figures.crawl_figures
+                              (pages, unique_urls, duplicates, links, requests, ...;
+                              counters start at 0 in every run), plus
+                      bytes   downloader/response_bytes
+                      status  {"<HTTP status>": responses}
+                      content_types  {"<type>/<subtype>": responses} (see below)
+                      robots  {stat: value} of the irl/robots/* and robotstxt/* stats
+                      settings  ("open" lines only) every IRL_* setting of the run but
+                              secrets, and CLOSESPIDER_PAGECOUNT, CONCURRENT_REQUESTS,
+                              ROBOTSTXT_OBEY: the report reopens STAR's store with them
+    stats.json      {"v": 1, "t": ..., "run": n, "stats": {Scrapy stat: value}},
+                    rewritten (temporary file, then rename) when the crawl closes; values
+                    made JSON-safe (:func:`jsonable`: numbers as numbers, datetimes as ISO 8601,
+                    anything else as str)
+
+Crash semantics: each line is one ``write`` flushed to the OS; a kill -9 loses at most
+the figures of the current interval, and a torn last line is skipped by the reader
+(:mod:`irlscrapy.report.records`). ``stats.json`` is whole or absent: a run killed
+before it closes leaves the previous run's (the report then says so).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import numbers
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+RECORDS_DIR = "report"
+TIMELINE = "timeline.jsonl"
+STATS = "stats.json"
+#: How much of the timeline's end is read to find the last run's number.
+_TAIL = 1 << 16
+
+
+def last_run(timeline: Path) -> int:
+    """The run number of the timeline's last complete line (0 without one)."""
+    try:
+        with open(timeline, "rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - _TAIL))
+            tail = f.read()
+    except FileNotFoundError:
+        return 0
+    for raw in reversed(tail.split(b"\n")):
+        try:
+            return int(json.loads(raw)["run"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a torn line, or the cut start of the tail
+    return 0
+
+
+def write_stats(path: Path, stats: dict[str, Any], run: int, now: float) -> None:
+    """``stats.json`` (see the module docstring), atomically."""
+    document = {"v": FORMAT, "t": now, "run": run, "stats": json_safe(stats)}
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(document, indent=0, sort_keys=True), encoding="utf-8")
+    temporary.replace(path)
+
+
+def json_safe(stats: dict[str, Any]) -> dict[str, Any]:
+    return {
+        str(k): v if isinstance(v, int | float | str | bool | type(None)) else jsonable(v)
+        for k, v in stats.items()
+    }
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON value for what json cannot write: numpy and other numbers as numbers,
+    datetimes as ISO 8601, anything else as its str."""
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    return str(value)
