@@ -83,6 +83,7 @@ from twisted.python.threadpool import ThreadPool
 import irlscrapy
 from irlscrapy import defaults
 from irlscrapy.closing import close_spider
+from irlscrapy.domains import host_name, url_host
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
 from irlscrapy.scheduler.keys import ROBOTS_KEY
@@ -477,8 +478,8 @@ def _address_finder(crawler: Crawler) -> Callable[[Request, Response], str | Non
         cache = dns_cache(crawler)
 
         def from_cache(request: Request, response: Response) -> str | None:
-            host = _netloc(response.url).decode("ascii").rsplit(":", 1)[0].strip("[]")
-            return host if is_ip(host) else cache.stale(host.lower())
+            host = host_name(url_host(response.url))
+            return host if is_ip(host) else cache.stale(host)
 
         return from_cache
 
