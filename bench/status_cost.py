@@ -11,8 +11,9 @@ alternation R times:
              HTML page (three requests a second, more than any dashboard needs).
 
 Headline figure, from one run: the reactor thread's CPU time inside the endpoint's
-request handling, its sampling timer and the progress line (bench/statuscost.py wraps
-them with ``time.thread_time``), over the reactor thread's CPU time for the whole crawl.
+request handling, its sampling timer and the progress line (wrapped with
+``time.thread_time`` by bench/status_cost_extension.py), over the reactor thread's CPU
+time for the whole crawl.
 The pages/s of the two variants are printed too, with their ratio; on a shared machine
 their spread between rounds is larger than 2%, which is why the CPU share is the bar.
 """
@@ -33,7 +34,7 @@ BENCH_NAME = "status_cost"
 PAGES = 20_000
 ROUNDS = 2
 PATHS = ("/status.json", "/metrics", "/")
-COST = "statuscost.StatusCost"
+COST = "status_cost_extension.StatusCost"
 
 
 def free_port() -> int:

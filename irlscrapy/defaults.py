@@ -515,6 +515,8 @@ def get(settings: Any, name: str) -> Any:
     try:
         return getter(name, spec.default)
     except ValueError as exc:
+        what = "a number" if spec.type in ("int", "float") else f"a valid {spec.type}"
         raise ConfigurationError(
-            f"{name}={settings.get(name)!r} is not a valid {spec.type} ({spec.unit}): {exc}"
+            f"{name}={settings.get(name)!r} is not {what} ({spec.type}, {spec.unit}; the "
+            f"default is {spec.default!r}): {exc}"
         ) from None

@@ -71,7 +71,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol
 
 from scrapy.resolver import CachingHostnameResolver
 from twisted.internet import defer, threads
@@ -84,6 +84,7 @@ from twisted.names import dns, error
 from twisted.python.failure import Failure
 from zope.interface import implementer
 
+from irlscrapy import defaults
 from irlscrapy.cachedb import open_cache_db
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
@@ -101,15 +102,19 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_TIMEOUT = 5.0  # seconds per query
-DEFAULT_RETRIES = 2
-DEFAULT_RETRY_DELAY = 2.0  # seconds before the first retry; doubles each time
-DEFAULT_MIN_TTL = 60.0
-DEFAULT_MAX_TTL = 6 * 3600.0
-DEFAULT_TTL = 3600.0  # for the system resolver, which gives no TTL
-DEFAULT_NEGATIVE_TTL = 300.0  # RFC 2308's ceiling for caching server failures
+#: The defaults of the DNS settings (irlscrapy.defaults), for direct construction.
+DEFAULT_TIMEOUT = defaults.BY_NAME["IRL_DNS_TIMEOUT"].default  # seconds per query
+DEFAULT_RETRIES = defaults.BY_NAME["IRL_DNS_RETRIES"].default
+#: seconds before the first retry; doubles each time
+DEFAULT_RETRY_DELAY = defaults.BY_NAME["IRL_DNS_RETRY_DELAY"].default
+DEFAULT_MIN_TTL = defaults.BY_NAME["IRL_DNS_TTL_MIN"].default
+DEFAULT_MAX_TTL = defaults.BY_NAME["IRL_DNS_TTL_MAX"].default
+#: for the system resolver, which gives no TTL
+DEFAULT_TTL = defaults.BY_NAME["IRL_DNS_TTL_DEFAULT"].default
+#: RFC 2308's ceiling for caching server failures
+DEFAULT_NEGATIVE_TTL = defaults.BY_NAME["IRL_DNS_NEGATIVE_TTL"].default
 #: About 250 bytes each in RAM (6 MB); the rest is a LevelDB read away (microseconds).
-DEFAULT_RAM_ENTRIES = 25_000
+DEFAULT_RAM_ENTRIES = defaults.BY_NAME["IRL_DNS_CACHE_ENTRIES"].default
 DEFAULT_SPILL_BATCH = 1_000
 
 KINDS = ("nxdomain", "servfail", "timeout", "noanswer")  # in disk order: DO NOT CHANGE
@@ -122,7 +127,6 @@ _GAI_NODATA = {getattr(socket, n) for n in ("EAI_NODATA", "EAI_ADDRFAMILY") if h
 
 Answer = tuple[str, float | None]  # (IPv4 address, TTL in seconds or None if unknown)
 InThread = Callable[..., "Deferred[Any]"]
-T = TypeVar("T", int, float)
 
 
 class Stats(Protocol):
@@ -176,17 +180,6 @@ def _global_reactor() -> Any:
     from twisted.internet import reactor  # only when first needed: Scrapy installs it
 
     return reactor
-
-
-def _setting(settings: Any, name: str, default: T) -> T:
-    getter = settings.getint if isinstance(default, int) else settings.getfloat
-    try:
-        value: T = getter(name, default)
-    except ValueError:
-        raise ConfigurationError(
-            f"{name}={settings.get(name)!r} is not a number; the default is {default}"
-        ) from None
-    return value
 
 
 def parse_servers(text: str) -> list[tuple[str, int]]:
@@ -262,7 +255,7 @@ class HostResolver:
     @classmethod
     def from_crawler(cls, crawler: Any, reactor: Any = None) -> HostResolver:
         servers = parse_servers(crawler.settings.get("IRL_DNS_SERVERS") or "")
-        return cls(servers, _setting(crawler.settings, "IRL_DNS_TIMEOUT", DEFAULT_TIMEOUT), reactor)
+        return cls(servers, defaults.get(crawler.settings, "IRL_DNS_TIMEOUT"), reactor)
 
     @property
     def reactor(self) -> Any:
@@ -391,13 +384,13 @@ class DNSCache:
         return cls(
             HostResolver.from_crawler(crawler, reactor),
             stats=_CrawlerStats(crawler),
-            ram_entries=_setting(s, "IRL_DNS_CACHE_ENTRIES", DEFAULT_RAM_ENTRIES),
-            min_ttl=_setting(s, "IRL_DNS_TTL_MIN", DEFAULT_MIN_TTL),
-            max_ttl=_setting(s, "IRL_DNS_TTL_MAX", DEFAULT_MAX_TTL),
-            default_ttl=_setting(s, "IRL_DNS_TTL_DEFAULT", DEFAULT_TTL),
-            negative_ttl=_setting(s, "IRL_DNS_NEGATIVE_TTL", DEFAULT_NEGATIVE_TTL),
-            retries=_setting(s, "IRL_DNS_RETRIES", DEFAULT_RETRIES),
-            retry_delay=_setting(s, "IRL_DNS_RETRY_DELAY", DEFAULT_RETRY_DELAY),
+            ram_entries=defaults.get(s, "IRL_DNS_CACHE_ENTRIES"),
+            min_ttl=defaults.get(s, "IRL_DNS_TTL_MIN"),
+            max_ttl=defaults.get(s, "IRL_DNS_TTL_MAX"),
+            default_ttl=defaults.get(s, "IRL_DNS_TTL_DEFAULT"),
+            negative_ttl=defaults.get(s, "IRL_DNS_NEGATIVE_TTL"),
+            retries=defaults.get(s, "IRL_DNS_RETRIES"),
+            retry_delay=defaults.get(s, "IRL_DNS_RETRY_DELAY"),
         )
 
     @property

@@ -1,5 +1,6 @@
-"""Bench extension (bench/status_cost.py): the reactor thread's CPU time spent in the
-status endpoint and the progress line, and the thread's whole CPU time, as stats."""
+"""The crawl-side extension of bench/status_cost.py: the reactor thread's CPU time
+spent in the status endpoint and the progress line, and the thread's whole CPU time,
+as stats."""
 
 from __future__ import annotations
 
