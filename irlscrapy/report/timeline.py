@@ -34,6 +34,7 @@ from twisted.internet import task
 
 from irlscrapy import defaults
 from irlscrapy.internals import crawl_engine
+from irlscrapy.mediatype import media_type
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.report.layout import (
     FORMAT,
@@ -165,15 +166,12 @@ class CrawlRecorder:
         self._file.flush()
 
     def response_received(self, response: Response, request: Any, spider: Spider) -> None:
-        raw = response.headers.get(b"Content-Type")
-        kind = "none"
-        if raw:
-            kind = raw.split(b";", 1)[0].strip().lower().decode("latin-1") or "none"
-            if kind not in self._content_types:
-                if len(self._content_types) < CONTENT_TYPES:
-                    self._content_types.add(kind)
-                else:
-                    kind = "other"
+        kind = media_type(response.headers) or "none"
+        if kind != "none" and kind not in self._content_types:
+            if len(self._content_types) < CONTENT_TYPES:
+                self._content_types.add(kind)
+            else:
+                kind = "other"
         stats = self.crawler.stats
         assert stats is not None
         stats.inc_value(CONTENT_TYPE_PREFIX + kind)

@@ -86,6 +86,7 @@ from irlscrapy.closing import close_spider
 from irlscrapy.domains import host_name, url_host
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
+from irlscrapy.mediatype import media_type
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.threadpriority import lower_this_thread
 from irlscrapy.warc import exchange
@@ -254,7 +255,6 @@ class ExchangeRecorder:
             response_head = exchange.rebuilt_head(
                 response.protocol or "HTTP/1.1", response.status, response.headers.items()
             )
-        content_type = response.headers.get(b"Content-Type") or b""
         return Capture(
             url=response.url,
             date=self.clock(),
@@ -265,7 +265,7 @@ class ExchangeRecorder:
             payload_digest="",  # the worker computes it
             ip_address=self.address_of(request, response),
             truncated="disconnect" if "dataloss" in response.flags else None,
-            mime=content_type.split(b";")[0].strip().lower().decode("latin-1"),
+            mime=media_type(response.headers),
         )
 
     def _kick(self) -> None:
