@@ -40,7 +40,8 @@ from dataclasses import dataclass
 
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.content import Reply
-from irlscrapy.invitro.web import REFUSED, Host, InVitroWeb
+from irlscrapy.invitro.host import Host
+from irlscrapy.invitro.web import REFUSED, InVitroWeb
 from irlscrapy.scheduler.traps import NO_LIMITS, TrapLimits
 from irlscrapy.spiders.extract import absolute_url, crawlable, resolve_base, resolve_links
 

@@ -24,10 +24,26 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from irlscrapy.invitro.web import Host, InVitroWeb
+from irlscrapy.invitro.host import Host
+from irlscrapy.invitro.profiles import Profile
+
+
+class InVitroWeb(Protocol):
+    """What the link plan reads of the web (irlscrapy.invitro.web.InVitroWeb), named
+    here so that the plan does not import the web that imports it."""
+
+    profile: Profile
+
+    def rng(self, *parts: object) -> random.Random: ...
+    def host(self, name: str) -> Host | None: ...
+    def host_name(self, pld_id: int, index: int) -> str: ...
+    def hosts_in_pld(self, pld_id: int) -> int | None: ...
+    def out_plds(self, pld_id: int) -> tuple[int, ...]: ...
+    def page_path(self, host: Host, n: int) -> str: ...
+    def special_path(self, what: str, num: int, tail: str) -> str | None: ...
+
 
 TRAP_KINDS = ("calendar", "session", "repeat")
 TRAP_PREFIXES = {"calendar": "/calendar", "session": "/cart/", "repeat": "/lib/"}

@@ -64,7 +64,6 @@ import re
 from collections.abc import Sequence
 from functools import lru_cache
 from hashlib import blake2b
-from typing import NamedTuple
 
 import numpy as np
 
@@ -77,6 +76,7 @@ from irlscrapy.invitro.content import (
     plain,
     redirect,
 )
+from irlscrapy.invitro.host import Host
 from irlscrapy.invitro.linkplan import (
     CALENDAR_EPOCH_YEAR,
     TRAP_KINDS,
@@ -123,45 +123,6 @@ _U64 = 1.0 / 18446744073709551616.0
 #: What an https request to a host that serves no https gets: no answer at all (the
 #: proxy refuses the CONNECT tunnel with 502, as a proxy does when the origin refuses).
 REFUSED = Reply(0, (), b"", "refused", action="refuse")
-
-
-class Host(NamedTuple):
-    """Everything the web says about one host; derived from its name alone."""
-
-    name: str
-    pld: str
-    pld_id: int  # legitimate PLDs by rank first, then spam farm members
-    number: int  # host number inside its PLD; 0 is www
-    farm: int  # spam farm number, -1 for a legitimate host
-    ip: str
-    robots: str  # one of profiles.ROBOTS_VARIANTS
-    server: str  # one of profiles.SERVER_KINDS
-    dns: str  # one of profiles.DNS_KINDS
-    gzip: bool
-    chunked: bool
-    trap: str  # "" or one of TRAP_KINDS
-    style: int  # index into the page path styles
-    pages: int | None  # None: unbounded
-    scheme: str  # one of profiles.SCHEME_KINDS
-    has_index: bool  # its home page is a huge index
-
-    @property
-    def spam(self) -> bool:
-        return self.farm >= 0
-
-    @property
-    def canonical_scheme(self) -> str:
-        """The scheme that serves the host's pages."""
-        return "https" if self.scheme == "upgrade" else "http"
-
-    @property
-    def origin(self) -> str:
-        """``scheme://host`` of the host's pages."""
-        return f"{self.canonical_scheme}://{self.name}"
-
-    def serves(self, scheme: str) -> bool:
-        """True if a connection on ``scheme`` is answered (with pages or a redirect)."""
-        return scheme == "http" or self.scheme != "http"
 
 
 def _weighted(u: float, weights: Sequence[tuple[str, float]]) -> str:

@@ -1,0 +1,113 @@
+"""The package's layering, read from the imports of every module of irlscrapy/ (module
+level, function level and TYPE_CHECKING alike, so a hidden cycle counts too):
+
+- no import circle: modules form a hierarchy, each standing above what it imports;
+- the algorithm modules (DRUM and its files, the record file, BEAST, the workbench, the
+  admitted journal, the budget functions, the in-vitro web's generator) import no
+  Scrapy or Twisted, themselves or through what they import: they are the paper's
+  structures, usable and testable without a crawler.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "irlscrapy"
+ALGORITHMS = (
+    "irlscrapy.dupefilters.drum",
+    "irlscrapy.dupefilters.drumcache",
+    "irlscrapy.dupefilters.drumjournal",
+    "irlscrapy.dupefilters.drummerge",
+    "irlscrapy.recordfile",
+    "irlscrapy.scheduler.beast",
+    "irlscrapy.scheduler.distinct",
+    "irlscrapy.scheduler.workbench",
+    "irlscrapy.scheduler.admitted",
+    "irlscrapy.scheduler.traps",
+    "irlscrapy.scheduler.loadgovernor",
+    "irlscrapy.middlewares.budgets",
+    "irlscrapy.invitro.web",
+    "irlscrapy.invitro.linkplan",
+    "irlscrapy.invitro.content",
+    "irlscrapy.invitro.profiles",
+)
+CRAWL_FRAMEWORKS = {"scrapy", "twisted"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def _imported(name: str, path: Path) -> Iterator[str]:
+    """Every module ``name`` imports: irlscrapy's by their full names, others by their
+    top-level package."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name if alias.name.startswith("irlscrapy") else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            if not module.startswith("irlscrapy"):
+                yield module.split(".")[0]
+                continue
+            for alias in node.names:  # ``from irlscrapy.x import y``: y may be a module
+                child = f"{module}.{alias.name}"
+                yield child if child in MODULES else module
+
+
+GRAPH = {
+    name: {m for m in _imported(name, path) if m in MODULES and m != name}
+    for name, path in MODULES.items()
+}
+EXTERNAL = {
+    name: {m for m in _imported(name, path) if not m.startswith("irlscrapy")}
+    for name, path in MODULES.items()
+}
+
+
+def _reachable(start: str) -> set[str]:
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for imported in GRAPH[stack.pop()]:
+            if imported not in seen:
+                seen.add(imported)
+                stack.append(imported)
+    return seen
+
+
+def test_no_import_circle() -> None:
+    circles = sorted(name for name in MODULES if name in _reachable(name))
+    assert not circles, f"modules that import themselves through others: {circles}"
+
+
+def test_the_algorithm_modules_import_no_crawl_framework() -> None:
+    assert set(ALGORITHMS) <= set(MODULES), set(ALGORITHMS) - set(MODULES)
+    offenders = {
+        name: sorted(
+            f"{module} imports {framework}"
+            for module in {name} | _reachable(name)
+            for framework in EXTERNAL[module] & CRAWL_FRAMEWORKS
+        )
+        for name in ALGORITHMS
+    }
+    assert not {name: found for name, found in offenders.items() if found}
+
+
+def test_the_import_reader_sees_modules_and_frameworks() -> None:
+    """The reader itself sees imports: scheduler.irl imports the frontier and Scrapy, the
+    frontier Twisted (a reader that saw nothing would pass the tests above)."""
+    assert "irlscrapy.scheduler.frontier" in GRAPH["irlscrapy.scheduler.irl"]
+    assert "scrapy" in EXTERNAL["irlscrapy.scheduler.irl"]
+    assert "twisted" in EXTERNAL["irlscrapy.scheduler.frontier"]
