@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from irlscrapy.invitro.audit import ROBOTS_PATHS
+from irlscrapy.oracle.audit import ROBOTS_PATHS
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench"

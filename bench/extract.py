@@ -37,9 +37,9 @@ from common import emit, median, page_urls
 from scrapy.http import HtmlResponse
 from scrapy.linkextractors import LinkExtractor
 
-from irlscrapy.invitro.groundtruth import split_url
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.groundtruth import split_url
 from irlscrapy.spiders.extract import extract_hrefs, links_to_follow
 
 PROFILE = "broad"

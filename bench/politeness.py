@@ -15,7 +15,7 @@ settings as shipped (the IRL scheduler; tau_h = 4 s, tau_s = 0.5 s unless
 the in-vitro server's request log, which this script follows: once the server has
 served ``--pages`` page requests (robots.txt fetches not counted), the crawl gets one
 SIGINT and stops gracefully (requests in flight end). The log is then
-audited (:mod:`irlscrapy.invitro.audit`): every host gap against the host's delay (tau_h,
+audited (:mod:`irlscrapy.oracle.audit`): every host gap against the host's delay (tau_h,
 raised by its robots.txt Crawl-delay up to the cap), every IP gap against tau_s, every
 request against its host's robots.txt (RFC 9309) and against "robots.txt first".
 
@@ -34,9 +34,9 @@ from pathlib import Path
 from common import crawl_broad_web, emit
 
 from irlscrapy import defaults
-from irlscrapy.invitro.audit import ROBOTS_PATHS, audit
 from irlscrapy.invitro.profiles import BROAD
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import ROBOTS_PATHS, audit
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 PAGES = 50_000

@@ -69,10 +69,10 @@ from common import RESULTS, crawl_broad_web, emit
 
 from irlscrapy import defaults
 from irlscrapy.domains import pld, url_host
-from irlscrapy.invitro.audit import ROBOTS_PATHS, request_url
-from irlscrapy.invitro.groundtruth import CrawlPolicy, followed_links
 from irlscrapy.invitro.profiles import BROAD
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
+from irlscrapy.oracle.groundtruth import CrawlPolicy, followed_links
 
 PAGES = 100_000
 SEED = 0

@@ -44,10 +44,10 @@ from pathlib import Path
 import psutil
 from common import BENCH, emit, median, page_urls
 
-from irlscrapy.invitro.groundtruth import split_url
 from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.groundtruth import split_url
 
 PROFILE = "broad"
 SEED = 0

@@ -33,7 +33,7 @@ running after :data:`CRAWL_TIMEOUT_S` gets one SIGINT, and is killed
 
 The politeness lower bound
 --------------------------
-From the ground truth (:func:`irlscrapy.invitro.groundtruth.reachable` with RFC 9309 and
+From the ground truth (:func:`irlscrapy.oracle.groundtruth.reachable` with RFC 9309 and
 the IRL trap limits, as tests/e2e/conftest.py's IRL_POLICY): the busiest host's page count
 times its delay, or the busiest IP's page count times tau_s, whichever is larger
 ("busiest": the largest such product, so a small host with a long Crawl-delay can be
@@ -93,11 +93,11 @@ from typing import Any
 from common import PROXY_VARIABLES, REPO, RESULTS, emit, median
 
 from irlscrapy import defaults
-from irlscrapy.invitro.audit import ROBOTS_PATHS
-from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable, split_url
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.serve import TEST_WEB_SETTINGS
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import ROBOTS_PATHS
+from irlscrapy.oracle.groundtruth import CrawlPolicy, reachable, split_url
 from irlscrapy.recordfile import scan
 from irlscrapy.scheduler.requestcodec import payload_url
 from irlscrapy.scheduler.traps import TrapLimits

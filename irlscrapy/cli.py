@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _urls(profile: str, seed: int, count: int, policy: str) -> None:
-    from irlscrapy.invitro.groundtruth import CrawlPolicy, crawl_order
     from irlscrapy.invitro.profiles import get_profile
     from irlscrapy.invitro.web import InVitroWeb
+    from irlscrapy.oracle.groundtruth import CrawlPolicy, crawl_order
 
     web = InVitroWeb(get_profile(profile), seed)
     crawl_policy = CrawlPolicy(robots=policy)

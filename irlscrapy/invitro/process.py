@@ -12,7 +12,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import irlscrapy
 from irlscrapy.exceptions import InVitroError
 
 
@@ -20,9 +19,8 @@ def irlscrapy_root() -> str:
     """The ``sys.path`` entry this process imported ``irlscrapy`` from: a directory, or
     the zip archive of a Scrapyd egg (whose path Scrapyd added at run time, so a child
     process would not find it without being told)."""
-    spec = irlscrapy.__spec__
-    assert spec is not None and spec.submodule_search_locations, "irlscrapy is a package"
-    return os.path.abspath(os.path.dirname(next(iter(spec.submodule_search_locations))))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # irlscrapy/
+    return os.path.dirname(package)
 
 
 class InVitroProcess:

@@ -8,7 +8,7 @@ Two profiles ship:
 ``tiny``
     Finite: a few thousand pages on a few hundred hosts. Spam farms and traps are
     bounded, so the set reachable from the seeds can be computed exactly
-    (:mod:`irlscrapy.invitro.groundtruth`). Delays are short so tests run fast. It also
+    (:mod:`irlscrapy.oracle.groundtruth`). Delays are short so tests run fast. It also
     carries what a real web of documentation sites taught (issue 16): same-host links to
     ``https://`` where nothing answers on port 443, hosts that redirect between schemes,
     a few huge index pages with thousands of links, and relative links with ``../`` and

@@ -1,6 +1,6 @@
 """Link extraction and URL filters of the broad spider. Imports nothing from Scrapy.
 
-The in-vitro ground truth (:mod:`irlscrapy.invitro.groundtruth`) applies the very same
+The in-vitro ground truth (:mod:`irlscrapy.oracle.groundtruth`) applies the very same
 functions, so "what the spider follows" has one definition.
 
 The extractor is a byte regex over ``<a ... href=...>``, chosen by measurement

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from irlscrapy import defaults
-from irlscrapy.invitro.audit import ROBOTS_PATHS, request_url
-from irlscrapy.invitro.groundtruth import CrawlPolicy
 from irlscrapy.invitro.process import InVitroProcess
+from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
+from irlscrapy.oracle.groundtruth import CrawlPolicy
 from irlscrapy.scheduler.traps import TrapLimits
 
 SEED = 0

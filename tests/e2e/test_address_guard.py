@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from irlscrapy.invitro.audit import request_url
-from irlscrapy.invitro.groundtruth import split_url
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import request_url
+from irlscrapy.oracle.groundtruth import split_url
 from irlscrapy.spiders.extract import absolute_url
 
 from .conftest import QUICK_IRL, SEED, crawl_tiny, read_log

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from irlscrapy.invitro.groundtruth import CrawlPolicy, crawl_order, split_url, url_scheme
 from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.groundtruth import CrawlPolicy, crawl_order, split_url, url_scheme
 
 from .conftest import SEED, fetch, proxy_address, read_log
 

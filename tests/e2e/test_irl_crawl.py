@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 
 from irlscrapy import defaults
-from irlscrapy.invitro.audit import audit
-from irlscrapy.invitro.groundtruth import CrawlPolicy, disallowed_prefixes, reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import audit
+from irlscrapy.oracle.groundtruth import CrawlPolicy, disallowed_prefixes, reachable
 from irlscrapy.scheduler.loadgovernor import FLOOR
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
@@ -85,7 +85,7 @@ def test_no_url_is_downloaded_twice_except_retries(
 def test_politeness_holds_at_the_server(
     crawl: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
-    """Zero violations in the server's log (:mod:`irlscrapy.invitro.audit`): a request
+    """Zero violations in the server's log (:mod:`irlscrapy.oracle.audit`): a request
     to a host starts >= tau_h after the previous one to that host ended (robots.txt
     excepted: the paper limits it by the IP delay only), a request to an IP >= tau_s
     after the previous one to that IP ended; no page is requested before its host's

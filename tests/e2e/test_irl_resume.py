@@ -17,10 +17,10 @@ import subprocess
 import time
 from pathlib import Path
 
-from irlscrapy.invitro.audit import request_url
-from irlscrapy.invitro.groundtruth import reachable
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import request_url
+from irlscrapy.oracle.groundtruth import reachable
 
 from .conftest import (
     IRL_POLICY,

@@ -11,10 +11,10 @@ import pytest
 from scrapy.settings import Settings
 
 from irlscrapy.domains import pld, url_host
-from irlscrapy.invitro.groundtruth import crawl_order, followed_links
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.middlewares.reputation import Reputation
+from irlscrapy.oracle.groundtruth import crawl_order, followed_links
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 from .conftest import IRL_POLICY, QUICK_IRL, SEED, crawl_tiny

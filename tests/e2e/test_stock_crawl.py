@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable, split_url
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.groundtruth import CrawlPolicy, reachable, split_url
 
 from .conftest import SEED, STOCK, assert_repeats_are_retries, crawl_tiny, downloads, read_log
 

@@ -6,10 +6,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from irlscrapy.invitro.audit import request_url
-from irlscrapy.invitro.groundtruth import CrawlPolicy, reachable, split_url
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import request_url
+from irlscrapy.oracle.groundtruth import CrawlPolicy, reachable, split_url
 
 from .conftest import SEED, STOCK, crawl_tiny, downloads, read_log
 

@@ -18,10 +18,10 @@ from urllib.parse import urlsplit
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from irlscrapy.invitro.audit import request_url
 from irlscrapy.invitro.httpserver import wire_head
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import request_url
 from irlscrapy.warc.exchange import record_head
 from tests.e2e.conftest import SEED, read_log
 

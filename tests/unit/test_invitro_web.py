@@ -16,7 +16,11 @@ from hypothesis import strategies as st
 
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.content import Reply
-from irlscrapy.invitro.groundtruth import (
+from irlscrapy.invitro.host import Host
+from irlscrapy.invitro.linkplan import relative_ref
+from irlscrapy.invitro.profiles import BROAD, SCHEME_KINDS, TINY, Profile, get_profile
+from irlscrapy.invitro.web import REFUSED, ROBOTS_PARSE_LIMIT, InVitroWeb, ip_address
+from irlscrapy.oracle.groundtruth import (
     DEFAULT_MAX_BYTES,
     CrawlPolicy,
     crawl_order,
@@ -26,10 +30,6 @@ from irlscrapy.invitro.groundtruth import (
     split_url,
     url_scheme,
 )
-from irlscrapy.invitro.host import Host
-from irlscrapy.invitro.linkplan import relative_ref
-from irlscrapy.invitro.profiles import BROAD, SCHEME_KINDS, TINY, Profile, get_profile
-from irlscrapy.invitro.web import REFUSED, ROBOTS_PARSE_LIMIT, InVitroWeb, ip_address
 from irlscrapy.spiders.extract import absolute_url, crawlable, links_to_follow
 from tests.strategies import clean_paths
 

@@ -5,7 +5,10 @@ level, function level and TYPE_CHECKING alike, so a hidden cycle counts too):
 - the algorithm modules (DRUM and its files, the record file, BEAST, the workbench, the
   admitted journal, the budget functions, the in-vitro web's generator) import no
   Scrapy or Twisted, themselves or through what they import: they are the paper's
-  structures, usable and testable without a crawler.
+  structures, usable and testable without a crawler;
+- the in-vitro web (irlscrapy/invitro/) imports nothing of the crawler but
+  irlscrapy.exceptions: the test web knows nothing of what it tests (the oracle that
+  applies the crawler's rules to it is irlscrapy.oracle, outside).
 """
 
 from __future__ import annotations
@@ -103,6 +106,18 @@ def test_the_algorithm_modules_import_no_crawl_framework() -> None:
         for name in ALGORITHMS
     }
     assert not {name: found for name, found in offenders.items() if found}
+
+
+def test_the_in_vitro_web_knows_nothing_of_the_crawler() -> None:
+    allowed = {"irlscrapy.exceptions"}
+    crawler = {
+        name: sorted(
+            m for m in GRAPH[name] if not m.startswith("irlscrapy.invitro") and m not in allowed
+        )
+        for name in MODULES
+        if name.startswith("irlscrapy.invitro")
+    }
+    assert not {name: found for name, found in crawler.items() if found}
 
 
 def test_the_import_reader_sees_modules_and_frameworks() -> None:

@@ -21,7 +21,7 @@ line is that crawler's.
   only if it falls short by more than :data:`CLOCK_TICK`. Gaps after a response the
   crawler abandoned (over its size limit, or not sent in full) are kept apart,
   because nginx logs those ends when it notices the client has gone, after the crawler
-  let go (as :mod:`irlscrapy.invitro.audit` does).
+  let go (as :mod:`irlscrapy.oracle.audit` does).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from urllib.parse import unquote
 
 from protego import Protego
 
-from irlscrapy.invitro.audit import Gaps
+from irlscrapy.oracle.audit import Gaps
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 from .sites import Site

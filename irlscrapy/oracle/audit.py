@@ -10,7 +10,7 @@ the crawler's contracts (DESIGN.md section 3, Workbench):
 - *IP politeness*: a request to an IP starts at least ``ip_delay`` after the previous
   request to that IP ended;
 - *robots.txt*: no path the host's robots.txt disallows (under RFC 9309, see
-  :func:`irlscrapy.invitro.groundtruth.disallowed_prefixes`) is requested, and no page of
+  :func:`irlscrapy.oracle.groundtruth.disallowed_prefixes`) is requested, and no page of
   a host is requested before its robots.txt.
 
 A refused connection (an https URL of a host that serves no https: the proxy refuses
@@ -33,8 +33,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from irlscrapy.invitro.groundtruth import CrawlPolicy, disallowed_prefixes
 from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.groundtruth import CrawlPolicy, disallowed_prefixes
 
 ROBOTS_PATHS = ("/robots.txt", "/robots-real.txt")
 Record = dict[str, Any]
