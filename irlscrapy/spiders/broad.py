@@ -35,10 +35,10 @@ from scrapy.http import Response, TextResponse
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from irlscrapy import __version__
+from irlscrapy.addon import STAR_ORDER
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.process import InVitroProcess, irlscrapy_root
 from irlscrapy.links import Links
-from irlscrapy.middlewares.star import ORDER as STAR_MIDDLEWARE_ORDER
 from irlscrapy.spiders.extract import header_nofollow, links_to_follow, meta_nofollow
 
 MAX_PAGE_BYTES = 2 * 1024 * 1024
@@ -78,7 +78,7 @@ class BroadSpider(Spider):
         # At spider priority: CrawlerProcess re-applies project settings over what is set
         # here at the dict's own priority, which would drop the middleware.
         middlewares = settings.getdict("SPIDER_MIDDLEWARES")
-        middlewares.setdefault("irlscrapy.middlewares.star.StarMiddleware", STAR_MIDDLEWARE_ORDER)
+        middlewares.setdefault("irlscrapy.middlewares.star.StarMiddleware", STAR_ORDER)
         priority = max(
             settings.getpriority("SPIDER_MIDDLEWARES") or 0, SETTINGS_PRIORITIES["spider"]
         )

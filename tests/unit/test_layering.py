@@ -8,7 +8,9 @@ level, function level and TYPE_CHECKING alike, so a hidden cycle counts too):
   structures, usable and testable without a crawler;
 - the in-vitro web (irlscrapy/invitro/) imports nothing of the crawler but
   irlscrapy.exceptions: the test web knows nothing of what it tests (the oracle that
-  applies the crawler's rules to it is irlscrapy.oracle, outside).
+  applies the crawler's rules to it is irlscrapy.oracle, outside);
+- the spiders import no scheduler: a spider hands over Links and Requests, and the
+  add-on (settings by name) joins it to the frontier.
 """
 
 from __future__ import annotations
@@ -118,6 +120,15 @@ def test_the_in_vitro_web_knows_nothing_of_the_crawler() -> None:
         if name.startswith("irlscrapy.invitro")
     }
     assert not {name: found for name, found in crawler.items() if found}
+
+
+def test_the_spiders_import_no_scheduler() -> None:
+    found = {
+        name: sorted(m for m in _reachable(name) if m.startswith("irlscrapy.scheduler"))
+        for name in MODULES
+        if name.startswith("irlscrapy.spiders")
+    }
+    assert not {name: modules for name, modules in found.items() if modules}
 
 
 def test_the_import_reader_sees_modules_and_frameworks() -> None:
