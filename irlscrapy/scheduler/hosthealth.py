@@ -33,7 +33,7 @@ most: the workbench lets one request per host (and per IP) be in flight, and
 ``DOWNLOAD_TIMEOUT`` ends it; the timeout is a failure, so such a host is backed off and
 then retired, while the rest of the crawl goes on.
 
-``irlscrapy.scheduler.fetchend.HostHealthMiddleware`` (a downloader middleware inside
+``irlscrapy.middlewares.fetchend.HostHealthMiddleware`` (a downloader middleware inside
 RetryMiddleware, so it sees each answer and failure before a retry is made of it)
 reports them to the IRL scheduler. robots.txt fetches are left to the robots cache, which
 retries an unreachable robots.txt on its own schedule.

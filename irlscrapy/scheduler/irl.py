@@ -14,9 +14,9 @@ BEAST append: nothing discovered is lost), then through DNS and robots.txt into 
 workbench (:mod:`irlscrapy.scheduler.frontier`). ``next_request`` hands out the top due
 host's next URL, built into a Request only then; the host and its IP are released when
 the request leaves the downloader (``request_left_downloader``), or when it ends before
-reaching it (:class:`irlscrapy.scheduler.fetchend.FetchEndMiddleware`, or a retry or redirect
+reaching it (:class:`irlscrapy.middlewares.fetchend.FetchEndMiddleware`, or a retry or redirect
 coming back); its URL is done (in the admitted journal) once the spider has handled
-the page (:class:`irlscrapy.scheduler.fetchend.PageDoneMiddleware`). The
+the page (:class:`irlscrapy.middlewares.fetchend.PageDoneMiddleware`). The
 engine is woken when the next host becomes due (:mod:`irlscrapy.internals`). The fetches
 in flight are capped by :class:`irlscrapy.scheduler.loadgovernor.LoadGovernor`
 (``IRL_REACTOR_LAG_TARGET``) so the reactor keeps up, and held while URLseen has a whole

@@ -8,5 +8,7 @@
   (:class:`irlscrapy.warc.handler.RecordingDownloadHandler`); it batches exchanges to a
   worker thread that checks bodies against :mod:`irlscrapy.dupefilters.contentseen`
   and writes the records.
-- :mod:`~irlscrapy.warc.middleware`: the duplicate flag on a response's meta.
+
+The duplicate flag on a response's meta is set by
+:class:`irlscrapy.middlewares.duplicates.DuplicateContentMiddleware`.
 """

@@ -28,7 +28,7 @@ every timer of the crawl late and the load governor cut the fetches in flight.
 of bodies: then it waits for the worker (the crawl slows to the disk's pace instead of
 filling RAM). So the fetch ends, and the scheduler frees its host, IP and load-governor
 slot, without waiting for the worker. With dedup on, the response then waits for its
-verdict in :class:`~irlscrapy.warc.middleware.DuplicateContentMiddleware`, inside every
+verdict in :class:`~irlscrapy.middlewares.duplicates.DuplicateContentMiddleware`, inside every
 stock downloader middleware but the HTTP cache (at most :data:`BATCH_SECONDS` and one
 batch's work, holding only one of the engine's ``CONCURRENT_REQUESTS``), so every later
 middleware and the spider see ``response.meta["irl_duplicate_of"]`` (the first

@@ -8,16 +8,14 @@ from scrapy.settings import Settings
 from scrapy.utils.conf import build_component_list
 
 from irlscrapy import addon
-from irlscrapy.middlewares import decompression, star
-from irlscrapy.scheduler import fetchend
-from irlscrapy.warc import middleware
+from irlscrapy.middlewares import decompression, duplicates, fetchend, star
 
 
 def test_the_addons_orders_are_the_modules() -> None:
     assert addon.FETCH_END_ORDER == fetchend.FETCH_END_ORDER
     assert addon.PAGE_DONE_ORDER == fetchend.PAGE_DONE_ORDER
     assert addon.HOST_HEALTH_ORDER == fetchend.HOST_HEALTH_ORDER
-    assert addon.DUPLICATE_ORDER == middleware.ORDER
+    assert addon.DUPLICATE_ORDER == duplicates.ORDER
     assert addon.STAR_ORDER == star.ORDER
     assert addon.DECOMPRESSION_ORDER == decompression.ORDER
     assert addon.SCRAPY_DECOMPRESSION == decompression.SCRAPY_PATH

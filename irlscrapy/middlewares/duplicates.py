@@ -22,7 +22,7 @@ from irlscrapy.warc.recorder import DUPLICATE_KEY, ExchangeRecorder
 
 #: Inside every stock downloader middleware but HttpCacheMiddleware (900), so its
 #: process_response runs before theirs; and below HostHealthMiddleware (880,
-#: irlscrapy.scheduler.fetchend), whose process_response must run in the call that ended
+#: irlscrapy.middlewares.fetchend), whose process_response must run in the call that ended
 #: the fetch: a 429 or 503 that waited here first let the host, released when the
 #: fetch ended, be fetched again before its Retry-After (the e2e politeness test caught
 #: a request 0.21 s after a 429 that asked for 1 s).
