@@ -14,7 +14,7 @@ guard refuses, or CannotResolveHostError; so its errback runs.
 response has been consumed (its links handed to the frontier), the URL is done in the
 admitted journal; before that, a kill -9 makes the URL be fetched again rather than its
 links be lost. Pages no callback sees are taken as done a minute after their fetch
-(``irlscrapy.scheduler.irl.PAGE_DONE_AFTER``).
+(``irlscrapy.scheduler.ledger.PAGE_DONE_AFTER``).
 
 ``HostHealthMiddleware`` (downloader middleware, order HOST_HEALTH_ORDER: above
 RetryMiddleware's 550, so it sees each answer and failure before a retry is made of it):

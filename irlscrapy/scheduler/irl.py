@@ -54,7 +54,6 @@ import tempfile
 import weakref
 from collections import Counter, deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -97,6 +96,7 @@ from irlscrapy.scheduler.frontier import (
 )
 from irlscrapy.scheduler.hosthealth import HostHealth
 from irlscrapy.scheduler.keys import FETCH_KEY, REFUSED_KEY, ROBOTS_KEY, state_closed
+from irlscrapy.scheduler.ledger import FetchLedger
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.parking import ParkedStore
@@ -135,8 +135,6 @@ ADMIT_INTERVAL = 0.02
 IDLE_REFILL_INTERVAL = 1.0
 #: The close reason of a crawl stopped by a full disk.
 DISK_FULL_REASON = "irlscrapy_disk_full"
-#: Seconds after its fetch ended that a page nobody reported done is taken as done.
-PAGE_DONE_AFTER = 60.0
 
 _schedulers: weakref.WeakKeyDictionary[Crawler, IRLScheduler] = weakref.WeakKeyDictionary()
 
@@ -276,9 +274,7 @@ class IRLScheduler(BaseScheduler):
         self._lag_probe = LagProbe(self.waker.clock, self._lag_tick) if governor else None
         self._lock: DirectoryLock | None = None
         self._temporary = state_dir is None
-        self._in_flight: dict[int, _Fetch] = {}
-        #: fetches released whose page is not processed yet: token -> (released, item)
-        self._pages: dict[int, tuple[float, Item | MemoryItem | RobotsFetch]] = {}
+        self.ledger: FetchLedger[VisitState, Item | MemoryItem | RobotsFetch] = FetchLedger()
         #: (URLseen batch, its URLs stored) of the last batch found in the state on open
         self._stored_before_restart = (-1, 0)
         self.journal: AdmittedJournal | None = None
@@ -295,7 +291,6 @@ class IRLScheduler(BaseScheduler):
         self._direct: deque[Request] = deque()
         self._admission_due = 0.0  # the clock's time admission may run again
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
-        self._tokens = 0
         self._merging = False  # a URLseen merge, or the drain of its results, is running
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
 
@@ -639,7 +634,7 @@ class IRLScheduler(BaseScheduler):
     def _submitted(self) -> None:
         """URLs went to URLseen: merge when a batch is full, or at once when nothing is
         in flight (no fetch will end to wake the engine: the no-idle invariant)."""
-        if self.df.should_merge() or not self._in_flight:
+        if self.df.should_merge() or not self.ledger:
             self._flush()
 
     def _flush(self) -> None:
@@ -665,7 +660,7 @@ class IRLScheduler(BaseScheduler):
     def _drained(self, _: Any) -> None:
         self._merging = False
         self._drain_task = None
-        if self.df.pending and not self._in_flight:
+        if self.df.pending and not self.ledger:
             # URLs submitted during the merge, and no fetch will end to flush them
             # (the no-idle invariant; _submitted skipped them while the merge ran)
             self._flush()
@@ -779,7 +774,7 @@ class IRLScheduler(BaseScheduler):
             "workbench_hosts": len(workbench.hosts),
             "workbench_ips": len(workbench.ips),
             "ips_due": workbench.due_ips(self.waker.clock.seconds(), DUE_COUNT_LIMIT),
-            "fetches_in_flight": len(self._in_flight),
+            "fetches_in_flight": len(self.ledger),
             "urlseen_merging": int(self._merging),
             "admission_paused": int(frontier.admission_paused),
             "held_urls": len(frontier.bench),
@@ -794,7 +789,7 @@ class IRLScheduler(BaseScheduler):
         frontier = self.frontier
         if frontier is None or self._stopped or not self.waker.engine_asks():
             return None  # stopped (disk full) or closing: the rest waits for a rerun
-        in_flight = len(self._in_flight)
+        in_flight = len(self.ledger)
         idle = not in_flight and not self._merging
         now = self.waker.clock.seconds()
         return {
@@ -814,7 +809,7 @@ class IRLScheduler(BaseScheduler):
         if self._direct:
             self.stats.inc_value("irl/scheduler/dequeued")
             return self._direct.popleft()
-        if self.governor is not None and not self.governor.admits(len(self._in_flight)):
+        if self.governor is not None and not self.governor.admits(len(self.ledger)):
             return None  # a fetch that ends wakes the engine (_ready)
         if self.df.behind():
             # More fetches would only grow URLseen's backlog (measured: 34 million URLs
@@ -839,9 +834,7 @@ class IRLScheduler(BaseScheduler):
             self._idle(frontier)
             return None
         state, item = got
-        self._tokens += 1
-        token = self._tokens
-        self._in_flight[token] = _Fetch(state, item)
+        token = self.ledger.hand_out(state, item, robots=isinstance(item, RobotsFetch))
         request = self._request(state, item)
         request.meta[FETCH_KEY] = token
         self.stats.inc_value("irl/scheduler/dequeued")
@@ -853,7 +846,7 @@ class IRLScheduler(BaseScheduler):
         governor = self.governor
         assert governor is not None
         cap = governor.cap
-        governor.tick(lag, len(self._in_flight))
+        governor.tick(lag, len(self.ledger))
         if governor.cap != cap:
             self.stats.set_value("irl/governor/cap", governor.cap)
             self.stats.set_value("irl/governor/cuts", governor.cuts)
@@ -869,8 +862,8 @@ class IRLScheduler(BaseScheduler):
         finite crawl whose work is all blocked ends after a bounded wait; otherwise the
         engine is woken when something will be due."""
         now = self.waker.clock.seconds()
-        idle = not self._in_flight and not self._refusals
-        refill = now >= self._refill_due and len(self._in_flight) < self._fetch_cap()
+        idle = not self.ledger and not self._refusals
+        refill = now >= self._refill_due and len(self.ledger) < self._fetch_cap()
         if (idle or refill) and self.df.pending and not self._merging:
             self._flush()
         if refill:
@@ -968,7 +961,7 @@ class IRLScheduler(BaseScheduler):
         until the outcome is known (its rules, or its retry or redirect queued), so no
         URL of the host can slip out in between."""
         token = request.meta.get(FETCH_KEY)
-        fetch = self._in_flight.get(token) if token is not None else None
+        fetch = self.ledger.in_flight(token)
         if token is None or fetch is None:
             return
         if fetch.robots:
@@ -978,13 +971,12 @@ class IRLScheduler(BaseScheduler):
 
     def _end(self, token: int) -> None:
         """Release the host and IP of a fetch; its page is still to be processed."""
-        fetch = self._in_flight.pop(token, None)
+        now = self.waker.clock.seconds()
+        fetch = self.ledger.end(token, now)
         if fetch is None:
             return  # already released
-        now = self.waker.clock.seconds()
         end = fetch.ended if fetch.ended is not None else now
         self._frontier().workbench.release(fetch.state, end, ip_only=fetch.robots)
-        self._pages[token] = (now, fetch.item)
         self._ready()
 
     def fetch_failed(self, request: Request) -> None:
@@ -998,26 +990,23 @@ class IRLScheduler(BaseScheduler):
         token = request.meta.get(FETCH_KEY)
         if token is None:
             return
-        fetch = self._in_flight.get(token)
+        fetch = self.ledger.in_flight(token)
         if fetch is not None and fetch.robots:
             return  # a robots.txt fetch ends with its outcome (_robots_outcome)
         self._end(token)
         self._page_done(token)
 
     def _page_done(self, token: int) -> None:
-        entry = self._pages.pop(token, None)
-        if entry is not None:
-            self._frontier().finished(entry[1])
+        item = self.ledger.page_done(token)
+        if item is not None:
+            self._frontier().finished(item)
 
     def _sweep_pages(self, now: float) -> None:
         """Pages whose end no middleware reported (a response no callback saw, a
-        download error) are done PAGE_DONE_AFTER seconds after their fetch ended."""
-        pages = self._pages
-        while pages:
-            token, (released, _) = next(iter(pages.items()))  # the oldest: release order
-            if released > now - PAGE_DONE_AFTER:
-                return
-            self._page_done(token)
+        download error) are done ledger.PAGE_DONE_AFTER seconds after their fetch
+        ended."""
+        for item in self.ledger.sweep(now):
+            self._frontier().finished(item)
 
     def _ready(self) -> None:
         frontier = self.frontier
@@ -1111,19 +1100,6 @@ class IRLScheduler(BaseScheduler):
     def _frontier(self) -> Frontier:
         assert self.frontier is not None, "open() first"
         return self.frontier
-
-
-@dataclass(slots=True)
-class _Fetch:
-    """A request handed out and not released yet."""
-
-    state: VisitState
-    item: Item | MemoryItem | RobotsFetch
-    ended: float | None = None  # when a robots.txt fetch left the downloader
-
-    @property
-    def robots(self) -> bool:
-        return isinstance(self.item, RobotsFetch)
 
 
 def _installed_reactor() -> Any:

@@ -11,6 +11,7 @@ from typing import Any
 from twisted.internet import defer
 
 from irlscrapy.scheduler.irl import IRLScheduler
+from irlscrapy.scheduler.ledger import FetchLedger
 
 
 class _URLseen:
@@ -38,7 +39,9 @@ def _after_a_merge(pending: int, in_flight: int) -> IRLScheduler:
     scheduler.df = _URLseen(pending)  # type: ignore[assignment]
     scheduler.waker = _Waker()  # type: ignore[assignment]
     scheduler.frontier = None
-    scheduler._in_flight = dict.fromkeys(range(in_flight))  # type: ignore[arg-type]
+    scheduler.ledger = FetchLedger()
+    for _ in range(in_flight):
+        scheduler.ledger.hand_out(object(), object(), robots=False)
     scheduler._merging = True
     scheduler._drain_task = object()
     scheduler._drained(None)
