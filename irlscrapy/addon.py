@@ -40,7 +40,10 @@ settings still win):
   crawl report under the state directory (a line every ``IRL_REPORT_INTERVAL`` seconds)
   and renders the report at close into ``IRL_REPORT_DIR`` if set; IdleWatch, which
   counts the seconds the crawler sits idle while fetchable work waits
-  (``irl/scheduler/idle_with_work_windows``; ``IRL_IDLE_WATCH_INTERVAL``).
+  (``irl/scheduler/idle_with_work_windows``; ``IRL_IDLE_WATCH_INTERVAL``);
+  Scrapy's SpiderState is replaced by irlscrapy.spiderstate's subclass, which writes
+  ``JOBDIR/spider.state`` whole or not at all (Scrapy's is left empty by a full disk);
+  a project that sets Scrapy's in EXTENSIONS keeps it.
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
   grows without bound.
 
@@ -70,6 +73,8 @@ DUPLICATE_ORDER = 870  # irlscrapy.middlewares.duplicates.ORDER
 ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 SCRAPY_DECOMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
 DECOMPRESSION_MIDDLEWARE = "irlscrapy.middlewares.decompression.HttpCompressionMiddleware"
+SCRAPY_SPIDER_STATE = "scrapy.extensions.spiderstate.SpiderState"
+SPIDER_STATE_EXTENSION = "irlscrapy.spiderstate.SpiderState"
 DECOMPRESSION_ORDER = 590  # irlscrapy.middlewares.decompression.ORDER
 STAR_MIDDLEWARE = "irlscrapy.middlewares.star.StarMiddleware"
 STAR_ORDER = 950  # irlscrapy.middlewares.star.ORDER (not imported: keep this light)
@@ -110,6 +115,9 @@ class Addon:
             settings.setdefault_in_component_priority_dict(
                 "DOWNLOADER_MIDDLEWARES", DECOMPRESSION_MIDDLEWARE, DECOMPRESSION_ORDER
             )
+        if SCRAPY_SPIDER_STATE not in settings.getdict("EXTENSIONS"):
+            settings.setdefault_in_component_priority_dict("EXTENSIONS", SCRAPY_SPIDER_STATE, None)
+            settings.setdefault_in_component_priority_dict("EXTENSIONS", SPIDER_STATE_EXTENSION, 0)
         # In place, keeping what the project set for the same component.
         for setting, component, order in (
             ("DOWNLOADER_MIDDLEWARES", ROBOTS_MIDDLEWARE, None),

@@ -50,6 +50,7 @@ GAUGES: dict[str, str] = {
     "fetch_cap": "the load governor's cap on fetches in flight",
     "urlseen_merging": "1 while a URLseen merge (or the storing of its results) runs",
     "admission_paused": "1 while admission from BEAST waits for a full host to take a URL",
+    "workbench_full": "1 while RAM holds IRL_WORKBENCH_URLS admitted URLs: admission waits",
     "held_urls": "URLs of origins in back-off, held out of their hosts (RAM)",
     "parked_urls": "URLs parked on disk: of retired hosts and origins, or given up",
 }

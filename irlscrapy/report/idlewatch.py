@@ -12,7 +12,9 @@ sample is *idle with work* when no fetch is in flight and no URLseen merge runs 
   back-off or retired is never in BEAST: it is held or parked, see
   irlscrapy.scheduler.parking; while admission waits for a full host to take a URL, the
   records BEAST has left may all be that host's, waiting on its politeness delay; the
-  scheduler resumes such a pause every second when idle), or
+  scheduler resumes such a pause every second when idle) and RAM has room for more
+  (when IRL_WORKBENCH_URLS admitted URLs all wait on their hosts' politeness or DNS,
+  BEAST's wait for room is the bound the user set, not idleness), or
 - a workbench host is due.
 
 Samples while the engine no longer asks for requests (closing the spider, paused) or
@@ -47,7 +49,7 @@ def idle_with_work(status: dict[str, int]) -> bool:
     """Is the crawler idle while fetchable work waits (see the module docstring)?"""
     if not status or status["fetches_in_flight"] or status["urlseen_merging"]:
         return False
-    beast = status["beast_urls"] and not status["admission_paused"]
+    beast = status["beast_urls"] and not status["admission_paused"] and not status["workbench_full"]
     return bool(status["urlseen_pending"] or beast or status["ips_due"])
 
 

@@ -272,11 +272,13 @@ class Frontier:
 
     def can_admit(self) -> bool:
         """BEAST has records, RAM has room, and admission is not paused by a full host."""
-        return (
-            not self._full_hosts
-            and self.waiting_dns + len(self.workbench) < self.capacity
-            and len(self.beast) > 0
-        )
+        return not self._full_hosts and not self.ram_full and len(self.beast) > 0
+
+    @property
+    def ram_full(self) -> bool:
+        """Does RAM hold ``capacity`` admitted URLs (the workbench's and those waiting
+        for DNS)? Then admission waits for a URL to leave."""
+        return self.waiting_dns + len(self.workbench) >= self.capacity
 
     @property
     def admission_paused(self) -> bool:

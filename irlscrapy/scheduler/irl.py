@@ -777,6 +777,7 @@ class IRLScheduler(BaseScheduler):
             "fetches_in_flight": len(self.ledger),
             "urlseen_merging": int(self._merging),
             "admission_paused": int(frontier.admission_paused),
+            "workbench_full": int(frontier.ram_full),
             "held_urls": len(frontier.bench),
             "parked_urls": frontier.parked.count,
             "fetch_cap": self._fetch_cap(),
@@ -798,6 +799,7 @@ class IRLScheduler(BaseScheduler):
             "urlseen_pending": self.df.pending,
             "beast_urls": len(frontier.beast),
             "admission_paused": int(frontier.admission_paused),
+            "workbench_full": int(frontier.ram_full),
             "ips_due": frontier.workbench.due_ips(now, 1) if idle else 0,
         }
 

@@ -112,3 +112,20 @@ def test_a_new_record_resumes_admission_and_is_admitted(frontier: Frontier) -> N
     _admit_until_paused(frontier, 4)
     assert "small.example" in {state.host for state in frontier.workbench.hosts.values()}
     assert frontier.admission_paused
+
+
+def test_ram_full_stops_admission_until_a_url_leaves(frontier: Frontier) -> None:
+    """At ``capacity`` admitted URLs admission stops and ``ram_full`` says why (the
+    no-idle watch does not count BEAST as waiting work then); a URL taken makes room."""
+    frontier.capacity = 12
+    for n in range(30):
+        frontier.push(encode_link(f"http://h{n % 6}.example/{n}", 1, None, None))
+    _admit_until_paused(frontier, 4)
+    assert frontier.ram_full
+    assert not frontier.admission_paused
+    assert len(frontier.workbench) == 12
+    assert len(frontier.beast) == 18
+    got = frontier.take(0.0)
+    assert got is not None
+    assert not frontier.ram_full
+    assert frontier.can_admit()

@@ -124,6 +124,7 @@ def test_a_full_disk_stops_the_crawl_with_a_clear_message_and_resumes(tmp_path: 
         resumed = crawl_tiny(second, f"JOBDIR={job}", *small)
         assert resumed.returncode == 0, resumed.stderr[-3000:]
         assert "summary (finished)" in resumed.stderr
+        assert "Error caught on signal handler" not in resumed.stderr  # spider.state whole
         stopped_at, again = check_two_runs(first, second)
         print(f"disk full at {stopped_at} pages; {again} answered URLs fetched again")
     finally:

@@ -15,6 +15,7 @@ BUSY = {
     "beast_urls": 0,
     "ips_due": 0,
     "admission_paused": 0,
+    "workbench_full": 0,
 }
 IDLE_WITH_WORK = {**BUSY, "fetches_in_flight": 0}
 IDLE_NO_WORK = {**IDLE_WITH_WORK, "urlseen_pending": 0}
@@ -42,6 +43,7 @@ class _Stats:
                 "beast_urls",
                 "ips_due",
                 "admission_paused",
+                "workbench_full",
             )
         }
     )
@@ -49,7 +51,8 @@ class _Stats:
 def test_idle_with_work_means_nothing_in_flight_no_merge_and_work_waiting(
     status: dict[str, int],
 ) -> None:
-    beast = 0 if status["admission_paused"] else status["beast_urls"]
+    admits = not status["admission_paused"] and not status["workbench_full"]
+    beast = status["beast_urls"] if admits else 0
     work = status["urlseen_pending"] + beast + status["ips_due"]
     expected = not status["fetches_in_flight"] and not status["urlseen_merging"] and work > 0
     assert idle_with_work(status) == expected

@@ -1,0 +1,56 @@
+"""``SpiderState`` that a full disk or a crash cannot leave half-written.
+
+Scrapy's own extension (``scrapy.extensions.spiderstate``) keeps ``spider.state`` in
+``JOBDIR/spider.state``: it truncates the file at close, then pickles into it. When
+the disk is full (the IRL scheduler stops the crawl for that, saying to rerun with the
+same JOBDIR), the pickle fails after the truncation, and the rerun logs an EOFError
+from a signal handler and opens the spider without ``spider.state`` at all.
+
+This subclass writes the state to a temporary file beside it and renames it over the
+old one only when it is whole, so the file holds either this run's state or the last
+run's. A file that cannot be read (written by Scrapy's extension and cut short) is
+logged as a warning and the spider starts with an empty state, as it would without one.
+The add-on puts it in the place of Scrapy's extension; a project that lists Scrapy's
+in ``EXTENSIONS`` keeps it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+from pathlib import Path
+
+from scrapy import Spider
+from scrapy.extensions import spiderstate
+
+logger = logging.getLogger(__name__)
+
+
+class SpiderState(spiderstate.SpiderState):
+    def spider_closed(self, spider: Spider) -> None:
+        if not self.jobdir:
+            return
+        path = Path(self.statefn)
+        partial = path.with_name(path.name + ".partial")
+        try:
+            with partial.open("wb") as f:
+                pickle.dump(spider.state, f, protocol=4)  # type: ignore[attr-defined]
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            partial.unlink(missing_ok=True)
+            raise
+        os.replace(partial, path)
+
+    def spider_opened(self, spider: Spider) -> None:
+        try:
+            super().spider_opened(spider)
+        except (EOFError, pickle.UnpicklingError) as exc:
+            logger.warning(
+                "%s cannot be read (%r; cut short by a full disk or a crash?): the "
+                "spider starts with an empty state",
+                self.statefn,
+                exc,
+            )
+            spider.state = {}  # type: ignore[attr-defined]
