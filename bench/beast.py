@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from irlscrapy.recordfile import RECORD_OVERHEAD, RecordWriter, scan  # noqa: E402
-from irlscrapy.scheduler.beast import Beast  # noqa: E402
+from irlscrapy.scheduler.frontier.beast import Beast  # noqa: E402
 
 PAGES, QUICK_PAGES = 10_000_000, 1_000_000
 ALPHA_END = 32

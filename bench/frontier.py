@@ -90,7 +90,7 @@ from twisted.internet import defer, task
 from irlscrapy.links import Links
 from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.report.reactorlag import ReactorLag, percentile
-from irlscrapy.scheduler.dns import dns_cache
+from irlscrapy.scheduler.hosts.dns import dns_cache
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 

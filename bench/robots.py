@@ -6,7 +6,7 @@
 
 The issue's bar: *robots state RSS under 64 MB at 1 million hosts*.
 
-What runs: the real :class:`irlscrapy.scheduler.robotscache.RobotsCache` with the
+What runs: the real :class:`irlscrapy.scheduler.hosts.robotscache.RobotsCache` with the
 project's default settings (IRL_ROBOTS_RAM_HOSTS, IRL_ROBOTS_RAM_BODIES, TTL, retries)
 on a LevelDB under a temporary directory. Host number ``i`` (``h<i>.d<i mod 200000>.com``)
 answers, by ``i mod 20``: 12 in 20 a 200 with one of :data:`STOCK_BODIES` common bodies,
@@ -40,8 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, memory
 
 from irlscrapy import defaults
-from irlscrapy.scheduler.robots import RobotsRules, outcome_of, parse
-from irlscrapy.scheduler.robotscache import RobotsCache
+from irlscrapy.scheduler.hosts.robots import RobotsRules, outcome_of, parse
+from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 
 BAR_BYTES = 64 * 2**20
 STOCK_BODIES = 50

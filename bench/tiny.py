@@ -41,7 +41,7 @@ it). That is the issue's formula, and the bar's figure; strictly, n pages need o
 n - 1 gaps (the first may follow robots.txt at once, which owes no host delay), so
 ``host_bound_gaps_s`` and ``ratio_with_gaps_bound`` print the bound from the gaps alone,
 which a crawl can come within a few seconds of. A *true* lower bound takes the
-smallest delay the crawler may legally use (:mod:`irlscrapy.scheduler.delays`): STAR
+smallest delay the crawler may legally use (:mod:`irlscrapy.scheduler.hosts.delays`): STAR
 may scale a host's tau_h down to IRL_HOST_DELAY_MIN and a server's tau_s down to
 IRL_IP_DELAY_MIN, but never below the host's robots.txt Crawl-delay (capped at
 IRL_ROBOTS_MAX_CRAWL_DELAY); back-off is earned, not owed, so it is left out. So the
@@ -99,8 +99,8 @@ from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.audit import ROBOTS_PATHS
 from irlscrapy.oracle.groundtruth import CrawlPolicy, reachable, split_url
 from irlscrapy.recordfile import scan
+from irlscrapy.scheduler.frontier.traps import TrapLimits
 from irlscrapy.scheduler.requestcodec import payload_url
-from irlscrapy.scheduler.traps import TrapLimits
 
 BENCH_NAME = "tiny"
 PROFILE = TINY.name
@@ -119,9 +119,9 @@ TAIL_SHARE = 0.2
 TAIL_PROGRESS_LINES = 4
 TAIL_HOSTS = 12
 SERIES_POINTS = 40
-#: Statuses a host fails with (irlscrapy.scheduler.hosthealth); 0: no answer.
+#: Statuses a host fails with (irlscrapy.scheduler.hosts.hosthealth); 0: no answer.
 FAILURE_STATUSES = frozenset((0, 429, 503))
-#: The frontier's record head in front of a parked payload (irlscrapy.scheduler.frontier).
+#: The frontier's record head in front of a parked payload (irlscrapy.scheduler.pipeline).
 PARKED_HEAD_BYTES = 12
 STOCK = ("ADDONS={}",)
 COMMON = ("TELNETCONSOLE_ENABLED=0", "IRL_REPORT_DIR=")

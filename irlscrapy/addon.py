@@ -60,7 +60,7 @@ from irlscrapy.exceptions import ConfigurationError
 
 SCHEDULER = "irlscrapy.scheduler.irl.IRLScheduler"
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
-RESOLVER = "irlscrapy.scheduler.dns.IRLResolver"
+RESOLVER = "irlscrapy.scheduler.hosts.dns.IRLResolver"
 FETCH_END_MIDDLEWARE = "irlscrapy.middlewares.fetchend.FetchEndMiddleware"
 FETCH_END_ORDER = 10  # irlscrapy.middlewares.fetchend (not imported: keep this light)
 PAGE_DONE_MIDDLEWARE = "irlscrapy.middlewares.fetchend.PageDoneMiddleware"

@@ -7,7 +7,7 @@ collection). The next tick is due one interval after the *actual* firing, so a s
 3 s is one sample of 3 s, not 300 samples of missed ticks.
 
 Two users: :class:`irlscrapy.report.reactorlag.ReactorLag` (the lag histogram of a run)
-and the scheduler's :class:`irlscrapy.scheduler.loadgovernor.LoadGovernor` (how many
+and the scheduler's :class:`irlscrapy.scheduler.frontier.loadgovernor.LoadGovernor` (how many
 fetches it lets into the downloader).
 """
 

@@ -20,7 +20,7 @@ links be lost. Pages no callback sees are taken as done a minute after their fet
 RetryMiddleware's 550, so it sees each answer and failure before a retry is made of it):
 a 429 or 503 (with its Retry-After: the host's failure), a network failure
 (``RETRY_EXCEPTIONS``: its origin's failure) or any other answer goes to the scheduler's
-host health (:mod:`irlscrapy.scheduler.hosthealth`).
+host health (:mod:`irlscrapy.scheduler.hosts.hosthealth`).
 
 All do nothing (``NotConfigured``) unless the IRL scheduler is the crawl's scheduler.
 """
@@ -36,10 +36,10 @@ from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigur
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
-from irlscrapy.scheduler.frontier import GIVEN_UP, GUARD_REFUSAL
-from irlscrapy.scheduler.hosthealth import FAILURE_STATUSES, retry_after_seconds
+from irlscrapy.scheduler.hosts.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import IRLScheduler, links_sink
 from irlscrapy.scheduler.keys import REFUSED_KEY
+from irlscrapy.scheduler.pipeline import GIVEN_UP, GUARD_REFUSAL
 
 #: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's
 #: lowest (OffsiteMiddleware 50; StartSpiderMiddleware 25).

@@ -4,7 +4,7 @@ Two jobs, on every page a spider callback handles:
 
 1. **PLD edges** (seeds/003 section VI.B, Fig. 4): the page's pay-level domain and the
    PLDs of everything the callback yields that leads to another page (the URLs of
-   ``Links``, the URL of each ``Request``) go to the crawl's :class:`Reputation`, which
+   ``Links``, the URL of each ``Request``) go to the crawl's :class:`PLDInDegree`, which
    counts each PLD's in-degree (distinct other PLDs linking to it) and turns the
    ranking into the budgets BEAST and the workbench delays use. Every link counts,
    followed or not (offsite, too deep, disallowed): the in-degree is a property of the

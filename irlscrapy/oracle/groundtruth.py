@@ -13,7 +13,7 @@ applying a :class:`CrawlPolicy`:
 - redirects followed, across schemes too;
 - relative links resolved against the page's URL or its ``<base href>``, as the spider
   resolves them (:func:`irlscrapy.spiders.extract.resolve_links`);
-- crawler-trap limits (:class:`irlscrapy.scheduler.traps.TrapLimits`; none by default,
+- crawler-trap limits (:class:`irlscrapy.scheduler.frontier.traps.TrapLimits`; none by default,
   as in stock Scrapy).
 
 The result is the set of URLs requested (robots.txt fetches excluded). For a finite
@@ -42,7 +42,7 @@ from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.content import Reply
 from irlscrapy.invitro.host import Host
 from irlscrapy.invitro.web import REFUSED, InVitroWeb
-from irlscrapy.scheduler.traps import NO_LIMITS, TrapLimits
+from irlscrapy.scheduler.frontier.traps import NO_LIMITS, TrapLimits
 from irlscrapy.spiders.extract import absolute_url, crawlable, resolve_base, resolve_links
 
 ROBOTS_POLICIES = ("rfc9309", "scrapy")

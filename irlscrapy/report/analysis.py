@@ -16,7 +16,7 @@
   included, crawled or only linked to (0 pages), as in the paper. RAM: one counter of
   distinct page counts per bin, never one entry per PLD.
 - :func:`host_delays`: the host delay ``tau_h`` each PLD's budget implies
-  (:class:`irlscrapy.scheduler.delays.Politeness`), counted by value.
+  (:class:`irlscrapy.scheduler.hosts.delays.Politeness`), counted by value.
 
 No Scrapy import; tested in tests/unit/test_report_analysis.py.
 """
@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from irlscrapy.scheduler.delays import Politeness
+from irlscrapy.scheduler.hosts.delays import Politeness
 
 #: The counters :func:`stitch` carries over restarts.
 COUNTERS = ("pages", "unique_urls", "duplicates", "bytes")

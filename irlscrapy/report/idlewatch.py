@@ -10,7 +10,7 @@ sample is *idle with work* when no fetch is in flight and no URLseen merge runs 
 - URLseen holds URLs, or
 - BEAST holds URLs and admission is not paused for a full host (a URL of a host in
   back-off or retired is never in BEAST: it is held or parked, see
-  irlscrapy.scheduler.parking; while admission waits for a full host to take a URL, the
+  irlscrapy.scheduler.frontier.parking; while admission waits for a full host to take a URL, the
   records BEAST has left may all be that host's, waiting on its politeness delay; the
   scheduler resumes such a pause every second when idle) and RAM has room for more
   (when IRL_WORKBENCH_URLS admitted URLs all wait on their hosts' politeness or DNS,

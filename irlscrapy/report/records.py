@@ -5,7 +5,7 @@ and holds its ``LOCK`` while it reads, so a crawl still running is refused and n
 start meanwhile. It reads the timeline and ``stats.json`` written by
 :class:`irlscrapy.report.timeline.CrawlRecorder` (their format:
 :mod:`irlscrapy.report.layout`) and, when the crawl ran STAR, every PLD's in-degree
-and pages from STAR's in-degree store (:mod:`irlscrapy.middlewares.reputation`).
+and pages from STAR's in-degree store (:mod:`irlscrapy.star.indegree`).
 
 Reading STAR's store opens it as a resumed crawl would, with the settings the crawl
 recorded: the edges and pages the crawl recorded after its last refresh are merged
@@ -31,11 +31,11 @@ from scrapy.settings import Settings
 
 from irlscrapy.dirlock import DirectoryLock, DirectoryLocked
 from irlscrapy.exceptions import ReportError
-from irlscrapy.middlewares.reputation import PAGES_MASK, Reputation
 from irlscrapy.report.analysis import InDegreeBins, Sample, host_delays
 from irlscrapy.report.layout import FORMAT, RECORDS_DIR, STATS, TIMELINE
 from irlscrapy.report.meter import ProgressMeter
-from irlscrapy.scheduler.delays import Politeness
+from irlscrapy.scheduler.hosts.delays import Politeness
+from irlscrapy.star.indegree import PAGES_MASK, PLDInDegree
 
 logger = logging.getLogger(__name__)
 
@@ -177,7 +177,7 @@ def read_star(path: Path, recorded: dict[str, Any], meter: Meter) -> StarRecords
     """Every PLD's in-degree and pages from STAR's store at ``path``, opened with the
     crawl's ``recorded`` settings."""
     settings = Settings({k: v for k, v in recorded.items() if v is not None})
-    reputation = Reputation.from_settings(settings, None, time.monotonic)
+    reputation = PLDInDegree.from_settings(settings, None, time.monotonic)
     opening = meter("merging STAR's store", 0)
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         future = pool.submit(reputation.open, path)

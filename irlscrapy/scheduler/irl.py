@@ -11,14 +11,14 @@ bytes (:mod:`irlscrapy.scheduler.requestcodec`; no Request object for a link) an
 to URLseen in one batch per call; batches are merged when enough are pending, or at once
 when the crawl would otherwise starve. Unique URLs go to BEAST (ack to URLseen after the
 BEAST append: nothing discovered is lost), then through DNS and robots.txt into the
-workbench (:mod:`irlscrapy.scheduler.frontier`). ``next_request`` hands out the top due
+workbench (:mod:`irlscrapy.scheduler.pipeline`). ``next_request`` hands out the top due
 host's next URL, built into a Request only then; the host and its IP are released when
 the request leaves the downloader (``request_left_downloader``), or when it ends before
 reaching it (:class:`irlscrapy.middlewares.fetchend.FetchEndMiddleware`, or a retry or redirect
 coming back); its URL is done (in the admitted journal) once the spider has handled
 the page (:class:`irlscrapy.middlewares.fetchend.PageDoneMiddleware`). The
 engine is woken when the next host becomes due (:mod:`irlscrapy.internals`). The fetches
-in flight are capped by :class:`irlscrapy.scheduler.loadgovernor.LoadGovernor`
+in flight are capped by :class:`irlscrapy.scheduler.frontier.loadgovernor.LoadGovernor`
 (``IRL_REACTOR_LAG_TARGET``) so the reactor keeps up, and held while URLseen has a whole
 batch waiting behind a running merge (``irl/scheduler/held_for_urlseen``).
 
@@ -80,13 +80,21 @@ from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
-from irlscrapy.middlewares.reputation import Reputation
-from irlscrapy.scheduler.addressguard import AddressGuard
-from irlscrapy.scheduler.admitted import AdmittedJournal
-from irlscrapy.scheduler.beast import Beast
-from irlscrapy.scheduler.delays import Politeness
-from irlscrapy.scheduler.dns import DNSCache, dns_cache
-from irlscrapy.scheduler.frontier import (
+from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
+from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
+from irlscrapy.scheduler.frontier.parking import ParkedStore
+from irlscrapy.scheduler.frontier.workbench import IPEntry, VisitState, Workbench
+from irlscrapy.scheduler.hosts.addressguard import AddressGuard
+from irlscrapy.scheduler.hosts.delays import Politeness
+from irlscrapy.scheduler.hosts.dns import DNSCache, dns_cache
+from irlscrapy.scheduler.hosts.hosthealth import HostHealth
+from irlscrapy.scheduler.hosts.robots import REDIRECT_HOPS, RobotsRules
+from irlscrapy.scheduler.hosts.robotscache import RobotsCache
+from irlscrapy.scheduler.keys import FETCH_KEY, REFUSED_KEY, ROBOTS_KEY, state_closed
+from irlscrapy.scheduler.ledger import FetchLedger
+from irlscrapy.scheduler.linkrules import LinkRules, origin
+from irlscrapy.scheduler.pipeline import (
     Frontier,
     Item,
     MemoryItem,
@@ -94,12 +102,6 @@ from irlscrapy.scheduler.frontier import (
     item_url,
     record_batch,
 )
-from irlscrapy.scheduler.hosthealth import HostHealth
-from irlscrapy.scheduler.keys import FETCH_KEY, REFUSED_KEY, ROBOTS_KEY, state_closed
-from irlscrapy.scheduler.ledger import FetchLedger
-from irlscrapy.scheduler.linkrules import LinkRules, origin
-from irlscrapy.scheduler.loadgovernor import LoadGovernor
-from irlscrapy.scheduler.parking import ParkedStore
 from irlscrapy.scheduler.requestcodec import (
     LINK,
     RequestCodecError,
@@ -109,9 +111,7 @@ from irlscrapy.scheduler.requestcodec import (
     link_from_payload,
     payload_kind,
 )
-from irlscrapy.scheduler.robots import REDIRECT_HOPS, RobotsRules
-from irlscrapy.scheduler.robotscache import RobotsCache
-from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
+from irlscrapy.star.indegree import PLDInDegree
 
 logger = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ class IRLScheduler(BaseScheduler):
         max_queues: int,
         capacity: int,
         host_cap: int,
-        reputation: Reputation | None = None,
+        reputation: PLDInDegree | None = None,
         governor: LoadGovernor | None = None,
         give_up_after: float = 30.0,
         continuous: bool = False,
@@ -324,7 +324,7 @@ class IRLScheduler(BaseScheduler):
         use_private_suffixes(defaults.get(settings, "IRL_STAR_PRIVATE_SUFFIXES"))
         reputation = None
         if defaults.get(settings, "IRL_STAR_ENABLED"):
-            reputation = Reputation.from_settings(
+            reputation = PLDInDegree.from_settings(
                 settings, crawler.stats, _installed_reactor().seconds
             )
         lag_target = defaults.get(settings, "IRL_REACTOR_LAG_TARGET")
@@ -1113,7 +1113,7 @@ def _installed_reactor() -> Any:
 def _scheme_of(state: VisitState) -> str:
     """The scheme of a host's URLs (its robots.txt is fetched with it): that of its
     first URL; an origin whose connections failed has its URLs held out of the host
-    (irlscrapy.scheduler.parking), so this is one that has not failed."""
+    (irlscrapy.scheduler.frontier.parking), so this is one that has not failed."""
     for _, item in state.urls:
         if isinstance(item, tuple):
             return item_url(item).partition(":")[0]

@@ -12,7 +12,7 @@ rules to the URL strings of one page, with the same settings and the same stats:
   ``safe_url_string``); stat ``urllength/request_ignored_count``;
 - ``allowed_domains`` of the spider: a host must be one of them or a subdomain; stat
   ``offsite/filtered``;
-- crawler traps (irlscrapy's own, :mod:`irlscrapy.scheduler.traps`): path depth and
+- crawler traps (irlscrapy's own, :mod:`irlscrapy.scheduler.frontier.traps`): path depth and
   repeated segments (``IRL_MAX_PATH_DEPTH``, ``IRL_MAX_REPEATED_SEGMENTS``); stats
   ``irl/traps/path_depth``, ``irl/traps/repeated_segments``. The scheduler applies
   them to Requests too (:meth:`LinkRules.trapped`);
@@ -36,7 +36,7 @@ from w3lib.url import safe_url_string
 
 from irlscrapy import defaults
 from irlscrapy.domains import host_name, url_host
-from irlscrapy.scheduler.traps import NO_LIMITS, TrapLimits
+from irlscrapy.scheduler.frontier.traps import NO_LIMITS, TrapLimits
 
 logger = logging.getLogger(__name__)
 

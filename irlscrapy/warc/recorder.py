@@ -472,7 +472,7 @@ def _address_finder(crawler: Crawler) -> Callable[[Request, Response], str | Non
     gave the host (where the crawler meant to connect, also through a proxy); else the
     peer's address, unless the request went through a proxy (the peer is the proxy)."""
     from irlscrapy.addon import RESOLVER
-    from irlscrapy.scheduler.dns import dns_cache, is_ip
+    from irlscrapy.scheduler.hosts.dns import dns_cache, is_ip
 
     if crawler.settings.get("TWISTED_DNS_RESOLVER") == RESOLVER:
         cache = dns_cache(crawler)

@@ -1,4 +1,4 @@
-"""Run by test_reputation_crash.py: record pages into a Reputation, then die (os._exit,
+"""Run by test_reputation_crash.py: record pages into a PLDInDegree, then die (os._exit,
 as a kill -9 would: nothing closed, nothing flushed by us) at a chosen point of a
 refresh; or, with ``report``, open the directory and print the ranking as JSON."""
 
@@ -12,12 +12,12 @@ from typing import Any
 
 from twisted.internet import defer
 
-from irlscrapy.middlewares.budgets import BudgetScale, paper
-from irlscrapy.middlewares.reputation import Reputation
+from irlscrapy.star.budgets import BudgetScale, paper
+from irlscrapy.star.indegree import PLDInDegree
 
 
-def reputation(path: Path) -> Reputation:
-    rep = Reputation(
+def reputation(path: Path) -> PLDInDegree:
+    rep = PLDInDegree(
         paper,
         BudgetScale(10, 10_000, 100),
         memory=4 << 20,

@@ -35,8 +35,8 @@ from twisted.names import client
 
 from irlscrapy.dirlock import DirectoryLocked
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.scheduler import dnsclient
-from irlscrapy.scheduler.dns import (
+from irlscrapy.scheduler.hosts import dnsclient
+from irlscrapy.scheduler.hosts.dns import (
     DNSCache,
     DNSLookupFailed,
     HostResolver,

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from twisted.internet import defer
 
-from irlscrapy.scheduler.addressguard import AddressGuard
-from irlscrapy.scheduler.admitted import AdmittedJournal
-from irlscrapy.scheduler.beast import Beast
-from irlscrapy.scheduler.frontier import ADMIT_SLICE, DEFERRAL_RUN, Frontier
-from irlscrapy.scheduler.parking import ParkedStore
+from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
+from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.parking import ParkedStore
+from irlscrapy.scheduler.frontier.workbench import Workbench
+from irlscrapy.scheduler.hosts.addressguard import AddressGuard
+from irlscrapy.scheduler.pipeline import ADMIT_SLICE, DEFERRAL_RUN, Frontier
 from irlscrapy.scheduler.requestcodec import encode_link
-from irlscrapy.scheduler.workbench import Workbench
 
 HOST_CAP = 5
 

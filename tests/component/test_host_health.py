@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from twisted.internet import defer
 
-from irlscrapy.scheduler.addressguard import AddressGuard
-from irlscrapy.scheduler.admitted import AdmittedJournal
-from irlscrapy.scheduler.beast import Beast
-from irlscrapy.scheduler.frontier import Frontier, MemoryItem, item_url
-from irlscrapy.scheduler.hosthealth import HostHealth
-from irlscrapy.scheduler.parking import ParkedStore
+from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
+from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.parking import ParkedStore
+from irlscrapy.scheduler.frontier.workbench import VisitState, Workbench
+from irlscrapy.scheduler.hosts.addressguard import AddressGuard
+from irlscrapy.scheduler.hosts.hosthealth import HostHealth
+from irlscrapy.scheduler.pipeline import Frontier, MemoryItem, item_url
 from irlscrapy.scheduler.requestcodec import encode_link
-from irlscrapy.scheduler.workbench import VisitState, Workbench
 
 HEALTH = HostHealth(backoff_base=2.0, backoff_max=30.0, max_failures=3, retire_delay=600.0)
 HOST = "sick.example"

@@ -16,14 +16,14 @@ from pathlib import Path
 
 from twisted.internet import defer
 
-from irlscrapy.scheduler.addressguard import AddressGuard
-from irlscrapy.scheduler.admitted import AdmittedJournal
-from irlscrapy.scheduler.beast import Beast
-from irlscrapy.scheduler.delays import Politeness
-from irlscrapy.scheduler.frontier import Frontier, Item
-from irlscrapy.scheduler.parking import ParkedStore
+from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
+from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.parking import ParkedStore
+from irlscrapy.scheduler.frontier.workbench import IPEntry, VisitState, Workbench
+from irlscrapy.scheduler.hosts.addressguard import AddressGuard
+from irlscrapy.scheduler.hosts.delays import Politeness
+from irlscrapy.scheduler.pipeline import Frontier, Item
 from irlscrapy.scheduler.requestcodec import encode_link
-from irlscrapy.scheduler.workbench import IPEntry, VisitState, Workbench
 
 IN_FLIGHT = 64
 FETCH_SECONDS = 0.25

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from twisted.internet import defer
 
 from irlscrapy.domains import domain_key
-from irlscrapy.middlewares import reputation as reputation_module
-from irlscrapy.middlewares.budgets import BudgetScale, budget, paper
-from irlscrapy.middlewares.reputation import Reputation
+from irlscrapy.star import indegree as reputation_module
+from irlscrapy.star.budgets import BudgetScale, budget, paper
+from irlscrapy.star.indegree import PLDInDegree
 
 PLDS = [f"d{i}.com" for i in range(12)]
 
@@ -33,8 +33,8 @@ class Clock:
         return self.now
 
 
-def make(clock: Clock, scale: BudgetScale, stats: Any = None) -> Reputation:
-    return Reputation(
+def make(clock: Clock, scale: BudgetScale, stats: Any = None) -> PLDInDegree:
+    return PLDInDegree(
         paper,
         scale,
         memory=1 << 20,
@@ -113,7 +113,7 @@ def test_names_survive_a_restart_without_new_evidence(tmp_path: Path) -> None:
 
 def test_refresh_runs_when_due_or_when_the_edge_buffers_fill(tmp_path: Path) -> None:
     clock = Clock()
-    rep = Reputation(
+    rep = PLDInDegree(
         paper,
         BudgetScale(10, 100, 5),
         memory=1 << 20,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from irlscrapy.middlewares import reputation as reputation_module
+from irlscrapy.star import indegree as reputation_module
 
 from .reputation_crash_worker import reputation
 

@@ -10,7 +10,7 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from irlscrapy.addon import RESOLVER
-from irlscrapy.scheduler.dns import _Entry, dns_cache
+from irlscrapy.scheduler.hosts.dns import _Entry, dns_cache
 from irlscrapy.warc.recorder import _address_finder
 
 

@@ -17,7 +17,7 @@ from irlscrapy import defaults
 from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
 from irlscrapy.oracle.groundtruth import CrawlPolicy
-from irlscrapy.scheduler.traps import TrapLimits
+from irlscrapy.scheduler.frontier.traps import TrapLimits
 
 SEED = 0
 #: What the IRL scheduler with its defaults fetches: RFC 9309 and the trap limits.

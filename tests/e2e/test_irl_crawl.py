@@ -20,7 +20,7 @@ from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.audit import audit
 from irlscrapy.oracle.groundtruth import CrawlPolicy, disallowed_prefixes, reachable
-from irlscrapy.scheduler.loadgovernor import FLOOR
+from irlscrapy.scheduler.frontier.loadgovernor import FLOOR
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 from .conftest import (

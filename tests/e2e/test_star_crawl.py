@@ -13,9 +13,9 @@ from scrapy.settings import Settings
 from irlscrapy.domains import pld, url_host
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
-from irlscrapy.middlewares.reputation import Reputation
 from irlscrapy.oracle.groundtruth import crawl_order, followed_links
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
+from irlscrapy.star.indegree import PLDInDegree
 
 from .conftest import IRL_POLICY, QUICK_IRL, SEED, crawl_tiny
 
@@ -61,7 +61,7 @@ def test_in_degrees_and_pages_equal_the_ground_truth(
     assert "'irl/star/refreshes'" in result.stderr
     # the crawl's own settings: the DRUMs refuse to open with others
     settings = Settings({"IRL_STAR_TOP_DOMAINS": TOP})
-    reputation = Reputation.from_settings(settings, None, lambda: 0.0)
+    reputation = PLDInDegree.from_settings(settings, None, lambda: 0.0)
     reputation.open(state / "star")  # merges what the crawl left, reads the ranking
     try:
         got = {e.name: (e.in_degree, e.pages) for e in reputation.ranked}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.scheduler.addressguard import AddressGuard
+from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 
 BLOCKED = [
     ("127.0.0.1", "loopback"),

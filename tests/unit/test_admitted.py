@@ -10,7 +10,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
-from irlscrapy.scheduler.admitted import AdmittedJournal
+from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
 
 
 class JournalMachine(RuleBasedStateMachine):

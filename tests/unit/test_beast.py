@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.scheduler.beast import Beast
+from irlscrapy.scheduler.frontier.beast import Beast
 
 DOMAINS = st.integers(0, 5)
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.middlewares.budgets import (
+from irlscrapy.star.budgets import (
     BudgetScale,
     Ranked,
     TopDomains,
@@ -72,8 +72,8 @@ class TestOtherFunctions:
 
     def test_named_and_imported(self) -> None:
         assert budget_function("paper") is paper
-        assert budget_function("irlscrapy.middlewares.budgets.logarithmic") is logarithmic
-        assert budget_function("irlscrapy.middlewares.budgets:proportional") is proportional
+        assert budget_function("irlscrapy.star.budgets.logarithmic") is logarithmic
+        assert budget_function("irlscrapy.star.budgets:proportional") is proportional
 
     def test_bad_names_are_explained(self) -> None:
         with pytest.raises(ConfigurationError, match="choose one of paper, constant"):
@@ -81,7 +81,7 @@ class TestOtherFunctions:
         with pytest.raises(ConfigurationError, match="no_such_module"):
             budget_function("no_such_module.f")
         with pytest.raises(ConfigurationError, match="not callable"):
-            budget_function("irlscrapy.middlewares.budgets.FUNCTIONS")
+            budget_function("irlscrapy.star.budgets.FUNCTIONS")
 
     def test_a_user_function_is_clipped_and_checked(self) -> None:
         assert budget(lambda d, r, s: -5, 1, 1, PAPER) == 1

@@ -7,7 +7,7 @@ import hashlib
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irlscrapy.scheduler.distinct import _SCALE, EXACT_LIMIT, DistinctCount
+from irlscrapy.scheduler.frontier.distinct import _SCALE, EXACT_LIMIT, DistinctCount
 
 
 def key(i: int) -> int:

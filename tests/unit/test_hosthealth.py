@@ -7,7 +7,7 @@ import email.utils
 import pytest
 
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.scheduler.hosthealth import HostHealth, retry_after_seconds
+from irlscrapy.scheduler.hosts.hosthealth import HostHealth, retry_after_seconds
 
 HEALTH = HostHealth(backoff_base=10.0, backoff_max=100.0, max_failures=3, retire_delay=60.0)
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irlscrapy.scheduler.loadgovernor import DECREASE, FLOOR, WINDOW_TICKS, LoadGovernor
+from irlscrapy.scheduler.frontier.loadgovernor import DECREASE, FLOOR, WINDOW_TICKS, LoadGovernor
 
 TARGET = 0.020
 ON_TIME = 0.001

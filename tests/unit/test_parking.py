@@ -9,7 +9,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from irlscrapy.scheduler.parking import Bench, ParkedStore
+from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore
 
 ORIGINS = st.sampled_from(["http://a.example", "https://a.example", "http://b.example:8080"])
 

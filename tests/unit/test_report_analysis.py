@@ -25,7 +25,7 @@ from irlscrapy.report.analysis import (
 )
 from irlscrapy.report.meter import ProgressMeter, bar
 from irlscrapy.report.progress import progress_bar
-from irlscrapy.scheduler.delays import Politeness
+from irlscrapy.scheduler.hosts.delays import Politeness
 
 
 def run_samples(run: int, t0: float, counts: list[tuple[int, int, int]]) -> list[Sample]:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from irlscrapy.dirlock import DirectoryLocked
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.scheduler.robots import (
+from irlscrapy.scheduler.hosts.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
     PARSE_LIMIT,
@@ -21,7 +21,7 @@ from irlscrapy.scheduler.robots import (
     outcome_of,
     parse,
 )
-from irlscrapy.scheduler.robotscache import RobotsCache
+from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 
 UA = "irlscrapy-test"
 BODY = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 7\n"

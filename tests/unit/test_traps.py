@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irlscrapy.scheduler.traps import PATH_DEPTH, REPEATED_SEGMENTS, TrapLimits
+from irlscrapy.scheduler.frontier.traps import PATH_DEPTH, REPEATED_SEGMENTS, TrapLimits
 
 LIMITS = TrapLimits(max_depth=4, max_repeats=2)
 

@@ -6,7 +6,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from irlscrapy.scheduler.workbench import FRONT, IPEntry, VisitState, Workbench
+from irlscrapy.scheduler.frontier.workbench import FRONT, IPEntry, VisitState, Workbench
 
 HOSTS = [f"h{i}" for i in range(7)]
 

@@ -18,7 +18,7 @@ host and its IP off the heaps (one request in flight per host and per IP);
 :meth:`release` puts them back with ``next_fetch = end + delay``, where the delays come
 from the injected functions (with the host's budget looked up again first: STAR's
 ranking moves while hosts wait) (the one place that combines budget, Crawl-delay and
-back-off; see :mod:`irlscrapy.scheduler.delays`). ``release(..., ip_only=True)`` is for
+back-off; see :mod:`irlscrapy.scheduler.hosts.delays`). ``release(..., ip_only=True)`` is for
 a fetch limited by the IP delay only (robots.txt: the paper's rule): the host is due
 again at once. :meth:`postpone` moves a host's ``next_fetch`` later (back-off learned
 after the release, retirement, a robots.txt retry); ``release`` never moves it earlier.
@@ -84,7 +84,7 @@ class VisitState:
         self.budget = budget  # the budget of the host's PLD (scales tau_h)
         self.crawl_delay = -1.0  # what the host's robots.txt asks for; < 0: not known yet
         self.backoff = 0.0  # delay earned by errors, 429 and 503; 0: none
-        self.failures = 0  # failed fetches in a row (irlscrapy.scheduler.hosthealth)
+        self.failures = 0  # failed fetches in a row (irlscrapy.scheduler.hosts.hosthealth)
 
 
 class IPEntry:

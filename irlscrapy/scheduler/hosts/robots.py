@@ -9,7 +9,7 @@
 
 :class:`RobotsRules` is a ``scrapy.robotstxt.RobotParser``, so it can be sent with
 Scrapy's ``robots_parsed`` signal to extensions written for RobotsTxtMiddleware.
-Storing, sharing and expiring rules is :mod:`irlscrapy.scheduler.robotscache`'s work.
+Storing, sharing and expiring rules is :mod:`irlscrapy.scheduler.hosts.robotscache`'s work.
 """
 
 from __future__ import annotations

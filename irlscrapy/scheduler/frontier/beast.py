@@ -77,7 +77,7 @@ from pathlib import Path
 
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.recordfile import RECORD_OVERHEAD, RecordWriter, scan
-from irlscrapy.scheduler.distinct import DistinctCount
+from irlscrapy.scheduler.frontier.distinct import DistinctCount
 
 _DOMAIN = struct.Struct(">Q")
 _FILL_BITS = 32  # a (slot, fill) pair is slot << _FILL_BITS | fill

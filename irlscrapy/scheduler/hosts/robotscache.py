@@ -17,7 +17,7 @@ So RAM does not grow with the hosts met: at IRLbot's 117 million hosts the recor
 on disk (LevelDB's own caches are bounded too: its block cache and write buffer).
 
 What an answer does (:meth:`RobotsCache.learn`; outcomes from
-:func:`irlscrapy.scheduler.robots.outcome_of`):
+:func:`irlscrapy.scheduler.hosts.robots.outcome_of`):
 
 - parsed or unavailable: the rules hold for ``ttl`` seconds (``IRL_ROBOTS_TTL``); after
   that, robots.txt is fetched again before the host's next URL;
@@ -62,7 +62,7 @@ from irlscrapy import defaults
 from irlscrapy.cachedb import open_cache_db
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.scheduler.robots import (
+from irlscrapy.scheduler.hosts.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
     PARSE_LIMIT,

@@ -3,7 +3,7 @@ parked URLs of retired hosts and origins, or of a finished crawl (disk).
 
 Theory of operation
 -------------------
-Host health (:mod:`irlscrapy.scheduler.hosthealth`) knows two kinds of failing unit. A
+Host health (:mod:`irlscrapy.scheduler.hosts.hosthealth`) knows two kinds of failing unit. A
 *host* (the unit of politeness) that answers 429 or 503 is backed off in the workbench
 itself, its visit state postponed. An *origin* (``scheme://host``) whose connections
 fail (refused, reset, timed out: nothing answers on that scheme or port) says nothing of
@@ -19,7 +19,7 @@ are *parked* in :class:`ParkedStore`'s files, not in RAM and not in BEAST (where
 admission would read them again and again while the host rests). When a retirement
 ends, every parked URL goes back to BEAST (:meth:`ParkedStore.replay`); URLs of a host
 still retired are parked again on admission. A finished crawl parks what it gave up on
-(:meth:`irlscrapy.scheduler.frontier.Frontier.give_up`); a rerun with the same state
+(:meth:`irlscrapy.scheduler.pipeline.Frontier.give_up`); a rerun with the same state
 directory replays them at open, and so tries them again.
 
 Invariants:
@@ -29,7 +29,7 @@ Invariants:
 Files under the state directory (DO NOT CHANGE: format version 1)::
 
     parked-<n>.rec   an irlscrapy.recordfile of frontier records (see
-                     irlscrapy.scheduler.frontier), generation n; the highest n is
+                     irlscrapy.scheduler.pipeline), generation n; the highest n is
                      appended to, the others are being replayed
 
 Crash semantics: a park is appended and flushed before it returns. A replay pushes a

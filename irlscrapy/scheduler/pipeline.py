@@ -11,7 +11,7 @@ there is room (``capacity`` URLs, counting those waiting for DNS):
   when the address comes, the host's visit state joins the workbench under it. A host
   whose DNS fails is dropped with its waiting URLs (stats ``irl/dns/dropped_hosts`` and
   ``irl/dns/dropped_urls``); so is a host the address guard refuses
-  (:mod:`irlscrapy.scheduler.addressguard`; ``irl/guard/refused_hosts``, ``_urls``);
+  (:mod:`irlscrapy.scheduler.hosts.addressguard`; ``irl/guard/refused_hosts``, ``_urls``);
 - a host already holding ``host_cap`` URLs gets no more: the record goes back to BEAST,
   which places it in a later queue (``irl/frontier/deferred``). So a huge site cannot
   fill RAM with URLs that all wait on its one host (the paper's stall); and after a run
@@ -22,7 +22,7 @@ there is room (``capacity`` URLs, counting those waiting for DNS):
 - once a host's robots rules are known, its disallowed URLs are dropped
   (``irl/robots/disallowed``), at admission and once for those already admitted.
 
-robots.txt (:mod:`irlscrapy.scheduler.robotscache` keeps the outcomes): when
+robots.txt (:mod:`irlscrapy.scheduler.hosts.robotscache` keeps the outcomes): when
 :meth:`Frontier.take` draws a URL of a host whose rules are unknown or expired, the
 URL goes back to the front of its host and the fetch handed out is the host's robots.txt
 instead (a :class:`RobotsFetch`, which the scheduler releases under the IP delay only).
@@ -32,8 +32,8 @@ postponed). While a host's robots.txt is out (a redirect to another host can tak
 while), its URLs wait. ``Crawl-delay`` raises the host's delay, up to
 ``max_crawl_delay`` (``irl/robots/crawl_delay_capped`` counts hosts asking for more).
 
-Host health (:mod:`irlscrapy.scheduler.hosthealth`) backs off and retires failing hosts
-and origins (:mod:`irlscrapy.scheduler.parking`): a host in back-off is postponed in the
+Host health (:mod:`irlscrapy.scheduler.hosts.hosthealth`) backs off and retires failing hosts
+and origins (:mod:`irlscrapy.scheduler.frontier.parking`): a host in back-off is postponed in the
 workbench; an origin in back-off has its URLs held on the bench (:meth:`hold_origin`);
 a retired host or origin has its stored URLs parked on disk (:meth:`retire`), and so
 does every URL of it admitted while it rests. When a retirement ends the parked URLs
@@ -49,7 +49,7 @@ Invariants:
 rules have expired.*
 
 Every URL that leaves BEAST for RAM, or reaches a host directly, is first journaled
-(:mod:`irlscrapy.scheduler.admitted`) and marked done by :meth:`Frontier.finished` or
+(:mod:`irlscrapy.scheduler.frontier.admitted`) and marked done by :meth:`Frontier.finished` or
 when it is dropped; :meth:`Frontier.readmit` puts the live ones back after a restart.
 
 The frontier's record (BEAST's payload, and the journal's item)::
@@ -73,14 +73,14 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from irlscrapy.domains import domain_key, host_name, pld, url_host, url_origin
-from irlscrapy.scheduler.addressguard import AddressGuard
-from irlscrapy.scheduler.admitted import Admitted, AdmittedJournal
-from irlscrapy.scheduler.beast import Beast
-from irlscrapy.scheduler.parking import Bench, ParkedStore
+from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
+from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore
+from irlscrapy.scheduler.frontier.workbench import FRONT, VisitState, Workbench
+from irlscrapy.scheduler.hosts.addressguard import AddressGuard
+from irlscrapy.scheduler.hosts.robots import RobotsRules
+from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 from irlscrapy.scheduler.requestcodec import payload_url
-from irlscrapy.scheduler.robots import RobotsRules
-from irlscrapy.scheduler.robotscache import RobotsCache
-from irlscrapy.scheduler.workbench import FRONT, VisitState, Workbench
 
 logger = logging.getLogger(__name__)
 

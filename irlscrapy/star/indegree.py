@@ -1,8 +1,8 @@
-"""``Reputation``: STAR's PLD in-degree store and the budgets it gives (seeds/003 VI.B).
+"""``PLDInDegree``: STAR's PLD in-degree store and the budgets it gives (seeds/003 VI.B).
 
 Theory of operation
 -------------------
-For every crawled page, :meth:`Reputation.record_page` takes its PLD and the PLDs it
+For every crawled page, :meth:`PLDInDegree.record_page` takes its PLD and the PLDs it
 links to. Two DRUMs (:mod:`irlscrapy.dupefilters.drum`) do the rest in batches:
 
 - ``edges``: one check+update per unique (source PLD, target PLD) pair of a page, key
@@ -70,7 +70,7 @@ from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM, UPDATE
 from irlscrapy.dupefilters.mergethread import MergeThread
 from irlscrapy.dupefilters.sizing import DrumSizes
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.middlewares.budgets import (
+from irlscrapy.star.budgets import (
     BudgetFunction,
     BudgetScale,
     Ranked,
@@ -103,7 +103,7 @@ def edge_key(source: str, target: str) -> int:
     return int.from_bytes(digest, "big")
 
 
-class Reputation:
+class PLDInDegree:
     """See the module docstring.
 
     Invariant: *a PLD's in-degree is the number of distinct other PLDs with a recorded
@@ -154,7 +154,7 @@ class Reputation:
         self._last_refresh = 0.0
 
     @classmethod
-    def from_settings(cls, settings: Any, stats: Any, clock: Callable[[], float]) -> Reputation:
+    def from_settings(cls, settings: Any, stats: Any, clock: Callable[[], float]) -> PLDInDegree:
         scale = BudgetScale(
             default=defaults.get(settings, "IRL_BEAST_BUDGET"),
             maximum=defaults.get(settings, "IRL_STAR_MAX_BUDGET"),

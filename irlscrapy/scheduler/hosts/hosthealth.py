@@ -18,13 +18,13 @@ counted from the failure,
 both cut to ``backoff_max``; ``failures`` counts the failures in a row (a host's on its
 visit state, an origin's on the frontier's bench) and any answer resets both. A host's
 back-off is its ``VisitState.backoff``, one input of the one delay function
-(:mod:`irlscrapy.scheduler.delays`), and, because a failure may be learned after the
+(:mod:`irlscrapy.scheduler.hosts.delays`), and, because a failure may be learned after the
 host was released, a postponement of its next fetch (``Workbench.postpone``). An
 origin's back-off holds its URLs out of the host (``Frontier.hold_origin``) until it
 ends; the host's politeness delay is untouched.
 
 After ``max_failures`` failures in a row the host or origin is *retired*: its stored
-URLs are parked (``Frontier.retire``, :mod:`irlscrapy.scheduler.parking`: on disk,
+URLs are parked (``Frontier.retire``, :mod:`irlscrapy.scheduler.frontier.parking`: on disk,
 back to BEAST when the retirement ends, never lost) and it rests ``retire_delay``
 seconds; its count starts again.
 
@@ -53,8 +53,8 @@ from typing import Any
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.scheduler.frontier import Frontier
-from irlscrapy.scheduler.workbench import VisitState
+from irlscrapy.scheduler.frontier.workbench import VisitState
+from irlscrapy.scheduler.pipeline import Frontier
 
 logger = logging.getLogger(__name__)
 
