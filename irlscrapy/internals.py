@@ -5,6 +5,8 @@
    (:class:`PoliteHTTPDownloadHandler`), through the HTTP/1.1 handler's private ``_pool``.
 3. The response head as received (:func:`capture_heads`), for the WARC writer, through
    the same ``_pool``'s protocol factory and Scrapy's private response parser.
+4. Forgetting the proxy HttpProxyMiddleware took from the environment
+   (:func:`forget_environment_proxy`), through its private meta keys.
 
 tests/component/test_internals.py fails loudly if a Scrapy upgrade moves any of them.
 
@@ -26,6 +28,13 @@ reused keep-alive connection fails before any answer (``retryAutomatically``). T
 server then sees two requests with no delay between them: a politeness violation the
 scheduler cannot see. Scrapy's RetryMiddleware retries such failures anyway, through
 the scheduler and its delays, so the handler turns Twisted's re-send off.
+
+The environment's proxy
+-----------------------
+A retry or redirect carries the proxy HttpProxyMiddleware took from the environment
+(meta ``_scheme_proxy``, ``proxy``, ``_auth_proxy``); stored, it would outlive the run
+and point a resumed crawl at a proxy that may have moved. The middleware sets it again
+at download, so the scheduler drops it before storing a request.
 """
 
 from __future__ import annotations
@@ -37,6 +46,20 @@ from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
 
 from irlscrapy.exceptions import IrlscrapyError
+
+#: HttpProxyMiddleware's private meta keys (scrapy/downloadermiddlewares/httpproxy.py)
+ENVIRONMENT_PROXY_KEY = "_scheme_proxy"
+PROXY_AUTH_KEY = "_auth_proxy"
+
+
+def forget_environment_proxy(request: Any) -> None:
+    """Drop the proxy HttpProxyMiddleware took from the environment from ``request``
+    (see "The environment's proxy" above); a proxy the request itself named stays."""
+    meta = request.meta
+    if meta.pop(ENVIRONMENT_PROXY_KEY, None):
+        meta.pop("proxy", None)
+        if meta.pop(PROXY_AUTH_KEY, None) is not None:
+            request.headers.pop(b"Proxy-Authorization", None)
 
 
 def crawl_engine(crawler: Crawler) -> Any:

@@ -21,7 +21,7 @@ class Host(NamedTuple):
     gzip: bool
     chunked: bool
     trap: str  # "" or one of TRAP_KINDS
-    style: int  # index into the page path styles
+    style: int  # index into paths.PAGE_STYLES
     pages: int | None  # None: unbounded
     scheme: str  # one of profiles.SCHEME_KINDS
     has_index: bool  # its home page is a huge index

@@ -17,7 +17,7 @@ gets 400, a header block over :data:`MAX_HEADER_BYTES` gets 431, other methods 4
 URIs of other schemes 501; each such reply closes the connection.
 
 https, as Scrapy sends it through an http proxy: ``CONNECT host:443``. For a host that
-serves https (:meth:`irlscrapy.invitro.web.Host.serves`) the proxy answers 200 and then
+serves https (:meth:`irlscrapy.invitro.host.Host.serves`) the proxy answers 200 and then
 speaks TLS on the connection (:mod:`irlscrapy.invitro.tls`: a certificate for the host
 name); the requests inside the tunnel are origin-form and are served as
 ``https://host/path``. For a host that does not, nothing listens on port 443: the

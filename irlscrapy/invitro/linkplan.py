@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from irlscrapy.invitro.host import Host
+from irlscrapy.invitro.paths import page_path, special_path
 from irlscrapy.invitro.profiles import Profile
 
 
@@ -41,8 +42,6 @@ class InVitroWeb(Protocol):
     def host_name(self, pld_id: int, index: int) -> str: ...
     def hosts_in_pld(self, pld_id: int) -> int | None: ...
     def out_plds(self, pld_id: int) -> tuple[int, ...]: ...
-    def page_path(self, host: Host, n: int) -> str: ...
-    def special_path(self, what: str, num: int, tail: str) -> str | None: ...
 
 
 TRAP_KINDS = ("calendar", "session", "repeat")
@@ -67,7 +66,7 @@ def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
     outs = web.out_plds(host.pld_id)
     # the path relative links are written against: the <base href>'s, else the page's own
     base = page_base(web, host, n)
-    base_path = base.removeprefix(host.origin) if base else web.page_path(host, n)
+    base_path = base.removeprefix(host.origin) if base else page_path(host, n)
     links: list[str] = []
     if n == 0:
         for step in range(1, min(hosts, 11)):  # host k links home to k+1..k+10
@@ -75,7 +74,7 @@ def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
         if host.number == 0:
             links.extend(f"http://{web.host_name(t, 0)}/" for t in outs)
     if n + 1 < pages:
-        links.append(_local(web, base_path, web.page_path(host, n + 1), rng))
+        links.append(_local(web, base_path, page_path(host, n + 1), rng))
     for _ in range(int(p.links_per_page * (0.5 + rng.random()))):
         r = rng.random()
         if r < p.external_link_share and outs:
@@ -84,13 +83,13 @@ def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
             other = web.host(web.host_name(host.pld_id, int(rng.random() * hosts)))
             assert other is not None
             m = 0 if rng.random() < 0.5 else int(rng.random() * (other.pages or 1))
-            url = f"//{other.name}{web.page_path(other, m)}"
+            url = f"//{other.name}{page_path(other, m)}"
             # protocol-relative only where the page's scheme is one the target serves
             relative = rng.random() < 0.2 and other.serves(host.canonical_scheme)
             links.append(url if relative else "http:" + url)
         else:
             m = n + 1 + int(rng.random() * 5) if rng.random() < 0.5 else int(rng.random() * pages)
-            path = web.page_path(host, m % pages)
+            path = page_path(host, m % pages)
             if rng.random() < 0.7:
                 links.append(_local(web, base_path, path, rng))
             else:
@@ -107,7 +106,7 @@ def legit_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
             }[host.trap]
         )
     if p.https_link_prob and rng.random() < p.https_link_prob:
-        links.append(f"https://{host.name}{web.page_path(host, int(rng.random() * pages))}")
+        links.append(f"https://{host.name}{page_path(host, int(rng.random() * pages))}")
     if n == 0 and host.has_index:
         links.extend(_index_links(web, host, base_path, rng))
     return links
@@ -125,7 +124,7 @@ def page_base(web: InVitroWeb, host: Host, n: int) -> str:
     rng = web.rng("base", host.name, n)
     if rng.random() >= p.base_href_prob:
         return ""
-    path = web.page_path(host, int(rng.random() * (host.pages or 1)))
+    path = page_path(host, int(rng.random() * (host.pages or 1)))
     if rng.random() < 0.3:
         path = path[: path.rfind("/", 0, len(path.split("?", 1)[0])) + 1]
     return f"{host.origin}{path}" if rng.random() < 0.5 else path
@@ -177,7 +176,7 @@ def _index_links(web: InVitroWeb, host: Host, base_path: str, rng: random.Random
     pages = host.pages or 1
     links = []
     for i in range(int(p.index_links * (0.6 + 0.8 * rng.random()))):
-        path = web.page_path(host, int(rng.random() * pages))
+        path = page_path(host, int(rng.random() * pages))
         fragment = f"#i{i}" if rng.random() < 0.9 else ""
         r = rng.random()
         if r < 0.5:
@@ -203,7 +202,7 @@ def _special_link(
         num %= host.pages or 1
     elif what == "file":
         what = ("files", "img", "dl")[num % 3]
-    path = web.special_path(what, num, "")
+    path = special_path(what, num, "")
     assert path is not None
     return path
 
@@ -215,7 +214,7 @@ def _url_into(web: InVitroWeb, pld_id: int, rng: random.Random) -> str:
     target = web.host(web.host_name(pld_id, index))
     assert target is not None
     m = 0 if rng.random() < 0.5 else int(rng.random() * (target.pages or 8))
-    return f"http://{target.name}{web.page_path(target, m)}"
+    return f"http://{target.name}{page_path(target, m)}"
 
 
 def spam_links(web: InVitroWeb, host: Host, n: int) -> list[str]:

@@ -1,7 +1,9 @@
 """The in-vitro web: a deterministic simulated web that stores nothing.
 
-This module holds the structure (names, PLD graph, hosts, paths) and answers requests;
-:mod:`irlscrapy.invitro.linkplan` chooses each page's links and
+This module holds the structure (names, PLD graph, hosts);
+:mod:`irlscrapy.invitro.paths` writes each host's paths,
+:mod:`irlscrapy.invitro.linkplan` chooses each page's links,
+:mod:`irlscrapy.invitro.routing` answers requests (:meth:`InVitroWeb.respond`) and
 :mod:`irlscrapy.invitro.content` renders the bytes.
 
 Theory of operation
@@ -27,36 +29,11 @@ The PLD graph is explicit: :meth:`InVitroWeb.out_plds` lists the PLDs a PLD link
 external link on the PLD's pages goes to a member of that list and its home page links
 to all of them, so :meth:`InVitroWeb.true_indegree` is the in-degree a crawler that
 saw every page would count.
-
-Paths of a legitimate host (its page numbers run ``0 .. pages-1``)::
-
-    /                          page 0; other pages by the host's path style:
-    /{sec}/{n}.html | /{sec}/{n}/ | /{sec}?id={n}
-    /robots.txt  /robots-real.txt (target of the "redirect" robots variant)
-    /private/{n}.html          disallowed by most robots variants
-    /go/{n}                    301 to page n          /away/{t}   302 to PLD t's home
-    /loop/{n}/a <-> /loop/{n}/b  302 redirect loop
-    /doc/{n}                   a PDF without an extension in its URL
-    /files/{n}.pdf /img/{n}.jpg /dl/{n}.zip   non-HTML with telling extensions
-    /big/{n}.html              a huge HTML page        /missing/{n} 404   /err/{n} 500
-    /calendar?y=Y&m=M  /cart/{item}?sid=T  /lib/(more/)*     traps, on trap hosts only
-
-Spam hosts have pages ``/`` and ``/p{n}`` for unbounded ``n`` (bounded in finite
-profiles), and spam farms grow new hosts without end by linking to ever higher ``k``.
-
-Schemes. Each host has a scheme kind (:data:`~irlscrapy.invitro.profiles.SCHEME_KINDS`)
-and so one *canonical* scheme, the one that serves its pages: ``http`` for kinds
-"http" and "downgrade", ``https`` for "upgrade". A request on the other scheme of an
-"upgrade" or "downgrade" host gets a 301 to the same path on the canonical one (robots.txt
-included: both origins of the host obey the same rules). An ``https`` request to a host
-of kind "http" is refused: nothing listens on its port 443 (:data:`REFUSED`). Redirects a
-host makes to itself (``/go/``, ``/loop/``, robots.txt) name its canonical scheme.
 """
 
 from __future__ import annotations
 
 import bisect
-import gzip
 import itertools
 import math
 import random
@@ -67,24 +44,11 @@ from hashlib import blake2b
 
 import numpy as np
 
-from irlscrapy.invitro.content import (
-    CORPUS,
-    Reply,
-    binary,
-    html_page,
-    huge_html,
-    plain,
-    redirect,
-)
+from irlscrapy.invitro import routing
+from irlscrapy.invitro.content import Reply
 from irlscrapy.invitro.host import Host
-from irlscrapy.invitro.linkplan import (
-    CALENDAR_EPOCH_YEAR,
-    TRAP_KINDS,
-    TRAP_PREFIXES,
-    legit_links,
-    page_base,
-    spam_links,
-)
+from irlscrapy.invitro.linkplan import TRAP_KINDS, TRAP_PREFIXES
+from irlscrapy.invitro.paths import PAGE_STYLES
 from irlscrapy.invitro.profiles import Profile
 
 #: Public suffixes the web uses, with the share of PLDs under each. DO NOT CHANGE the
@@ -101,28 +65,11 @@ SUFFIXES: tuple[tuple[str, float], ...] = (
     ("co.jp", 0.05),
 )
 _SUFFIX_SET = frozenset(s for s, _ in SUFFIXES)
-SECTIONS = ("news", "blog", "wiki", "info", "article", "forum", "media", "story")
-#: The robots.txt parse limit of RFC 9309 section 2.5.
-ROBOTS_PARSE_LIMIT = 500 * 1024
-
 _LABEL_LEGIT = re.compile(r"w(0|[1-9][0-9]*)\Z")
 _LABEL_SPAM = re.compile(r"s(0|[1-9][0-9]*)x(0|[1-9][0-9]*)\Z")
 _HOST_LABEL = re.compile(r"h([1-9][0-9]*)\Z")
-_NUM = r"(0|[1-9][0-9]*)"
-_PAGE_STYLES = (
-    re.compile(rf"/([a-z]+)/{_NUM}\.html\Z"),
-    re.compile(rf"/([a-z]+)/{_NUM}/\Z"),
-    re.compile(rf"/([a-z]+)\?id={_NUM}\Z"),
-)
-_SPECIAL = re.compile(rf"/([a-z]+)/{_NUM}(?:\.(?:html|pdf|jpg|zip)|/([ab]))?\Z")
-_SPAM_PAGE = re.compile(rf"/p{_NUM}\Z")
-
 
 _U64 = 1.0 / 18446744073709551616.0
-
-#: What an https request to a host that serves no https gets: no answer at all (the
-#: proxy refuses the CONNECT tunnel with 502, as a proxy does when the origin refuses).
-REFUSED = Reply(0, (), b"", "refused", action="refuse")
 
 
 def _weighted(u: float, weights: Sequence[tuple[str, float]]) -> str:
@@ -164,19 +111,21 @@ class InVitroWeb:
         self._more_facets = p.schemes != (("http", 1.0),) or p.index_host_share > 0
 
     # -- hashing -----------------------------------------------------------------------
-    def _h64(self, *parts: object) -> int:
+    def h64(self, *parts: object) -> int:
+        """The keyed 64-bit hash that names the decision ``parts``."""
         data = "\x1f".join(map(str, parts)).encode()
         return int.from_bytes(blake2b(data, digest_size=8, key=self._key).digest(), "little")
 
-    def _unit(self, *parts: object) -> float:
-        return self._h64(*parts) * _U64
+    def unit(self, *parts: object) -> float:
+        """:meth:`h64` of ``parts`` as a number in [0, 1)."""
+        return self.h64(*parts) * _U64
 
     def rng(self, *parts: object) -> random.Random:
-        return random.Random(self._h64(*parts))
+        return random.Random(self.h64(*parts))
 
     # -- PLDs --------------------------------------------------------------------------
     def suffix_of(self, pld_id: int) -> str:
-        return _weighted(self._unit("suffix", pld_id), SUFFIXES)
+        return _weighted(self.unit("suffix", pld_id), SUFFIXES)
 
     def _pld_name(self, pld_id: int) -> str:
         p = self.profile
@@ -215,7 +164,7 @@ class InVitroWeb:
             return p.spam_hosts_per_pld
         if pld_id < p.huge_sites:
             return p.huge_site_hosts
-        return 1 + self._geometric(self._unit("hosts", pld_id), p.hosts_per_pld - 1.0)
+        return 1 + self._geometric(self.unit("hosts", pld_id), p.hosts_per_pld - 1.0)
 
     @staticmethod
     def _geometric(u: float, mean: float) -> int:
@@ -319,7 +268,7 @@ class InVitroWeb:
             trap = TRAP_KINDS[(f[6] >> 32) % len(TRAP_KINDS)]
         scheme, index_host = "http", False
         if self._more_facets:
-            g = self._h64("facets2", name)
+            g = self.h64("facets2", name)
             scheme = _weighted((g & 0xFFFFFFFF) * u32, p.schemes)
             index_host = not spam and (g >> 32) * u32 < p.index_host_share
         if index_host:  # an index is fetched in every crawl, quickly: the host behaves
@@ -348,7 +297,7 @@ class InVitroWeb:
             gzip=(f[5] & 0xFFFFFFFF) * u32 < p.gzip_host_share,
             chunked=(f[5] >> 32) * u32 < p.chunked_host_share,
             trap=trap,
-            style=0 if spam else f[7] % len(_PAGE_STYLES),
+            style=0 if spam else f[7] % len(PAGE_STYLES),
             pages=pages,
             scheme=scheme,
             has_index=index_host,
@@ -360,261 +309,18 @@ class InVitroWeb:
     def is_trap(self, host: Host, path: str) -> bool:
         return bool(host.trap) and path.startswith(TRAP_PREFIXES[host.trap])
 
-    # -- paths -------------------------------------------------------------------------
-    def page_path(self, host: Host, n: int) -> str:
-        if n == 0:
-            return "/"
-        if host.spam:
-            return f"/p{n}"
-        sec = SECTIONS[n % len(SECTIONS)]
-        return (f"/{sec}/{n}.html", f"/{sec}/{n}/", f"/{sec}?id={n}")[host.style]
-
-    def _page_number(self, host: Host, path: str) -> int | None:
-        if path == "/":
-            return 0
-        if host.spam:
-            m = _SPAM_PAGE.match(path)
-            n = int(m.group(1)) if m else None
-        else:
-            m = _PAGE_STYLES[host.style].match(path)
-            n = (
-                int(m.group(2))
-                if m and m.group(1) == SECTIONS[int(m.group(2)) % len(SECTIONS)]
-                else None
-            )
-        if n is None or n == 0 or (host.pages is not None and n >= host.pages):
+    def crawl_delay(self, host: Host) -> float | None:
+        if host.robots != "crawl-delay":
             return None
-        return n
+        return float((1, 2, 5, 30)[self.h64("crawldelay", host.name) % 4])
 
     # -- replies -----------------------------------------------------------------------
     def respond(
         self, host_name: str, path: str, accept_gzip: bool = False, scheme: str = "http"
     ) -> Reply:
         """The reply an origin server (reached through the proxy) gives to GET
-        scheme://host+path; :data:`REFUSED` when nothing listens on that scheme's port."""
-        host = self.host(host_name)
-        if host is None or host.dns in ("nxdomain", "servfail", "timeout"):
-            return plain(502, "dns-error", f"cannot resolve {host_name}\n")
-        if scheme != "http" and not host.serves(scheme):
-            return REFUSED
-        if scheme != host.canonical_scheme:
-            reply = redirect(301, f"{host.origin}{path}")
-            if path not in ("/robots.txt", "/robots-real.txt"):
-                reply = self._misbehave(host, path, reply)
-        elif path in ("/robots.txt", "/robots-real.txt"):
-            reply = self._robots(host, path)
-        else:
-            reply = self._route(host, path)
-            reply = self._misbehave(host, path, reply)
-        if accept_gzip and host.gzip and reply.status == 200 and reply.body:
-            body = gzip.compress(reply.body, compresslevel=1, mtime=0)
-            headers = (*reply.headers, ("Content-Encoding", "gzip"))
-            reply = reply._replace(body=body, headers=headers)
-        return reply._replace(chunked=host.chunked)
-
-    def _misbehave(self, host: Host, path: str, reply: Reply) -> Reply:
-        p = self.profile
-        if host.server == "slow":
-            return reply._replace(delay=p.slow_delay)
-        u = self._unit("misbehave", host.name, path)
-        if host.server == "flaky" and u < 0.2:
-            if u < 0.1:
-                return plain(500, "error", "server error\n")
-            busy = plain(503 if u < 0.15 else 429, "error", "busy, come back later\n")
-            return busy._replace(headers=(*busy.headers, ("Retry-After", str(p.retry_after))))
-        if host.server == "resetting" and u < 0.2:
-            return Reply(0, (), b"", "reset", action="reset")
-        if host.server == "hanging" and u < 0.1:
-            return Reply(0, (), b"", "timeout", action="hang", delay=p.hang_seconds)
-        return reply
-
-    def robots_txt(self, host: Host) -> str:
-        """The robots.txt text of a host whose variant serves rules."""
-        if host.robots == "allow":
-            return "User-agent: *\nDisallow:\n"
-        if host.robots == "crawl-delay":
-            delay = int(self.crawl_delay(host) or 0)
-            return f"User-agent: *\nCrawl-delay: {delay}\nDisallow: /private/\n"
-        if host.robots == "oversized":
-            pad = "# " + CORPUS[:1000] + "\n"
-            body = "User-agent: *\nDisallow: /private/\n"
-            body += pad * (ROBOTS_PARSE_LIMIT // len(pad) + 100)
-            return body + "Disallow: /\n"
-        if host.robots == "malformed":
-            return (
-                "<html><body>not robots</body></html>\nthis line is no rule\n"
-                "User-agent: *\nDisallow: /private/\n:::\nCrawl-delay: soon\n\x00junk\n"
-            )
-        return "User-agent: BadBot\nDisallow: /\n\nUser-agent: *\nDisallow: /private/\n"
-
-    def crawl_delay(self, host: Host) -> float | None:
-        if host.robots != "crawl-delay":
-            return None
-        return float((1, 2, 5, 30)[self._h64("crawldelay", host.name) % 4])
-
-    def _robots(self, host: Host, path: str) -> Reply:
-        v = host.robots
-        if path == "/robots-real.txt":
-            if v != "redirect":
-                return self._misbehave(host, path, plain(404, "error", "not found\n"))
-            return plain(200, "robots", self.robots_txt(host), "text/plain")
-        if v == "missing":
-            return plain(404, "robots", "not found\n")
-        if v == "error":
-            return plain(
-                503 if self._h64("robots5xx", host.name) % 2 else 500, "robots", "server error\n"
-            )
-        if v == "unreachable":
-            return Reply(0, (), b"", "reset", action="reset")
-        if v == "redirect":
-            return Reply(301, (("Location", f"{host.origin}/robots-real.txt"),), b"", "robots")
-        reply = plain(200, "robots", self.robots_txt(host), "text/plain")
-        if v == "slow":
-            reply = reply._replace(delay=self.profile.robots_slow_delay)
-        return reply
-
-    def _route(self, host: Host, path: str) -> Reply:
-        n = self._page_number(host, path)
-        if n is not None:
-            return self._page(host, n)
-        if host.trap and path.startswith(TRAP_PREFIXES[host.trap]):
-            trap = self._trap_page(host, path)
-            if trap is not None:
-                return trap
-        if host.spam:
-            return plain(404, "error", "not found\n")
-        m = _SPECIAL.match(path)
-        if not m:
-            return plain(404, "error", "not found\n")
-        what, num = m.group(1), int(m.group(2))
-        if self.special_path(what, num, m.group(3) or "") != path:
-            return plain(404, "error", "not found\n")
-        return self._special_reply(host, what, num, path)
-
-    @staticmethod
-    def special_path(what: str, num: int, tail: str) -> str | None:
-        if what == "loop" and tail in ("a", "b"):
-            return f"/loop/{num}/{tail}"
-        return {
-            "private": f"/private/{num}.html",
-            "go": f"/go/{num}",
-            "away": f"/away/{num}",
-            "doc": f"/doc/{num}",
-            "files": f"/files/{num}.pdf",
-            "img": f"/img/{num}.jpg",
-            "dl": f"/dl/{num}.zip",
-            "big": f"/big/{num}.html",
-            "missing": f"/missing/{num}",
-            "err": f"/err/{num}",
-        }.get(what)
-
-    def _special_reply(self, host: Host, what: str, num: int, path: str) -> Reply:
-        if what == "private":
-            return self._html_reply(host, path, f"private {num}", ("/",), 0.1)
-        if what == "go":
-            target = self.page_path(host, num % (host.pages or 1))
-            return redirect(301, f"{host.origin}{target}")
-        if what == "away":
-            if num >= self.profile.legit_plds:
-                return plain(404, "error", "not found\n")
-            return redirect(302, f"http://{self.host_name(num, 0)}/")
-        if what == "loop":
-            other = "b" if path.endswith("/a") else "a"
-            return redirect(302, f"{host.origin}/loop/{num}/{other}")
-        if what in ("doc", "files"):
-            return binary(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n", b"\n%%EOF\n", num, "application/pdf")
-        if what == "img":
-            return binary(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00", b"\xff\xd9", num, "image/jpeg")
-        if what == "dl":
-            return binary(b"PK\x03\x04", b"PK\x05\x06", num, "application/zip")
-        if what == "big":
-            body = huge_html(num, self.profile.huge_page_bytes)
-            headers = (("Content-Type", "text/html; charset=utf-8"),)
-            return Reply(200, headers, body, "page", ("/",))
-        if what == "missing":
-            return plain(404, "error", "not found\n")
-        return plain(500, "error", "server error\n")
-
-    # -- pages -------------------------------------------------------------------------
-    def _page(self, host: Host, n: int) -> Reply:
-        if host.spam:
-            links, base = spam_links(self, host, n), ""
-        else:
-            links, base = legit_links(self, host, n), page_base(self, host, n)
-        path = self.page_path(host, n)
-        return self._html_reply(host, path, f"{host.name} page {n}", links, 1.0, base)
-
-    def _html_reply(
-        self,
-        host: Host,
-        path: str,
-        title: str,
-        links: Sequence[str],
-        size_factor: float,
-        base: str = "",
-    ) -> Reply:
-        p = self.profile
-        u = self._unit("nofollow", host.name, path)
-        meta_nofollow = u < p.nofollow_meta_share
-        header_nofollow = (
-            p.nofollow_meta_share <= u < p.nofollow_meta_share + p.nofollow_header_share
-        )
-        rng = self.rng("text", host.name, path)
-        size = int(p.page_bytes * size_factor * (0.5 + rng.random()))
-        body = html_page(title, links, size, rng, meta_nofollow, base)
-        headers: tuple[tuple[str, str], ...] = (("Content-Type", "text/html; charset=utf-8"),)
-        if header_nofollow:
-            headers += (("X-Robots-Tag", "nofollow"),)
-        return Reply(
-            200,
-            headers,
-            body,
-            "page",
-            tuple(links),
-            nofollow=meta_nofollow or header_nofollow,
-            base=base,
-        )
-
-    def _trap_page(self, host: Host, path: str) -> Reply | None:
-        extent = self.profile.trap_extent
-        links: list[str] = ["/"]
-        if host.trap == "calendar":
-            m = re.fullmatch(r"/calendar\?y=(\d{4,6})&m=([1-9]|1[0-2])", path)
-            if not m:
-                return None
-            month = (int(m.group(1)) - CALENDAR_EPOCH_YEAR) * 12 + int(m.group(2)) - 1
-            if month < 0 or (extent is not None and month >= extent):
-                return None
-            for nxt in (month - 1, month + 1):
-                if nxt >= 0 and (extent is None or nxt < extent):
-                    y, mo = divmod(nxt, 12)
-                    links.append(f"/calendar?y={CALENDAR_EPOCH_YEAR + y}&m={mo + 1}")
-        elif host.trap == "session":
-            m = re.fullmatch(r"/cart/(\d+)\?sid=([0-9a-f]+)", path)
-            if not m:
-                return None
-            item, sid = int(m.group(1)), m.group(2)
-            if extent is not None and (item >= extent or int(sid, 16) >= extent):
-                return None
-            rng = self.rng("session", host.name, path)
-            for _ in range(4):
-                nxt_item = int(rng.random() * (extent or 1000))
-                token = (
-                    f"{int(rng.random() * extent):x}"
-                    if extent is not None
-                    else f"{self._h64('sid', host.name, path, nxt_item):016x}"
-                )
-                links.append(f"/cart/{nxt_item}?sid={token}")
-        else:
-            m = re.fullmatch(r"/lib/((?:more/)*)", path)
-            if not m:
-                return None
-            depth = len(m.group(1)) // 5
-            if extent is not None and depth >= extent:
-                return None
-            if extent is None or depth + 1 < extent:
-                links.append("more/")
-        return self._html_reply(host, path, f"{host.name} {host.trap}", links, 0.3)
+        scheme://host+path (:func:`irlscrapy.invitro.routing.respond`)."""
+        return routing.respond(self, host_name, path, accept_gzip, scheme)
 
 
 def ip_address(index: int) -> str:

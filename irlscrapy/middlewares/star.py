@@ -80,7 +80,7 @@ class StarMiddleware:
     def record(self, response: Response | None, urls: list[str]) -> None:
         """Count the page's PLD edges, if STAR runs."""
         sink = links_sink(self.crawler)
-        if sink is None or sink.reputation is None or response is None:
+        if sink is None or sink.indegree is None or response is None:
             return
         if response.request is not None and ROBOTS_KEY in response.request.meta:
             return

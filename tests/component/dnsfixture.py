@@ -20,7 +20,7 @@ from twisted.names import dns
 from irlscrapy.invitro.dnsserver import InVitroResolver, QuietServerFactory
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
-from irlscrapy.scheduler.hosts.dns import Answer, DNSLookupFailed, HostResolver
+from irlscrapy.scheduler.hosts.resolver import Answer, DNSLookupFailed, HostResolver
 
 SEED = 0
 LOOPBACK = "127.0.0.1"

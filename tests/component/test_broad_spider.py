@@ -16,6 +16,7 @@ from irlscrapy import Links
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.scheduler import irl
+from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.spiders.broad import BroadSpider, parse_seeds
 
 PAGE = (
@@ -182,7 +183,7 @@ class RecordingSink:
     """Stands in for the IRL scheduler behind ``links_sink``."""
 
     def __init__(self, star: bool) -> None:
-        self.reputation = object() if star else None
+        self.indegree = object() if star else None
         self.pages: list[tuple[str, set[str]]] = []
         self.links: list[Links] = []
 
@@ -234,7 +235,7 @@ class TestStarEdges:
 
     def test_robots_txt_is_not_a_page(self) -> None:
         mw, sink = self.make()
-        robots = self.page("http://a.com/robots.txt", **{irl.ROBOTS_KEY: "a.com"})
+        robots = self.page("http://a.com/robots.txt", **{ROBOTS_KEY: "a.com"})
         list(mw.process_spider_output(robots, []))
         assert sink.pages == []
 

@@ -36,14 +36,8 @@ from twisted.names import client
 from irlscrapy.dirlock import DirectoryLocked
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.hosts import dnsclient
-from irlscrapy.scheduler.hosts.dns import (
-    DNSCache,
-    DNSLookupFailed,
-    HostResolver,
-    IRLResolver,
-    dns_cache,
-    parse_servers,
-)
+from irlscrapy.scheduler.hosts.dns import DNSCache, IRLResolver, dns_cache
+from irlscrapy.scheduler.hosts.resolver import DNSLookupFailed, HostResolver, parse_servers
 
 from .dnsfixture import Net, ScriptedResolver, Stats
 

@@ -1,5 +1,5 @@
 """The no-idle invariant at the end of a URLseen drain: URLs that links submitted while
-the merge ran (``_submitted`` does not start a second merge) are flushed when the drain
+the merge ran (``Intake.submitted`` does not start a second merge) are flushed when the drain
 ends with nothing in flight, since no fetch will end to flush them. (They sat in
 URLseen until the next host was due, and the real-web crawl's idle watch saw 1-second
 windows of it.)"""
@@ -10,8 +10,7 @@ from typing import Any
 
 from twisted.internet import defer
 
-from irlscrapy.scheduler.irl import IRLScheduler
-from irlscrapy.scheduler.ledger import FetchLedger
+from irlscrapy.scheduler.intake import Intake
 
 
 class _URLseen:
@@ -34,33 +33,36 @@ class _Waker:
         self.wakes += 1
 
 
-def _after_a_merge(pending: int, in_flight: int) -> IRLScheduler:
-    scheduler = IRLScheduler.__new__(IRLScheduler)
-    scheduler.df = _URLseen(pending)  # type: ignore[assignment]
-    scheduler.waker = _Waker()  # type: ignore[assignment]
-    scheduler.frontier = None
-    scheduler.ledger = FetchLedger()
-    for _ in range(in_flight):
-        scheduler.ledger.hand_out(object(), object(), robots=False)
-    scheduler._merging = True
-    scheduler._drain_task = object()
-    scheduler._drained(None)
-    return scheduler
+def _after_a_merge(pending: int, in_flight: int) -> Intake:
+    intake = Intake(
+        _URLseen(pending),  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        None,
+        _Waker(),  # type: ignore[arg-type]
+        dedup=True,
+        persistent=False,
+        log_unserializable=False,
+    )
+    intake._in_flight = lambda: in_flight
+    intake.merging = True
+    intake._drain_task = object()
+    intake.drained(None)
+    return intake
 
 
 def test_urls_submitted_during_a_merge_are_flushed_when_nothing_is_in_flight() -> None:
-    scheduler = _after_a_merge(pending=4, in_flight=0)
-    assert scheduler.df.flushes == 1  # type: ignore[attr-defined]
-    assert scheduler._merging
+    intake = _after_a_merge(pending=4, in_flight=0)
+    assert intake.df.flushes == 1  # type: ignore[attr-defined]
+    assert intake.merging
 
 
 def test_a_fetch_in_flight_flushes_them_when_its_links_come() -> None:
-    scheduler = _after_a_merge(pending=4, in_flight=1)
-    assert scheduler.df.flushes == 0  # type: ignore[attr-defined]
-    assert not scheduler._merging
+    intake = _after_a_merge(pending=4, in_flight=1)
+    assert intake.df.flushes == 0  # type: ignore[attr-defined]
+    assert not intake.merging
 
 
 def test_nothing_pending_starts_no_merge() -> None:
-    scheduler = _after_a_merge(pending=0, in_flight=0)
-    assert scheduler.df.flushes == 0  # type: ignore[attr-defined]
-    assert not scheduler._merging
+    intake = _after_a_merge(pending=0, in_flight=0)
+    assert intake.df.flushes == 0  # type: ignore[attr-defined]
+    assert not intake.merging

@@ -18,8 +18,10 @@ from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.content import Reply
 from irlscrapy.invitro.host import Host
 from irlscrapy.invitro.linkplan import relative_ref
+from irlscrapy.invitro.paths import page_path
 from irlscrapy.invitro.profiles import BROAD, SCHEME_KINDS, TINY, Profile, get_profile
-from irlscrapy.invitro.web import REFUSED, ROBOTS_PARSE_LIMIT, InVitroWeb, ip_address
+from irlscrapy.invitro.routing import REFUSED, ROBOTS_PARSE_LIMIT, page_reply, robots_txt
+from irlscrapy.invitro.web import InVitroWeb, ip_address
 from irlscrapy.oracle.groundtruth import (
     DEFAULT_MAX_BYTES,
     CrawlPolicy,
@@ -215,7 +217,7 @@ class TestPldGraph:
                 host = web.host(web.host_name(pid, k))
                 assert host is not None
                 for n in range(host.pages or 0):
-                    page = web._page(host, n)
+                    page = page_reply(web, host, n)
                     for href in page.links:
                         url = absolute_url(f"http://{host.name}/", href)
                         dst = web.host(split_url(url)[0]) if url and crawlable(url) else None
@@ -262,7 +264,7 @@ class TestTrapsAndBehaviours:
             for h in (web.host(web.host_name(p, 0)) for p in range(TINY.legit_plds))
             if h and h.robots == "oversized"
         )
-        text = web.robots_txt(host)
+        text = robots_txt(web, host)
         assert len(text.encode()) > ROBOTS_PARSE_LIMIT
         assert "Disallow: /\n" not in text[:ROBOTS_PARSE_LIMIT]
         assert text.endswith("Disallow: /\n")
@@ -361,7 +363,7 @@ def tiny_hosts(web: InVitroWeb, **facets: object) -> list[Host]:
 
 
 def sample_paths(web: InVitroWeb, host: Host) -> list[str]:
-    pages = [web.page_path(host, n) for n in range(min(host.pages or 1, 6))]
+    pages = [page_path(host, n) for n in range(min(host.pages or 1, 6))]
     return [*pages, "/robots.txt", "/go/3", "/missing/1", "/no/such/path?x=1"]
 
 
@@ -505,7 +507,7 @@ class TestIndexPages:
             assert len(reply.body) < 2 * 1024 * 1024
             followed = followed_links(url, reply, CrawlPolicy())
             own = {u for u in followed if split_url(u)[0] == host.name}
-            pages = {self.web.page_path(host, n) for n in range(host.pages or 0)}
+            pages = {page_path(host, n) for n in range(host.pages or 0)}
             assert len(own) > 0.9 * len(pages)
             assert {split_url(u)[1] for u in own} <= pages | {"/"} | {
                 split_url(u)[1] for u in followed_links(url, self._plain_page(host), CrawlPolicy())

@@ -32,6 +32,8 @@ ALGORITHMS = (
     "irlscrapy.recordfile",
     "irlscrapy.star.budgets",
     "irlscrapy.invitro.web",
+    "irlscrapy.invitro.paths",
+    "irlscrapy.invitro.routing",
     "irlscrapy.invitro.linkplan",
     "irlscrapy.invitro.content",
     "irlscrapy.invitro.profiles",

@@ -19,7 +19,9 @@ for* (Crawl-delay) *or earned* (back-off).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
 
 
@@ -43,6 +45,27 @@ class Politeness:
             )
         if self.default_budget < 1:
             raise ConfigurationError("politeness: the default budget must be >= 1")
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> Politeness:
+        budget = defaults.get(settings, "IRL_BEAST_BUDGET")
+        if budget < 1:
+            raise ConfigurationError(f"IRL_BEAST_BUDGET={budget}: a budget must be >= 1")
+        return cls(
+            host_delay=defaults.get(settings, "IRL_HOST_DELAY"),
+            host_delay_min=defaults.get(settings, "IRL_HOST_DELAY_MIN"),
+            ip_delay=defaults.get(settings, "IRL_IP_DELAY"),
+            ip_delay_min=defaults.get(settings, "IRL_IP_DELAY_MIN"),
+            default_budget=budget,
+        )
+
+    def of_host(self, state: Any) -> float:
+        """tau_h of a workbench visit state (its budget, Crawl-delay and back-off)."""
+        return self.host(state.budget, state.crawl_delay, state.backoff)
+
+    def of_ip(self, entry: Any) -> float:
+        """tau_s of a workbench IP entry (its hosts' mean budget and its back-off)."""
+        return self.ip(entry.mean_budget, entry.backoff)
 
     def host(self, budget: float, crawl_delay: float = 0.0, backoff: float = 0.0) -> float:
         """tau_h of a host whose PLD has ``budget``."""

@@ -1,0 +1,46 @@
+"""``HostServices``: the host services one crawl's scheduler uses, built and opened
+together: the DNS cache, the politeness delays, the robots.txt cache, host health and
+the address guard. Their files live under the state directory (``dns/``, ``robots/``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scrapy.crawler import Crawler
+
+from irlscrapy import defaults
+from irlscrapy.scheduler.hosts.addressguard import AddressGuard
+from irlscrapy.scheduler.hosts.delays import Politeness
+from irlscrapy.scheduler.hosts.dns import DNSCache, dns_cache
+from irlscrapy.scheduler.hosts.hosthealth import HostHealth
+from irlscrapy.scheduler.hosts.robotscache import RobotsCache
+from irlscrapy.scheduler.statedir import StateDirectory
+
+
+@dataclass
+class HostServices:
+    dns: DNSCache
+    politeness: Politeness
+    robots: RobotsCache
+    health: HostHealth
+    guard: AddressGuard
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> HostServices:
+        settings = crawler.settings
+        return cls(
+            dns_cache(crawler),
+            Politeness.from_settings(settings),
+            RobotsCache.from_settings(settings),
+            HostHealth.from_settings(settings),
+            AddressGuard.from_setting(defaults.get(settings, "IRL_ALLOW_PRIVATE_ADDRESSES")),
+        )
+
+    def open(self, state: StateDirectory) -> None:
+        self.dns.open(state / "dns")
+        self.robots.open(state / "robots")
+
+    def close(self) -> None:
+        self.robots.close()
+        self.dns.close()

@@ -1,0 +1,354 @@
+"""Intake: Requests and a page's ``Links`` on their way to the frontier.
+
+Theory of operation
+-------------------
+A Request (:meth:`Intake.enqueue_request`) or a page's Links (:meth:`enqueue_links`,
+the fast path: strings, no Request objects) is encoded to bytes
+(:mod:`irlscrapy.scheduler.requestcodec`) and submitted to URLseen (the DRUM
+dupefilter, :mod:`irlscrapy.dupefilters.urlseen`) in one batch per call, with an *aux*
+saying where its unique URLs go::
+
+    aux := route: u8, priority: i32be, payload
+           route: TO_BEAST (0), or TO_HOST (1): a retry or redirect of the crawl's own
+           fetch, which goes to the front of its host (Frontier.push_direct)
+
+URLseen merges when a batch is full, or at once when nothing is in flight (no fetch
+would end to trigger it: the no-idle invariant, see irlscrapy.scheduler.dispatch). The
+results are *drained* into the frontier cooperatively (``DRAIN_SLICE`` records per
+reactor turn, admitting as they come), and each batch is acknowledged to URLseen only
+after its unique URLs are stored.
+
+What skips URLseen: ``dont_filter`` requests (and every request when dedup is off)
+go straight to the frontier; requests of other schemes than http(s) (data:, file:, and
+those no download handler knows) go to ``direct``, in RAM, handed out first (they need
+no DNS, robots.txt or politeness); a request the codec cannot store is kept in RAM in
+the frontier (``Frontier.push_memory``), as Scrapy's scheduler keeps what its disk
+queues refuse. Both are deduplicated in RAM by their keys.
+
+Invariants:
+*A URL URLseen found unique is in the frontier before its batch is acknowledged:
+nothing discovered is lost* (a crash in between delivers the batch again).
+*The restart skip.* Each stored record carries its URLseen batch's tag (sequence + 1).
+At open, :func:`irlscrapy.scheduler.resume.open_frontier` finds the last tag stored
+and how many of its URLs were; a batch delivered again with an older tag was stored
+whole before the stop and is skipped, the batch with that tag is stored from where the
+stop cut it, and later ones whole. So a restart stores every unique URL exactly once.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections import deque
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.http import Response
+from twisted.internet import task
+from twisted.python.failure import Failure
+
+from irlscrapy.dupefilters.drum import ResultBatch
+from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
+from irlscrapy.internals import EngineWaker, forget_environment_proxy
+from irlscrapy.links import Links
+from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.linkrules import LinkRules, origin
+from irlscrapy.scheduler.pipeline import Frontier, RobotsFetch
+from irlscrapy.scheduler.requestcodec import RequestCodecError, encode_link, encode_request
+
+logger = logging.getLogger(__name__)
+
+_AUX = struct.Struct(">Bi")
+TO_BEAST, TO_HOST = 0, 1
+#: URL beginnings (lower-cased) of the requests the frontier schedules; any other scheme
+#: skips it (``Intake.direct``)
+FRONTIER_SCHEMES = ("http://", "https://")
+#: Records handled per reactor turn when draining URLseen results into the frontier.
+DRAIN_SLICE = 32
+
+
+class Intake:
+    def __init__(
+        self,
+        dupefilter: DRUMDupeFilter,
+        link_rules: LinkRules,
+        stats: Any,
+        waker: EngineWaker,
+        *,
+        dedup: bool,
+        persistent: bool,
+        log_unserializable: bool,
+    ) -> None:
+        self.df = dupefilter
+        self.link_rules = link_rules
+        self.stats = stats
+        self.waker = waker
+        #: False with DUPEFILTER_CLASS = scrapy.dupefilters.BaseDupeFilter (dedup off):
+        #: every request and link goes to the frontier as if dont_filter were set, and
+        #: URLseen (still the state's, and the request keys') gets nothing
+        self.dedup = dedup
+        self.persistent = persistent  # a JOBDIR: Scrapy would store requests on disk
+        #: SCHEDULER_DEBUG: log the first request the codec cannot store, as Scrapy does
+        self._log_unserializable = log_unserializable
+        #: requests of schemes without hosts to be polite to, handed out first
+        self.direct: deque[Request] = deque()
+        self.merging = False  # a URLseen merge, or the drain of its results, is running
+        self.closing = False  # the scheduler is closing: no drain starts any more
+        self._memory_seen: set[int] = set()  # keys of requests kept in RAM
+        self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
+        self.spider: Spider | None = None
+        self.frontier: Frontier | None = None
+        #: (URLseen tag, its URLs stored) of the last batch found in the state on open
+        self._stored_before_restart = (-1, 0)
+        # set by open(): the dispatcher's side of the fetch lifecycle
+        self._fetch_over: Callable[[int], None] = lambda token: None
+        self._ready: Callable[[], None] = lambda: None
+        self._in_flight: Callable[[], int] = lambda: 0
+        self._progress: Callable[[], None] = lambda: None
+        self._failed: Callable[[Failure, str], None] = lambda failure, what: None
+
+    def open(
+        self,
+        spider: Spider,
+        frontier: Frontier,
+        stored_before_restart: tuple[int, int],
+        *,
+        fetch_over: Callable[[int], None],
+        ready: Callable[[], None],
+        in_flight: Callable[[], int],
+        progress: Callable[[], None],
+        failed: Callable[[Failure, str], None],
+    ) -> None:
+        """Start on ``frontier``; drain what a previous run merged but did not store.
+        ``fetch_over(token)``: the fetch a retry, redirect or trap replaces is over;
+        ``ready()``: work may have become due; ``in_flight()``: fetches in flight;
+        ``progress()``: new URLs were stored; ``failed(failure, what)``: URLseen failed."""
+        self.spider = spider
+        self.frontier = frontier
+        self._stored_before_restart = stored_before_restart
+        self._fetch_over = fetch_over
+        self._ready = ready
+        self._in_flight = in_flight
+        self._progress = progress
+        self._failed = failed
+        self.link_rules.set_allowed_domains(getattr(spider, "allowed_domains", None))
+        self.start_drain()
+
+    def close(self) -> None:
+        self.closing = True
+        if self._drain_task is not None:
+            self._drain_task.stop()  # what it did not store is delivered again next run
+
+    @property
+    def pending(self) -> int:
+        """URLs waiting for URLseen's next batch check."""
+        return self.df.pending
+
+    # -- Requests ------------------------------------------------------------------------
+    def enqueue_request(self, request: Request, token: int | None) -> bool:
+        """``token``: the fetch ``request`` is a retry or redirect of (None: a new one)."""
+        frontier = self._frontier()
+        meta = request.meta
+        self.stats.inc_value("irl/scheduler/enqueued/requests")
+        if not request.url[:8].lower().startswith(FRONTIER_SCHEMES):
+            return self._enqueue_direct(request, token)
+        robots_host = meta.get(ROBOTS_KEY)
+        own = token is not None and ("retry_times" in meta or "redirect_times" in meta)
+        if robots_host is not None:  # robots.txt retried or redirected
+            frontier.push_robots(request.url, RobotsFetch(robots_host, request))
+        elif not request.dont_filter and not own and self.link_rules.trapped(request.url):
+            logger.debug("Ignoring a crawler trap: %s", request.url)
+            if token is not None:
+                self._fetch_over(token)
+            return False
+        else:
+            forget_environment_proxy(request)
+            try:
+                payload = encode_request(request, self.spider)
+            except RequestCodecError as exc:
+                self._unserializable(request, exc)
+                self._keep_in_memory(request, own)
+            else:
+                if request.dont_filter or not self.dedup:
+                    if own:
+                        frontier.push_direct(payload, request.priority)
+                    else:
+                        frontier.push(payload, request.priority)
+                else:
+                    aux = _AUX.pack(TO_HOST if own else TO_BEAST, request.priority) + payload
+                    self.df.submit_requests([request], [aux])
+                    self.submitted()
+        if token is not None:  # stored first, then the fetch it replaces is over
+            self._fetch_over(token)
+        self._ready()
+        return True
+
+    def _enqueue_direct(self, request: Request, token: int | None) -> bool:
+        """A request of a scheme the frontier does not schedule (see ``direct``): kept
+        in RAM, so a resume does not have it; with a JOBDIR, where Scrapy would store it
+        on disk, one the codec could not store either is counted as Scrapy counts it."""
+        if self.persistent:
+            try:
+                encode_request(request, self.spider)
+            except RequestCodecError as exc:
+                self._unserializable(request, exc)
+        kept = request.dont_filter or self._first_in_memory(request)
+        if kept:
+            self.stats.inc_value("scheduler/enqueued/memory")
+            self.direct.append(request)
+            self.waker.wake()
+        if token is not None:  # a redirect of our own fetch to such a scheme
+            self._fetch_over(token)
+        return kept
+
+    def _first_in_memory(self, request: Request) -> bool:
+        """Has no request with the key of ``request`` been kept in RAM yet? (Scrapy's
+        ``dupefilter/filtered`` counts those that had.)"""
+        if not self.dedup:
+            return True
+        key = self.df.identity.request_key(request)
+        if key in self._memory_seen:
+            self.stats.inc_value("dupefilter/filtered")
+            return False
+        self._memory_seen.add(key)
+        return True
+
+    def _unserializable(self, request: Request, exc: RequestCodecError) -> None:
+        """Count (and with SCHEDULER_DEBUG log, once) a request the codec cannot store,
+        with the stat and the message of Scrapy's scheduler."""
+        self.stats.inc_value("scheduler/unserializable")
+        if self._log_unserializable:
+            self._log_unserializable = False
+            logger.warning(
+                "Unable to serialize request: %(request)s - reason: %(reason)s - no more "
+                "unserializable requests will be logged (stats being collected)",
+                {"request": request, "reason": exc},
+                extra={"spider": self.spider},
+            )
+
+    def _keep_in_memory(self, request: Request, own: bool) -> None:
+        """A request the codec cannot store: deduplicated by a set in RAM, queued in RAM
+        (as Scrapy's scheduler does with requests its disk queues refuse)."""
+        if request.dont_filter or self._first_in_memory(request):
+            self.stats.inc_value("scheduler/enqueued/memory")
+            self._frontier().push_memory(request, front=own)
+
+    # -- Links ---------------------------------------------------------------------------
+    def enqueue_links(self, links: Links, response: Response | None = None) -> None:
+        """Queue a page's links under the rules Scrapy's spider middlewares apply to
+        Requests (:mod:`.linkrules`); ``response``: the page, whose Referrer-Policy
+        header counts."""
+        frontier = self._frontier()
+        rules = self.link_rules
+        depth = rules.depth(links.depth)
+        if depth is None:
+            logger.debug("Ignoring the links of %s (depth > %d)", links.source, rules.depth_limit)
+            return
+        urls = rules.keep(links.urls)
+        if not urls:
+            return
+        self.stats.inc_value("irl/scheduler/enqueued/links", len(urls))
+        priority = rules.priority(depth)
+        referers = rules.referers(links.source, urls, response)
+        payloads = [
+            encode_link(url, depth, links.callback, referers.get(origin(url))) for url in urls
+        ]
+        if not self.dedup:
+            for payload in payloads:
+                frontier.push(payload, priority)
+            self._ready()
+            return
+        head = _AUX.pack(TO_BEAST, priority)
+        self.df.submit_urls(urls, [head + payload for payload in payloads])
+        self.submitted()
+
+    # -- URLseen -------------------------------------------------------------------------
+    def submitted(self) -> None:
+        """URLs went to URLseen: merge when a batch is full, or at once when nothing is
+        in flight (no fetch will end to wake the engine: the no-idle invariant)."""
+        if self.df.should_merge() or not self._in_flight():
+            self.flush()
+
+    def flush(self) -> None:
+        if self.merging:
+            return
+        self.merging = True
+        merge = self.df.flush()
+        merge.addCallback(lambda _: self.start_drain())
+        merge.addErrback(self._fatal, "merging URLseen")
+
+    def start_drain(self) -> None:
+        if self.closing:
+            # A merge that ends during close: URLseen is closed right after it, so its
+            # results are not drained now; they are delivered again on the next run
+            # (JOBDIR), like those of a drain that close() stops.
+            return
+        self.merging = True
+        self._drain_task = task.cooperate(self._drain_results())
+        drain = self._drain_task.whenDone()
+        drain.addCallback(self.drained)
+        drain.addErrback(self._drain_failed)
+
+    def drained(self, _: Any) -> None:
+        self.merging = False
+        self._drain_task = None
+        if self.df.pending and not self._in_flight():
+            # URLs submitted during the merge, and no fetch will end to flush them
+            # (the no-idle invariant; submitted() skipped them while the merge ran)
+            self.flush()
+        frontier = self.frontier
+        if frontier is not None and frontier.can_admit():
+            self.waker.wake()  # new hosts' robots.txt may be due at once: admit them now
+        else:
+            self._ready()
+
+    def _fatal(self, failure: Failure, what: str) -> None:
+        """URLseen's merge or drain failed: it is not running any more."""
+        self.merging = False
+        self._failed(failure, what)
+
+    def _drain_failed(self, failure: Failure) -> None:
+        self._drain_task = None
+        if not failure.check(task.TaskStopped):
+            self._fatal(failure, "storing unique URLs")
+
+    def _drain_results(self) -> Iterator[None]:
+        frontier = self._frontier()
+        done = 0
+        for batch in self.df.results():
+            done += self._store(frontier, batch)
+            self.df.ack(batch.seq)
+            if done >= DRAIN_SLICE:
+                done = 0
+                frontier.admit()
+                yield None
+
+    def _store(self, frontier: Frontier, batch: ResultBatch) -> int:
+        unique = batch.unique.nonzero()[0].tolist()
+        assert batch.aux is not None
+        filtered = len(batch.unique) - len(unique)
+        if filtered:
+            self.stats.inc_value("dupefilter/filtered", filtered)
+        self.stats.inc_value("irl/urlseen/unique", len(unique))
+        if unique:
+            self._progress()
+        tag = batch.seq + 1  # the frontier's batch tag (0: no batch)
+        last_tag, stored = self._stored_before_restart
+        if tag < last_tag:
+            return len(batch.unique)  # stored before a restart, not yet acknowledged
+        if tag == last_tag:
+            unique = unique[stored:]  # a restart cut it short: store the rest
+        for i in unique:
+            aux = batch.aux[i]
+            route, priority = _AUX.unpack_from(aux)
+            payload = aux[_AUX.size :]
+            if route == TO_BEAST:
+                frontier.push(payload, priority, tag)
+            else:
+                frontier.push_direct(payload, priority, tag)
+        return len(batch.unique)
+
+    def _frontier(self) -> Frontier:
+        assert self.frontier is not None, "open() first"
+        return self.frontier

@@ -1,0 +1,129 @@
+"""Opening the frontier over a state directory, and resuming what a restart finds there.
+
+:func:`open_frontier` opens BEAST, the admitted journal and the parked store under the
+state directory (:mod:`irlscrapy.scheduler.statedir` has the file map) and builds the
+:class:`~irlscrapy.scheduler.pipeline.Frontier` on them. It returns what the previous
+run left (:class:`Found`): the URLs it had admitted to RAM (fetched again: their pages
+were not done), the URLs it parked, and the *restart skip* of the intake
+(:mod:`irlscrapy.scheduler.intake`): the last URLseen batch found stored, and how many
+of its URLs were. :func:`resume` queues the first two again, once the scheduler has
+wired the frontier's callbacks (a URL refused on its way back must reach the engine).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from irlscrapy import defaults
+from irlscrapy.domains import domain_key, pld
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
+from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.parking import ParkedStore
+from irlscrapy.scheduler.frontier.workbench import Workbench
+from irlscrapy.scheduler.hosts.delays import Politeness
+from irlscrapy.scheduler.hosts.robotscache import RobotsCache
+from irlscrapy.scheduler.pipeline import Frontier, record_batch
+from irlscrapy.scheduler.statedir import StateDirectory
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FrontierSettings:
+    max_queues: int  # IRL_BEAST_MAX_QUEUES
+    capacity: int  # IRL_WORKBENCH_URLS
+    host_cap: int  # IRL_WORKBENCH_HOST_URLS
+    user_agent: str  # ROBOTSTXT_USER_AGENT, else USER_AGENT
+    obey_robots: bool  # ROBOTSTXT_OBEY
+    max_crawl_delay: float  # IRL_ROBOTS_MAX_CRAWL_DELAY
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> FrontierSettings:
+        for name in ("IRL_WORKBENCH_URLS", "IRL_WORKBENCH_HOST_URLS"):
+            if defaults.get(settings, name) < 1:
+                raise ConfigurationError(f"{name} must be >= 1")
+        return cls(
+            max_queues=defaults.get(settings, "IRL_BEAST_MAX_QUEUES"),
+            capacity=defaults.get(settings, "IRL_WORKBENCH_URLS"),
+            host_cap=defaults.get(settings, "IRL_WORKBENCH_HOST_URLS"),
+            user_agent=settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"),
+            obey_robots=settings.getbool("ROBOTSTXT_OBEY"),
+            max_crawl_delay=defaults.get(settings, "IRL_ROBOTS_MAX_CRAWL_DELAY"),
+        )
+
+
+@dataclass
+class Found:
+    """What a previous run left in the state directory."""
+
+    admitted: list[Admitted]  # admitted to RAM, pages not done
+    parked: list[Any]  # the parked files before this run (ParkedStore.open)
+    stored_before_restart: tuple[int, int]  # (last URLseen tag stored, its URLs); (-1, 0)
+
+
+def open_frontier(
+    state: StateDirectory,
+    settings: FrontierSettings,
+    politeness: Politeness,
+    budget_of: Callable[[int], int],
+    robots: RobotsCache,
+    **services: Any,
+) -> tuple[Frontier, Found]:
+    """The frontier on ``state`` and what the last run left. ``budget_of``: a PLD key's
+    budget (STAR's, or the default); ``services``: Frontier's resolve, stats, clock
+    and guard."""
+    journal = AdmittedJournal(state.root)
+    admitted = journal.open()
+    beast = Beast(state / "beast", budget_of, max_queues=settings.max_queues)
+    batches: Counter[int] = Counter()
+    beast.open(journal.cursor, lambda record: batches.update((record_batch(record),)))
+    batches.update(record_batch(a.item) for a in admitted)
+    batches.pop(0, None)  # records from no URLseen batch
+    last = max(batches, default=-1)
+    stored_before_restart = (last, batches[last]) if batches else (-1, 0)
+
+    def host_budget(host: str) -> int:
+        """The budget of the host's PLD: where a host joins the workbench, and at
+        every release (STAR's ranks change while it stays)."""
+        return budget_of(domain_key(pld(host)))
+
+    workbench = Workbench(politeness.of_host, politeness.of_ip, budget_of=host_budget)
+    parked = ParkedStore(state.root)
+    parked_before = parked.open()
+    frontier = Frontier(
+        beast,
+        workbench,
+        journal,
+        parked,
+        host_budget=host_budget,
+        capacity=settings.capacity,
+        host_cap=settings.host_cap,
+        user_agent=settings.user_agent,
+        robots=robots if settings.obey_robots else None,
+        max_crawl_delay=settings.max_crawl_delay,
+        **services,
+    )
+    if admitted or len(beast):
+        logger.info(
+            "resuming from %s: %d URLs queued, %d admitted before the stop fetched again",
+            state.path,
+            len(beast),
+            len(admitted),
+        )
+    return frontier, Found(admitted, parked_before, stored_before_restart)
+
+
+def resume(frontier: Frontier, found: Found) -> None:
+    """Queue again what the last run admitted and parked."""
+    frontier.readmit(found.admitted)
+    replayed = frontier.replay_parked(found.parked)
+    if replayed:
+        logger.info(
+            "%d parked URLs (of hosts retired, or given up by the last run) queued again",
+            replayed,
+        )

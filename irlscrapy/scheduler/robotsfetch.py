@@ -1,0 +1,104 @@
+"""The robots.txt fetch: the Request the scheduler hands out for a host whose rules are
+unknown or expired, and what its outcome tells the frontier.
+
+The frontier decides *when* (:meth:`irlscrapy.scheduler.pipeline.Frontier.take` hands
+out a :class:`RobotsFetch` before any other URL of such a host); this module builds the
+Request (``/robots.txt`` on the scheme of the host's URLs, meta ``ROBOTS_KEY`` naming
+the host, redirects followed up to ``REDIRECT_HOPS`` as RFC 9309 asks) and turns its
+answer into the frontier's :meth:`~irlscrapy.scheduler.pipeline.Frontier.robots_known`.
+The fetch holds its host until the outcome is known (its rules, or its retry or
+redirect queued), so no URL of the host slips out in between; then ``end(token)``
+releases it.
+
+For dashboards and extensions written for Scrapy's RobotsTxtMiddleware (which the
+add-on turns off) it counts the same stats, ``robotstxt/request_count``,
+``robotstxt/response_count``, ``robotstxt/response_status_count/<status>``, and sends
+Scrapy's ``robots_parsed`` signal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from scrapy import Request, signals
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from irlscrapy.scheduler.frontier.workbench import VisitState
+from irlscrapy.scheduler.hosts.robots import REDIRECT_HOPS, RobotsRules
+from irlscrapy.scheduler.keys import FETCH_KEY, ROBOTS_KEY
+from irlscrapy.scheduler.pipeline import Frontier, RobotsFetch, item_url
+
+#: Statuses a robots.txt callback sees: all but redirects (RedirectMiddleware follows
+#: those, as RFC 9309 asks) and 2xx (which reach it anyway).
+ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
+
+
+class RobotsFetches:
+    def __init__(
+        self, frontier: Frontier, stats: Any, signals: Any, end: Callable[[int], None]
+    ) -> None:
+        self.frontier = frontier
+        self.stats = stats
+        self.signals = signals  # the crawler's, for robots_parsed
+        self.end = end  # releases the host of a fetch (by its token)
+
+    def request(self, state: VisitState, fetch: RobotsFetch) -> Request:
+        """The Request of ``fetch``: its retry or redirect, or a first fetch."""
+        if fetch.request is not None:
+            return fetch.request
+        self.stats.inc_value("robotstxt/request_count")
+        return Request(
+            f"{scheme_of(state)}://{state.host}/robots.txt",
+            callback=self.answered,
+            errback=self.failed,
+            meta={
+                ROBOTS_KEY: fetch.host,
+                "handle_httpstatus_list": ROBOTS_STATUSES,
+                "redirect_ttl": REDIRECT_HOPS,
+            },
+            dont_filter=True,
+        )
+
+    def answered(self, response: Response) -> None:
+        self.stats.inc_value("robotstxt/response_count")
+        self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
+        rules = self._outcome(response.request, response.status, response.body)
+        if rules is not None and 200 <= response.status < 300:
+            self.signals.send_catch_log(
+                signals.robots_parsed, robotparser=rules, request=response.request
+            )
+
+    def failed(self, failure: Failure) -> None:
+        response = getattr(failure.value, "response", None)
+        request = failure.request  # type: ignore[attr-defined]
+        if response is not None:
+            self._outcome(request, response.status, response.body)
+        elif failure.check(IgnoreRequest) and request.meta.get("redirect_times"):
+            # Redirected more than REDIRECT_HOPS times: RFC 9309 2.3.1.2 counts a
+            # redirect not followed as "unavailable" (4xx).
+            self._outcome(request, 400, b"")
+        else:
+            self._outcome(request, None, b"")
+
+    def _outcome(
+        self, request: Request | None, status: int | None, body: bytes
+    ) -> RobotsRules | None:
+        assert request is not None
+        rules = self.frontier.robots_known(request.meta[ROBOTS_KEY], status, body)
+        token = request.meta.get(FETCH_KEY)
+        if token is not None:
+            self.end(token)
+        return rules
+
+
+def scheme_of(state: VisitState) -> str:
+    """The scheme of a host's URLs (its robots.txt is fetched with it): that of its
+    first URL; an origin whose connections failed has its URLs held out of the host
+    (irlscrapy.scheduler.frontier.parking), so this is one that has not failed."""
+    for _, item in state.urls:
+        if isinstance(item, tuple):
+            return item_url(item).partition(":")[0]
+    return "http"
