@@ -19,7 +19,7 @@ waker has nothing to wake, which it tolerates. Everything else is the default: 6
 for URLseen, a 100,000-URL workbench, 64 URLs per host, the 25,000-entry DNS cache,
 robots.txt obeyed, Referer on.
 
-- **DNS** is answered in process: the crawl's one ``DNSCache`` (``dns_cache(crawler)``)
+- **DNS** is answered in process: the crawl's one ``DNSCache`` (``DNSCache.of(crawler)``)
   gets a :class:`LoopbackResolver` as its resolver, which answers every name at once
   with an address in 127.0.0.0/8 derived from the name (no TTL, so the cache's default
   TTL applies). The cache itself (RAM LRU, LevelDB spill) is the real one.
@@ -90,7 +90,7 @@ from twisted.internet import defer, task
 from irlscrapy.links import Links
 from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.report.reactorlag import ReactorLag, percentile
-from irlscrapy.scheduler.hosts.dns import dns_cache
+from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 
@@ -230,7 +230,7 @@ class Driver:
         self.crawler = get_crawler(FrontierSpider, settings)
         self.crawler.engine = IdleEngine()  # type: ignore[assignment]
         self.resolver = LoopbackResolver(reactor)
-        dns_cache(self.crawler).resolver = self.resolver
+        DNSCache.of(self.crawler).resolver = self.resolver
         self.scheduler = IRLScheduler.from_crawler(self.crawler)
         self.star = StarMiddleware.from_crawler(self.crawler)
         self.spider = FrontierSpider.from_crawler(self.crawler)

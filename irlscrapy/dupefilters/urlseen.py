@@ -12,9 +12,10 @@ merged in a worker thread while new keys go on arriving; the reactor never waits
 merge, except once at start-up for a merge a crash left unfinished.
 
 Files: ``<state dir>/urlseen/`` is a DRUM directory (see irlscrapy.dupefilters.drum),
-where the state dir is ``IRL_STATE_DIR``, else ``JOBDIR``, else a temporary directory
-removed when the crawl closes. Rerunning with the same directory resumes: every key
-whose ``request_seen`` returned False is still known, a kill -9 included.
+in the crawl's state directory (:mod:`irlscrapy.statedir`: ``IRL_STATE_DIR``, else
+``JOBDIR``, else a temporary directory removed when the crawl closes). Rerunning with
+the same directory resumes: every key whose ``request_seen`` returned False is still
+known, a kill -9 included.
 
 Stats: ``dupefilter/filtered`` (as Scrapy's RFPDupeFilter), ``irl/urlseen/merges``,
 ``irl/urlseen/keys`` (keys in the merged cache after each merge).
@@ -34,7 +35,6 @@ from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.dupefilters import BaseDupeFilter
 from scrapy.statscollectors import StatsCollector
-from scrapy.utils.job import job_dir
 from scrapy.utils.request import referer_str
 from twisted.internet import defer
 
@@ -45,6 +45,7 @@ from irlscrapy.dupefilters.mergethread import MergeThread
 from irlscrapy.dupefilters.sizing import DrumSizes
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)
 #: The duplicates are logged where Scrapy's RFPDupeFilter logs them, so a project's
@@ -54,20 +55,31 @@ duplicates_logger = logging.getLogger("scrapy.dupefilters")
 PENDING_KEY_BYTES = 128  # RAM per pending key held in a Python set, with slack
 
 
-def _release(drum: DRUM, merge_thread: MergeThread | None, temporary: Path | None) -> None:
+def _release(
+    drum: DRUM,
+    merge_thread: MergeThread | None,
+    temporary: Path | None,
+    state: StateDirectory | None,
+) -> None:
     """Close what an open URLseen holds: its merge thread, its DRUM (files, LevelDB,
-    lock) and its temporary directory. Run by close(), or when a URLseen that was never
-    closed is garbage-collected (its crawl failed to start, a test failed): then too no
-    file is left open (no ResourceWarning), no directory locked, no temporary left."""
+    lock), its temporary directory and its hold on the crawl's state directory. Run by
+    close(), or when a URLseen that was never closed is garbage-collected (its crawl
+    failed to start, a test failed): then too no file is left open (no
+    ResourceWarning), no directory locked, no temporary left."""
     if merge_thread is not None:
         merge_thread.stop()
     drum.close()
     if temporary is not None:
         shutil.rmtree(temporary, ignore_errors=True)
+    if state is not None:
+        state.close()
 
 
 #: the finalizer that runs _release (weakref.finalize is not subscriptable at run time)
-_Release: TypeAlias = "weakref.finalize[[DRUM, MergeThread | None, Path | None], DRUMDupeFilter]"
+_Release: TypeAlias = (
+    "weakref.finalize[[DRUM, MergeThread | None, Path | None, StateDirectory | None], "
+    "DRUMDupeFilter]"
+)
 
 
 class DRUMDupeFilter(BaseDupeFilter):
@@ -80,8 +92,14 @@ class DRUMDupeFilter(BaseDupeFilter):
         debug: bool = False,
         stats: StatsCollector | None = None,
         in_thread: Callable[..., defer.Deferred[Any]] | None = None,
+        state: StateDirectory | None = None,
     ) -> None:
-        self.temporary = path is None
+        #: the crawl's state directory, where URLseen is ``urlseen/`` (then ``path`` is
+        #: None); else ``path``, or a temporary directory when that is None too
+        self.state = state
+        self.temporary = path is None and state is None
+        if state is not None and state.path is not None:
+            path = state.path / "urlseen"  # configured: known before open()
         self.path = path
         self.identity = identity
         self.debug = debug
@@ -100,9 +118,7 @@ class DRUMDupeFilter(BaseDupeFilter):
             self._merge_thread = in_thread = MergeThread()
         self._in_thread = in_thread
         #: set by open(), see _release
-        self._release: (
-            weakref.finalize[[DRUM, MergeThread | None, Path | None], DRUMDupeFilter] | None
-        )
+        self._release: _Release | None
         self._release = None
         #: True when a consumer reads results() and acknowledges them itself (the IRL
         #: scheduler sets it before open()); False for request_seen(), which needs no results
@@ -111,17 +127,19 @@ class DRUMDupeFilter(BaseDupeFilter):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DRUMDupeFilter:
         settings = crawler.settings
-        base = defaults.get(settings, "IRL_STATE_DIR") or job_dir(settings)
         return cls(
-            Path(base) / "urlseen" if base else None,
+            None,
             RequestIdentity.from_crawler(crawler),
             memory=defaults.get(settings, "IRL_DRUM_MEMORY"),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
             stats=crawler.stats,
+            state=StateDirectory.of(crawler),
         )
 
     def open(self) -> None:
-        if self.path is None:
+        if self.state is not None:
+            self.path = self.state.open() / "urlseen"
+        elif self.path is None:
             self.path = Path(tempfile.mkdtemp(prefix="irlscrapy-urlseen-"))
         self.drum = DRUM(
             self.path,
@@ -131,7 +149,9 @@ class DRUMDupeFilter(BaseDupeFilter):
         )
         self.drum.open()
         temporary = self.path if self.temporary else None
-        self._release = weakref.finalize(self, _release, self.drum, self._merge_thread, temporary)
+        self._release = weakref.finalize(
+            self, _release, self.drum, self._merge_thread, temporary, self.state
+        )
         if self.drum.should_merge():  # a crash left submitted keys unmerged
             logger.info(
                 "merging %d keys left by the previous run in %s", self.drum.pending, self.path

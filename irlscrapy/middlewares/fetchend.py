@@ -37,7 +37,7 @@ from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
 from irlscrapy.scheduler.hosts.hosthealth import FAILURE_STATUSES, retry_after_seconds
-from irlscrapy.scheduler.irl import IRLScheduler, links_sink
+from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import REFUSED_KEY
 from irlscrapy.scheduler.pipeline import GIVEN_UP, GUARD_REFUSAL
 
@@ -84,12 +84,12 @@ class FetchEndMiddleware:
     def process_exception(self, request: Request, exception: Exception) -> None:
         # Outermost: an exception that reaches us is final (a RetryMiddleware retry would
         # have come back as a Request instead).
-        scheduler = links_sink(self.crawler)
+        scheduler = IRLScheduler.of(self.crawler)
         if scheduler is not None:
             scheduler.fetch_failed(request)
 
     def _ended(self, request: Request) -> None:
-        scheduler = links_sink(self.crawler)
+        scheduler = IRLScheduler.of(self.crawler)
         if scheduler is not None:
             scheduler.fetch_ended(request)
 
@@ -121,7 +121,7 @@ class PageDoneMiddleware:
         self._done(response)
 
     def _done(self, response: Response | None) -> None:
-        scheduler = links_sink(self.crawler)
+        scheduler = IRLScheduler.of(self.crawler)
         if scheduler is not None and response is not None and response.request is not None:
             scheduler.page_done(response.request)
 
@@ -157,4 +157,4 @@ class HostHealthMiddleware:
             scheduler.origin_failed(request)
 
     def _scheduler(self) -> IRLScheduler | None:
-        return links_sink(self.crawler)
+        return IRLScheduler.of(self.crawler)

@@ -11,7 +11,7 @@ Two jobs, on every page a spider callback handles:
    web, not of this crawl's rules. robots.txt responses are not pages.
 2. **Links hand-off**: with the IRL scheduler, a page's ``Links`` go to
    ``enqueue_links`` through the one crawler-level accessor
-   :func:`irlscrapy.scheduler.irl.links_sink` (the scheduler then applies depth,
+   :meth:`irlscrapy.scheduler.irl.IRLScheduler.of` (the scheduler then applies depth,
    URL-length, allowed-domains and Referer rules itself). Without it, they become
    ordinary Requests: that is how a spider that yields ``Links`` runs on Scrapy's stock
    scheduler. The middleware sits closer to the spider (order 950) than Scrapy's Depth
@@ -33,7 +33,7 @@ from scrapy.http import Response
 
 from irlscrapy.domains import pld, url_host
 from irlscrapy.links import Links
-from irlscrapy.scheduler.irl import links_sink
+from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 
 #: Where the middleware goes in SPIDER_MIDDLEWARES.
@@ -79,7 +79,7 @@ class StarMiddleware:
 
     def record(self, response: Response | None, urls: list[str]) -> None:
         """Count the page's PLD edges, if STAR runs."""
-        sink = links_sink(self.crawler)
+        sink = IRLScheduler.of(self.crawler)
         if sink is None or sink.indegree is None or response is None:
             return
         if response.request is not None and ROBOTS_KEY in response.request.meta:
@@ -96,7 +96,7 @@ class StarMiddleware:
 
     def hand_off(self, links: Links, response: Response | None) -> Iterator[Request]:
         """Give ``links`` (of ``response``) to the IRL scheduler, or yield them as Requests."""
-        sink = links_sink(self.crawler)
+        sink = IRLScheduler.of(self.crawler)
         if sink is not None:
             sink.enqueue_links(links, response)
             return iter(())

@@ -36,7 +36,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from irlscrapy import defaults
-from irlscrapy.scheduler.irl import links_sink
+from irlscrapy.scheduler.irl import IRLScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -78,11 +78,11 @@ class IdleWatch:
             raise NotConfigured("IRL_IDLE_WATCH_INTERVAL is 0")
 
         def status() -> dict[str, int] | None:
-            scheduler = links_sink(crawler)
+            scheduler = IRLScheduler.of(crawler)
             return scheduler.idle_status() if scheduler is not None else None
 
         watch = cls(
-            crawler.stats, interval, status, watched=lambda: links_sink(crawler) is not None
+            crawler.stats, interval, status, watched=lambda: IRLScheduler.of(crawler) is not None
         )
         crawler.signals.connect(watch.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(watch.spider_closed, signal=signals.spider_closed)

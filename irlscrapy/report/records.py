@@ -78,9 +78,13 @@ class CrawlRecords:
         return [line["t"] for line in self.lines if line["event"] == "open" and line["run"] > 1]
 
 
-def read_crawl(state_dir: Path, meter: Meter | None = None) -> CrawlRecords:
+def read_crawl(
+    state_dir: Path, meter: Meter | None = None, *, check_lock: bool = True
+) -> CrawlRecords:
     """Everything the report needs from the crawl at ``state_dir`` (see the module
-    docstring). ``meter(label, total)`` makes the progress meters of the long parts."""
+    docstring). ``meter(label, total)`` makes the progress meters of the long parts.
+    ``check_lock``: refuse a state directory a running crawl holds (False: the crawl
+    itself renders its report at close, its files closed, its lock maybe still held)."""
     meter = meter or (lambda label, total: ProgressMeter(label, total))
     if not state_dir.is_dir():
         raise ReportError(
@@ -94,7 +98,8 @@ def read_crawl(state_dir: Path, meter: Meter | None = None) -> CrawlRecords:
         )
     lock = DirectoryLock(state_dir, "irlscrapy state")
     try:
-        lock.acquire()
+        if check_lock:
+            lock.acquire()
     except DirectoryLocked as exc:
         raise ReportError(
             f"the crawl in {state_dir} is still running ({exc}); wait until it has "

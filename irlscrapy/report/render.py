@@ -57,10 +57,12 @@ POLITENESS_SETTINGS = (
 )
 
 
-def write_report(state_dir: Path, out: Path, meter: Meter | None = None) -> Path:
+def write_report(
+    state_dir: Path, out: Path, meter: Meter | None = None, *, check_lock: bool = True
+) -> Path:
     """Read the crawl at ``state_dir`` and write its report into ``out``; returns the
-    HTML page's path."""
-    crawl = read_crawl(state_dir, meter)
+    HTML page's path. ``check_lock``: see read_crawl."""
+    crawl = read_crawl(state_dir, meter, check_lock=check_lock)
     out.mkdir(parents=True, exist_ok=True)
     data = report_data(crawl)
     _plots(crawl, data, out)

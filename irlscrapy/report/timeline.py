@@ -29,11 +29,9 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from scrapy.utils.job import job_dir
 from twisted.internet import task
 
 from irlscrapy import defaults
-from irlscrapy.internals import crawl_engine
 from irlscrapy.mediatype import media_type
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.report.layout import (
@@ -46,6 +44,7 @@ from irlscrapy.report.layout import (
     write_stats,
 )
 from irlscrapy.scheduler.keys import state_closed
+from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +65,14 @@ class CrawlRecorder:
         crawler: Crawler,
         interval: float,
         report_dir: Path | None,
-        configured_dir: Path | None,
+        state: StateDirectory,
         settings: dict[str, Any],
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.crawler = crawler
         self.interval = interval
         self.report_dir = report_dir  # render the report here at close; None: don't
-        self.configured_dir = configured_dir  # IRL_STATE_DIR or JOBDIR, if any
+        self.state = state  # the crawl's (irlscrapy.statedir)
         self.settings = settings
         self.clock = clock
         self.records: Path | None = None  # <state dir>/report while recording
@@ -92,7 +91,6 @@ class CrawlRecorder:
         if interval <= 0:
             raise NotConfigured("IRL_REPORT_INTERVAL is 0")
         report_dir = defaults.get(settings, "IRL_REPORT_DIR")
-        configured = defaults.get(settings, "IRL_STATE_DIR") or job_dir(settings)
         snapshot = {
             s.name: defaults.get(settings, s.name) for s in defaults.SETTINGS if s.unit != "secret"
         }
@@ -102,7 +100,7 @@ class CrawlRecorder:
             crawler,
             interval,
             Path(report_dir) if report_dir else None,
-            Path(configured) if configured else None,
+            StateDirectory.of(crawler),
             snapshot,
         )
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
@@ -113,7 +111,7 @@ class CrawlRecorder:
 
     # -- recording -----------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
-        state_dir = self._state_dir()
+        state_dir = self.state.path  # the scheduler's, opened; or IRL_STATE_DIR, JOBDIR
         if state_dir is None:
             logger.info("no state directory (JOBDIR, IRL_STATE_DIR): no report records")
             return
@@ -126,11 +124,6 @@ class CrawlRecorder:
         self._write("open", settings=self.settings)
         self._loop = task.LoopingCall(self.sample)
         self._loop.start(self.interval, now=False)
-
-    def _state_dir(self) -> Path | None:
-        scheduler = getattr(crawl_engine(self.crawler), "scheduler", None)
-        found = getattr(scheduler, "state_dir", None)  # the IRL scheduler's, temporary too
-        return Path(found) if found is not None else self.configured_dir
 
     def sample(self) -> None:
         self._write("sample")
@@ -212,6 +205,7 @@ class CrawlRecorder:
         from irlscrapy.report.render import write_report
 
         try:
-            self.report = write_report(state_dir, out)
+            # the crawl's own files are closed; this process may still hold the lock
+            self.report = write_report(state_dir, out, check_lock=False)
         except Exception:  # the crawl is done; its report must not fail it
             logger.exception("the crawl report could not be written to %s", out)

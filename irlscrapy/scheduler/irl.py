@@ -9,7 +9,6 @@ Use it with its dupefilter (the add-on ``irlscrapy.Addon`` sets both)::
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,22 +40,11 @@ from irlscrapy.scheduler.keys import FETCH_KEY, state_closed
 from irlscrapy.scheduler.linkrules import LinkRules
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.resume import FrontierSettings, open_frontier, resume
-from irlscrapy.scheduler.statedir import StateDirectory
+from irlscrapy.services import provide, provided
 from irlscrapy.star.indegree import PLDInDegree
+from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)
-
-_schedulers: weakref.WeakKeyDictionary[Crawler, IRLScheduler] = weakref.WeakKeyDictionary()
-
-
-def links_sink(crawler: Crawler) -> IRLScheduler | None:
-    """The crawler-level accessor for ``Links``: the crawl's IRL scheduler, if it runs one.
-
-    The one documented way for a spider middleware to hand over a page's ``Links``
-    (``links_sink(crawler).enqueue_links(links)``); None means Scrapy's stock scheduler
-    (or another) is in use, and Links must become Requests.
-    """
-    return _schedulers.get(crawler)
 
 
 class IRLScheduler(BaseScheduler):
@@ -64,8 +52,8 @@ class IRLScheduler(BaseScheduler):
 
     Theory of operation
     -------------------
-    A Request (``enqueue_request``) or a page's ``Links`` (:meth:`enqueue_links`,
-    reached through :func:`links_sink`) goes through the *intake*
+    A Request (``enqueue_request``) or a page's ``Links`` (:meth:`enqueue_links`;
+    a middleware finds the crawl's scheduler with :meth:`of`) goes through the *intake*
     (:mod:`irlscrapy.scheduler.intake`): encoded to bytes, checked by URLseen in
     batches, and its unique URLs stored in BEAST before URLseen's batch is acknowledged
     (nothing discovered is lost). From BEAST a URL goes through DNS and robots.txt into
@@ -141,7 +129,7 @@ class IRLScheduler(BaseScheduler):
             )
         use_private_suffixes(defaults.get(settings, "IRL_STAR_PRIVATE_SUFFIXES"))
         reactor = _installed_reactor()
-        state = StateDirectory.from_settings(settings)
+        state = StateDirectory.of(crawler)
         intake = Intake(
             dupefilter,
             LinkRules.from_crawler(crawler),
@@ -165,8 +153,16 @@ class IRLScheduler(BaseScheduler):
             governor=LoadGovernor.from_settings(settings),
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
-        _schedulers[crawler] = scheduler
+        provide(crawler, scheduler, IRLScheduler)
         return scheduler
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> IRLScheduler | None:
+        """The crawl's IRL scheduler, if it runs one (:mod:`irlscrapy.services`): how a
+        middleware hands over a page's ``Links`` (``IRLScheduler.of(crawler)
+        .enqueue_links(links)``), fetch ends and host health. None: Scrapy's stock
+        scheduler (or another) runs, and Links must become Requests."""
+        return provided(crawler, IRLScheduler)
 
     @property
     def state_dir(self) -> Path | None:
@@ -190,7 +186,6 @@ class IRLScheduler(BaseScheduler):
         state, hosts = self.state, self.hosts
         state.open()
         self.df.batched = True
-        self.df.path = state / "urlseen"
         self.df.open()
         hosts.open(state)
         budget = hosts.politeness.default_budget
@@ -270,7 +265,6 @@ class IRLScheduler(BaseScheduler):
                 )
             self.frontier.close()
         self.hosts.close()
-        self.state.unlock()
         if self.state.path is not None:
             self.crawler.signals.send_catch_log(
                 state_closed,
@@ -278,7 +272,7 @@ class IRLScheduler(BaseScheduler):
                 temporary=self.state.temporary,
                 reason=reason,
             )
-        self.state.discard()
+        self.state.close()
 
     def _failed(self, failure: Failure, what: str) -> None:
         if disk_full(failure.value):

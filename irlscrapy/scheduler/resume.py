@@ -28,7 +28,7 @@ from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 from irlscrapy.scheduler.pipeline import Frontier, record_batch
-from irlscrapy.scheduler.statedir import StateDirectory
+from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)
 

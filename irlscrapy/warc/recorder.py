@@ -56,14 +56,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
-import shutil
-import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 from weakref import WeakKeyDictionary
@@ -74,7 +71,6 @@ from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
-from scrapy.utils.job import job_dir
 from scrapy.utils.log import failure_to_exc_info
 from twisted.internet import defer, threads
 from twisted.python.failure import Failure
@@ -88,6 +84,8 @@ from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
 from irlscrapy.mediatype import media_type
 from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.services import shared
+from irlscrapy.statedir import StateDirectory
 from irlscrapy.threadpriority import lower_this_thread
 from irlscrapy.warc import exchange
 from irlscrapy.warc.files import Capture, WarcFiles
@@ -105,9 +103,6 @@ BATCH_SECONDS = 0.05
 #: The worker thread's nice value (:mod:`irlscrapy.threadpriority`): on a saturated core
 #: it writes with what the reactor leaves.
 NICENESS = 10
-
-
-_RECORDERS: WeakKeyDictionary[Crawler, ExchangeRecorder | None] = WeakKeyDictionary()
 
 
 @dataclass
@@ -128,7 +123,7 @@ class ExchangeRecorder:
         close_spider: Callable[[str], None],
         clock: Callable[[], float] = time.time,
         reactor: Any = None,
-        temporary: Path | None = None,
+        state: StateDirectory | None = None,
     ) -> None:
         self.files = files
         self.seen = seen
@@ -138,7 +133,9 @@ class ExchangeRecorder:
         self.close_spider = close_spider
         self.clock = clock
         self._reactor = reactor
-        self._temporary = temporary  # ContentSeen's directory, removed at close
+        #: the crawl's state directory, where content dedup keeps ContentSeen
+        #: (``contentseen/``), opened at the first exchange; None: ``seen`` as given
+        self.state = state
         self._queue: list[_Pending] = []
         self._queued_bytes = 0
         self._busy = False
@@ -159,9 +156,7 @@ class ExchangeRecorder:
     def of(cls, crawler: Crawler) -> ExchangeRecorder | None:
         """The crawler's one recorder, shared by the download handler and
         DuplicateContentMiddleware; built on first use (None: both features off)."""
-        if crawler not in _RECORDERS:
-            _RECORDERS[crawler] = cls.from_crawler(crawler)
-        return _RECORDERS[crawler]
+        return shared(crawler, cls, lambda: cls.from_crawler(crawler))
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ExchangeRecorder | None:
@@ -181,22 +176,14 @@ class ExchangeRecorder:
                 gzip_level=defaults.get(settings, "IRL_WARC_GZIP_LEVEL"),
                 info=_warcinfo(settings),
             )
-        seen = temporary = None
-        if dedup:
-            base = defaults.get(settings, "IRL_STATE_DIR") or job_dir(settings)
-            if base:
-                path = Path(base) / "contentseen"
-            else:
-                path = temporary = Path(tempfile.mkdtemp(prefix="irlscrapy-contentseen-"))
-            seen = ContentSeen(path)
         recorder = cls(
             files=files,
-            seen=seen,
+            seen=None,
             stats=crawler.stats,
             address_of=_address_finder(crawler),
             queue_bytes=defaults.get(settings, "IRL_WARC_QUEUE_BYTES"),
             close_spider=lambda reason: close_spider(crawler, reason),
-            temporary=temporary,
+            state=StateDirectory.of(crawler) if dedup else None,
         )
         # Downloads are over when the spider closes: finish the files then, so the stats
         # Scrapy dumps next count them (the handler's own close comes later, at
@@ -221,6 +208,8 @@ class ExchangeRecorder:
             return response
         if not self._opened:  # the worker opens the files before its first batch
             self._opened = True
+            if self.state is not None:
+                self.seen = ContentSeen(self.state.open() / "contentseen")
             self._run(self._open).addErrback(self._fail)
         pending = _Pending(self._capture(request, response, head), None)
         if self.seen is not None and is_flagged(request):
@@ -374,8 +363,8 @@ class ExchangeRecorder:
             if self.files is not None:
                 self.stats.set_value("irl/warc/files", self.files.files_written)
         self._stop_pool()
-        if self._temporary is not None:
-            shutil.rmtree(self._temporary, ignore_errors=True)
+        if self.state is not None and self.seen is not None:
+            self.state.close()
 
     def _stop_pool(self) -> None:
         if self._pool is not None:
@@ -472,10 +461,10 @@ def _address_finder(crawler: Crawler) -> Callable[[Request, Response], str | Non
     gave the host (where the crawler meant to connect, also through a proxy); else the
     peer's address, unless the request went through a proxy (the peer is the proxy)."""
     from irlscrapy.addon import RESOLVER
-    from irlscrapy.scheduler.hosts.dns import dns_cache, is_ip
+    from irlscrapy.scheduler.hosts.dns import DNSCache, is_ip
 
     if crawler.settings.get("TWISTED_DNS_RESOLVER") == RESOLVER:
-        cache = dns_cache(crawler)
+        cache = DNSCache.of(crawler)
 
         def from_cache(request: Request, response: Response) -> str | None:
             host = host_name(url_host(response.url))

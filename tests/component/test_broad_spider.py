@@ -15,8 +15,9 @@ from scrapy.utils.test import get_crawler
 from irlscrapy import Links
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.middlewares.star import StarMiddleware
-from irlscrapy.scheduler import irl
+from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.services import provide
 from irlscrapy.spiders.broad import BroadSpider, parse_seeds
 
 PAGE = (
@@ -180,7 +181,7 @@ class TestStarMiddleware:
 
 
 class RecordingSink:
-    """Stands in for the IRL scheduler behind ``links_sink``."""
+    """Stands in for the IRL scheduler behind ``IRLScheduler.of``."""
 
     def __init__(self, star: bool) -> None:
         self.indegree = object() if star else None
@@ -200,7 +201,7 @@ class TestStarEdges:
         crawler._apply_settings()
         crawler.spider = CallbackSpider.from_crawler(crawler)
         sink = RecordingSink(star)
-        irl._schedulers[crawler] = sink  # type: ignore[assignment]
+        provide(crawler, sink, IRLScheduler)  # type: ignore[arg-type]
         return StarMiddleware.from_crawler(crawler), sink
 
     def page(self, url: str, **meta: object) -> HtmlResponse:

@@ -36,7 +36,7 @@ from twisted.names import client
 from irlscrapy.dirlock import DirectoryLocked
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.hosts import dnsclient
-from irlscrapy.scheduler.hosts.dns import DNSCache, IRLResolver, dns_cache
+from irlscrapy.scheduler.hosts.dns import DNSCache, IRLResolver
 from irlscrapy.scheduler.hosts.resolver import DNSLookupFailed, HostResolver, parse_servers
 
 from .dnsfixture import Net, ScriptedResolver, Stats
@@ -109,13 +109,13 @@ class TestServersSetting:
     def test_a_crawler_with_bad_servers_fails_when_its_cache_is_built(self) -> None:
         crawler = get_crawler(Spider, {"IRL_DNS_SERVERS": "ns1.example:53"})
         with pytest.raises(ConfigurationError, match=r"IRL_DNS_SERVERS='ns1\.example:53'"):
-            dns_cache(crawler)
+            DNSCache.of(crawler)
 
     def test_bad_numbers_name_their_setting(self) -> None:
         with pytest.raises(ConfigurationError, match="IRL_DNS_TIMEOUT='soon' is not a number"):
-            dns_cache(get_crawler(Spider, {"IRL_DNS_TIMEOUT": "soon"}))
+            DNSCache.of(get_crawler(Spider, {"IRL_DNS_TIMEOUT": "soon"}))
         with pytest.raises(ConfigurationError, match=r"IRL_DNS_CACHE_ENTRIES >= 1 \(got 0\)"):
-            dns_cache(get_crawler(Spider, {"IRL_DNS_CACHE_ENTRIES": 0}))
+            DNSCache.of(get_crawler(Spider, {"IRL_DNS_CACHE_ENTRIES": 0}))
 
 
 class TestHostResolver:
@@ -500,7 +500,7 @@ class TestIRLResolver:
     def test_the_downloader_gets_the_address_the_workbench_grouped_under(self, net: Net) -> None:
         crawler = self.crawler(net, IRL_DNS_TTL_MIN=0, IRL_DNS_TTL_MAX=0.05)
         resolver = build_from_crawler(IRLResolver, crawler, reactor=net.reactor)
-        cache = dns_cache(crawler)  # what the scheduler gets
+        cache = DNSCache.of(crawler)  # what the scheduler gets
         assert resolver.caches() == (cache,)
         (host,) = net.hosts("ok")
         before = net.model.asked[host]
@@ -517,7 +517,7 @@ class TestIRLResolver:
         resolver = IRLResolver.from_crawler(crawler, net.reactor)
         (host,) = net.hosts("ok")
         assert net.wait(resolver.getHostByName(host)) == net.ip(host)
-        assert dns_cache(crawler).lookup(host, net.reactor.seconds()) == net.ip(host)
+        assert DNSCache.of(crawler).lookup(host, net.reactor.seconds()) == net.ip(host)
         assert crawler.stats.get_value("irl/dns/queries") == 1
 
     def test_failures_reach_scrapy_as_dns_lookup_errors(self, net: Net) -> None:
@@ -548,7 +548,7 @@ class TestIRLResolver:
         runner.crawlers.add(crawler)  # as runner.crawl() does
         resolver = build_from_crawler(IRLResolver, runner, reactor=net.reactor)
         scheduler_cache, own = resolver.caches()  # built on the resolver's reactor
-        assert scheduler_cache is dns_cache(crawler) and own is dns_cache(runner)
+        assert scheduler_cache is DNSCache.of(crawler) and own is DNSCache.of(runner)
         (host,) = net.hosts("ok")
         assert net.wait(scheduler_cache.resolve(host)) == net.ip(host)
         before = net.model.asked[host]
@@ -564,16 +564,16 @@ class TestAccessor:
         first = get_crawler(Spider, {"IRL_DNS_CACHE_ENTRIES": 7, "IRL_DNS_SERVERS": "10.0.0.1"})
         second = get_crawler(Spider)
         attributes = dict(vars(first))
-        assert dns_cache(first) is dns_cache(first)
+        assert DNSCache.of(first) is DNSCache.of(first)
         assert vars(first) == attributes  # nothing is set on the crawler
-        assert dns_cache(second) is not dns_cache(first)
-        assert dns_cache(first).ram_entries == 7
-        assert dns_cache(first).resolver.servers == [("10.0.0.1", 53)]
-        assert dns_cache(second).resolver.servers == []  # the system resolver
+        assert DNSCache.of(second) is not DNSCache.of(first)
+        assert DNSCache.of(first).ram_entries == 7
+        assert DNSCache.of(first).resolver.servers == [("10.0.0.1", 53)]
+        assert DNSCache.of(second).resolver.servers == []  # the system resolver
 
     def test_the_cache_goes_with_its_crawler(self) -> None:
         crawler = get_crawler(Spider)
-        cache = weakref.ref(dns_cache(crawler))
+        cache = weakref.ref(DNSCache.of(crawler))
         del crawler
         gc.collect()
         assert cache() is None

@@ -10,7 +10,7 @@ from scrapy.http import Response
 from scrapy.utils.test import get_crawler
 
 from irlscrapy.addon import RESOLVER
-from irlscrapy.scheduler.hosts.dns import _Entry, dns_cache
+from irlscrapy.scheduler.hosts.dns import DNSCache, _Entry
 from irlscrapy.warc.recorder import _address_finder
 
 
@@ -27,7 +27,7 @@ from irlscrapy.warc.recorder import _address_finder
 )
 def test_the_address_is_the_hosts_own(url: str, address: str | None) -> None:
     crawler = get_crawler(Spider, {"TWISTED_DNS_RESOLVER": RESOLVER})
-    cache = dns_cache(crawler)
+    cache = DNSCache.of(crawler)
     cache._put("known.example", _Entry("192.0.2.7", None, expiry=float("inf")))
     address_of = _address_finder(crawler)
     assert address_of(Request(url), Response(url)) == address

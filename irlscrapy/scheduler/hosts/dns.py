@@ -81,11 +81,11 @@ from irlscrapy.scheduler.hosts.resolver import (
     DNSLookupFailed,
     HostResolver,
 )
+from irlscrapy.services import shared
 
 __all__ = [
     "DNSCache",
     "IRLResolver",
-    "dns_cache",
     "is_ip",
 ]
 
@@ -184,6 +184,13 @@ class DNSCache:
         self._lock: DirectoryLock | None = None
         self._db: Any = None
         self._hosts: Any = None  # the b"h" prefixed view of _db
+
+    @classmethod
+    def of(cls, crawler: Any, reactor: Any = None) -> DNSCache:
+        """The crawler's one DNSCache (:mod:`irlscrapy.services`), built from its settings
+        on first use; ``reactor`` is used only by the call that builds it (None: the
+        global reactor)."""
+        return shared(crawler, cls, lambda: cls.from_crawler(crawler, reactor))
 
     @classmethod
     def from_crawler(cls, crawler: Any, reactor: Any = None) -> DNSCache:
@@ -367,20 +374,6 @@ class _CrawlerStats:
             stats.inc_value(key, count)
 
 
-_CACHES: weakref.WeakKeyDictionary[Any, DNSCache] = weakref.WeakKeyDictionary()
-
-
-def dns_cache(crawler: Any, reactor: Any = None) -> DNSCache:
-    """The crawler's one DNSCache, built from its settings on first use.
-
-    ``reactor`` is used only by the call that builds it (None: the global reactor).
-    """
-    cache = _CACHES.get(crawler)
-    if cache is None:
-        cache = _CACHES[crawler] = DNSCache.from_crawler(crawler, reactor)
-    return cache
-
-
 @implementer(IResolverSimple)
 class IRLResolver(CacheResolver):
     """``TWISTED_DNS_RESOLVER``: the downloader connects where the workbench grouped a host.
@@ -394,11 +387,11 @@ class IRLResolver(CacheResolver):
 
     @classmethod
     def from_crawler(cls, crawler: Any, reactor: Any) -> IRLResolver:
-        own = dns_cache(crawler, reactor)
+        own = DNSCache.of(crawler, reactor)
         if not hasattr(crawler, "crawlers"):  # a Crawler
             return cls(reactor, lambda: (own,))
         # A CrawlerProcess, as Scrapy passes it: its running crawlers' caches first.
-        return cls(reactor, lambda: (*(dns_cache(c, reactor) for c in crawler.crawlers), own))
+        return cls(reactor, lambda: (*(DNSCache.of(c, reactor) for c in crawler.crawlers), own))
 
     def install_on_reactor(self) -> None:
         self.reactor.installResolver(self)

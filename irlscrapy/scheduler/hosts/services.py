@@ -12,10 +12,10 @@ from scrapy.crawler import Crawler
 from irlscrapy import defaults
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.delays import Politeness
-from irlscrapy.scheduler.hosts.dns import DNSCache, dns_cache
+from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.statedir import StateDirectory
+from irlscrapy.statedir import StateDirectory
 
 
 @dataclass
@@ -30,7 +30,7 @@ class HostServices:
     def from_crawler(cls, crawler: Crawler) -> HostServices:
         settings = crawler.settings
         return cls(
-            dns_cache(crawler),
+            DNSCache.of(crawler),
             Politeness.from_settings(settings),
             RobotsCache.from_settings(settings),
             HostHealth.from_settings(settings),
