@@ -1,19 +1,31 @@
-"""Out of disk space: how the IRL scheduler tells, and how it stops.
+"""Out of disk space, or a store that failed: how the IRL scheduler stops the crawl.
 
 Every store the scheduler writes appends whole records, so a write that fails for want
-of space leaves the state directory whole: the crawl stops (close reason
-``DISK_FULL_REASON``), says how to go on, and the same JOBDIR resumes once there is
-room. An entry point wrapped in :func:`stops_when_disk_is_full` does the stopping; once
-stopped it does nothing (what it would have stored is fetched again on resume: the page
-that found it is not done).
+of space leaves the state directory whole: :meth:`CrawlStop.disk_full` stops taking
+work, closes the spider (reason ``DISK_FULL_REASON``) and says how to go on; the same
+JOBDIR resumes once there is room. An entry point wrapped in
+:func:`stops_when_disk_is_full` stops so when it hits a full disk, and once stopped does
+nothing (what it would have stored is fetched again on resume: the page that found it
+is not done). Any other failure of a store (:meth:`CrawlStop.failed`) closes the spider
+with reason ``irlscrapy_error``.
 """
 
 from __future__ import annotations
 
 import errno
 import functools
+import logging
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
+
+from scrapy.crawler import Crawler
+from scrapy.utils.log import failure_to_exc_info
+from twisted.python.failure import Failure
+
+from irlscrapy.closing import close_spider
+
+logger = logging.getLogger(__name__)
 
 #: The close reason of a crawl stopped by a full disk.
 DISK_FULL_REASON = "irlscrapy_disk_full"
@@ -26,30 +38,59 @@ def disk_full(exc: BaseException | None) -> bool:
     return exc is not None and "No space left on device" in str(exc)
 
 
-class Stoppable(Protocol):
-    stopped: bool
+class CrawlStop:
+    def __init__(self, crawler: Crawler, where: Callable[[], Path | None]) -> None:
+        self.crawler = crawler
+        self.where = where  # the state directory, for the message
+        self.stopped = False  # the disk is full: take no more work
 
-    def stop_disk_full(self, exc: BaseException | None) -> None: ...
+    def disk_full(self, exc: BaseException | None) -> None:
+        """Out of disk space: stop taking work, close the spider, say how to go on."""
+        if self.stopped:
+            return
+        self.stopped = True
+        logger.error(
+            "irlscrapy: the disk holding %s is full (%s); the crawl stops. Free some space, "
+            "then run the crawl again with the same JOBDIR (or IRL_STATE_DIR) to resume.",
+            self.where(),
+            exc,
+        )
+        close_spider(self.crawler, DISK_FULL_REASON)
+
+    def failed(self, failure: Failure, what: str) -> None:
+        """A store running off the entry points (a URLseen merge, STAR's refresh) failed."""
+        if disk_full(failure.value):
+            self.disk_full(failure.value)
+            return
+        logger.error(
+            "irlscrapy: %s failed; closing the spider", what, exc_info=failure_to_exc_info(failure)
+        )
+        close_spider(self.crawler, "irlscrapy_error")
+
+
+class _Guarded(Protocol):
+    stop: CrawlStop
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
 
 
 def stops_when_disk_is_full(default: Any) -> Callable[[_Method], _Method]:
-    """An entry point that stops the crawl cleanly when the disk is full (its object's
-    ``stop_disk_full``), and once it has stopped does nothing and returns ``default``."""
+    """An entry point (of an object whose ``stop`` is the crawl's CrawlStop) that stops
+    the crawl cleanly when the disk is full, and once it has stopped does nothing and
+    returns ``default``."""
 
     def decorate(method: _Method) -> _Method:
         @functools.wraps(method)
-        def guarded(self: Stoppable, *args: Any, **kwargs: Any) -> Any:
-            if self.stopped:
+        def guarded(self: _Guarded, *args: Any, **kwargs: Any) -> Any:
+            if self.stop.stopped:
                 return default
             try:
                 return method(self, *args, **kwargs)
             except Exception as exc:
                 if not disk_full(exc):
                     raise
-                self.stop_disk_full(exc)
+                self.stop.disk_full(exc)
                 return default
 
         return cast(_Method, guarded)

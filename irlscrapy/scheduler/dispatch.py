@@ -49,8 +49,7 @@ from irlscrapy.domains import url_host, url_origin
 from irlscrapy.internals import EngineWaker
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.frontier.workbench import VisitState
-from irlscrapy.scheduler.hosts.delays import Politeness
-from irlscrapy.scheduler.hosts.hosthealth import HostHealth
+from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
 from irlscrapy.scheduler.keys import FETCH_KEY, REFUSED_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.ledger import FetchLedger
@@ -107,8 +106,7 @@ class Dispatcher:
         frontier: Frontier,
         intake: Intake,
         waker: EngineWaker,
-        politeness: Politeness,
-        health: HostHealth,
+        hosts: HostServices,
         stats: Any,
         crawler_signals: Any,
         spider: Spider,
@@ -118,8 +116,8 @@ class Dispatcher:
         self.frontier = frontier
         self.intake = intake
         self.waker = waker
-        self.politeness = politeness
-        self.health = health
+        self.politeness = hosts.politeness
+        self.health = hosts.health
         self.stats = stats
         self.spider = spider
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
@@ -136,6 +134,16 @@ class Dispatcher:
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
 
     # -- out -----------------------------------------------------------------------------
+    def has_pending_requests(self) -> bool:
+        frontier, intake = self.frontier, self.intake
+        waits = self.continuous and (frontier.parked.count or frontier.bench.in_force())
+        queued = intake.direct or intake.merging or intake.pending or self.refusals
+        return bool(len(frontier) or queued or waits)
+
+    def __len__(self) -> int:
+        """Requests not handed out yet (refused ones and parked URLs aside)."""
+        return len(self.frontier) + self.intake.pending + len(self.intake.direct)
+
     def next_request(self) -> Request | None:
         frontier, intake = self.frontier, self.intake
         if self.refusals:
@@ -351,12 +359,15 @@ class Dispatcher:
 
     # -- host health ---------------------------------------------------------------------
     def host_answered(self, request: Request) -> None:
+        """The host of ``request`` answered (with anything but 429 or 503)."""
         self.progress()
         state = self._host_of(request)
         if state is not None:
             self.health.answered(state, url_origin(request.url), self.frontier)
 
     def host_failed(self, request: Request, retry_after: float | None) -> None:
+        """The host of ``request`` answered 429 or 503 (asking to wait ``retry_after``
+        seconds, if it said): back it off, or retire it."""
         state = self._host_of(request)
         if state is not None:
             now = self.waker.clock.seconds()
@@ -364,6 +375,10 @@ class Dispatcher:
             self.ready()
 
     def origin_failed(self, request: Request) -> None:
+        """No connection to the origin of ``request`` (refused, reset, timed out):
+        back the origin off, or retire it; the host's other origins go on. A robots.txt
+        fetch counts too (its retry is the robots cache's): so the host's next robots.txt
+        fetch goes to an origin that may answer (robotsfetch.scheme_of)."""
         state = self.frontier.workbench.hosts.get(url_host(request.url))
         if state is not None:
             now = self.waker.clock.seconds()

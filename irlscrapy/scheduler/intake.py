@@ -44,18 +44,23 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from scrapy import Request, Spider
+from scrapy.crawler import Crawler
+from scrapy.dupefilters import BaseDupeFilter
 from scrapy.http import Response
+from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 from twisted.python.failure import Failure
 
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
+from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.internals import EngineWaker, forget_environment_proxy
 from irlscrapy.links import Links
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.pipeline import Frontier, RobotsFetch
 from irlscrapy.scheduler.requestcodec import RequestCodecError, encode_link, encode_request
+from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +112,29 @@ class Intake:
         self._in_flight: Callable[[], int] = lambda: 0
         self._progress: Callable[[], None] = lambda: None
         self._failed: Callable[[Failure, str], None] = lambda failure, what: None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler, waker: EngineWaker) -> Intake:
+        settings = crawler.settings
+        dupefilter_class = load_object(settings["DUPEFILTER_CLASS"])
+        dedup = dupefilter_class is not BaseDupeFilter  # Scrapy's way to turn dedup off
+        dupefilter = build_from_crawler(dupefilter_class if dedup else DRUMDupeFilter, crawler)
+        if not isinstance(dupefilter, DRUMDupeFilter):
+            raise ConfigurationError(
+                f"IRLScheduler needs DUPEFILTER_CLASS = "
+                f"'irlscrapy.dupefilters.urlseen.DRUMDupeFilter' (or "
+                f"'scrapy.dupefilters.BaseDupeFilter': no dedup), not "
+                f"{settings['DUPEFILTER_CLASS']!r} (or use the add-on irlscrapy.Addon)"
+            )
+        return cls(
+            dupefilter,
+            LinkRules.from_crawler(crawler),
+            crawler.stats,
+            waker,
+            dedup=dedup,
+            persistent=not StateDirectory.of(crawler).temporary,
+            log_unserializable=settings.getbool("SCHEDULER_DEBUG"),
+        )
 
     def open(
         self,

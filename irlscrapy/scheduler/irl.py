@@ -8,43 +8,32 @@ Use it with its dupefilter (the add-on ``irlscrapy.Addon`` sets both)::
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
 from scrapy.crawler import Crawler
-from scrapy.dupefilters import BaseDupeFilter
 from scrapy.http import Response
-from scrapy.utils.log import failure_to_exc_info
-from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import defer
-from twisted.python.failure import Failure
 
 from irlscrapy import defaults
-from irlscrapy.closing import close_spider
 from irlscrapy.domains import use_private_suffixes
-from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
-from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
+from irlscrapy.exceptions import IrlscrapyError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
-from irlscrapy.scheduler.diskfull import DISK_FULL_REASON, disk_full, stops_when_disk_is_full
+from irlscrapy.scheduler.diskfull import CrawlStop, disk_full, stops_when_disk_is_full
 from irlscrapy.scheduler.dispatch import Dispatcher, DispatchSettings
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
 from irlscrapy.scheduler.keys import FETCH_KEY, state_closed
-from irlscrapy.scheduler.linkrules import LinkRules
 from irlscrapy.scheduler.pipeline import Frontier
-from irlscrapy.scheduler.resume import FrontierSettings, open_frontier, resume
+from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, resume
 from irlscrapy.services import provide, provided
 from irlscrapy.star.indegree import PLDInDegree
 from irlscrapy.statedir import StateDirectory
-
-logger = logging.getLogger(__name__)
 
 
 class IRLScheduler(BaseScheduler):
@@ -66,7 +55,7 @@ class IRLScheduler(BaseScheduler):
     hand-out to release to page done (:mod:`irlscrapy.scheduler.ledger`), keeps the
     no-idle promise, and wakes the engine when the next host becomes due
     (:mod:`irlscrapy.internals`). This class wires them, opens and closes the state
-    directory (:mod:`irlscrapy.scheduler.statedir`, which maps its files), and stops
+    directory (:mod:`irlscrapy.statedir`, which maps its files), and stops
     the crawl cleanly when the disk is full (:mod:`irlscrapy.scheduler.diskfull`).
 
     Differences from Scrapy's stock scheduler, by design:
@@ -109,44 +98,24 @@ class IRLScheduler(BaseScheduler):
         self.dispatch_settings = dispatch_settings
         self.indegree = indegree  # STAR's budgets; None: every PLD has the default
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
+        self.stop = CrawlStop(crawler, lambda: state.path)
         self.frontier: Frontier | None = None
         self.dispatcher: Dispatcher | None = None
         self._lag_probe: LagProbe | None = None
-        self.stopped = False  # the disk is full: take no more work
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
         settings = crawler.settings
-        dupefilter_class = load_object(settings["DUPEFILTER_CLASS"])
-        dedup = dupefilter_class is not BaseDupeFilter  # Scrapy's way to turn dedup off
-        dupefilter = build_from_crawler(dupefilter_class if dedup else DRUMDupeFilter, crawler)
-        if not isinstance(dupefilter, DRUMDupeFilter):
-            raise ConfigurationError(
-                f"IRLScheduler needs DUPEFILTER_CLASS = "
-                f"'irlscrapy.dupefilters.urlseen.DRUMDupeFilter' (or "
-                f"'scrapy.dupefilters.BaseDupeFilter': no dedup), not "
-                f"{settings['DUPEFILTER_CLASS']!r} (or use the add-on irlscrapy.Addon)"
-            )
         use_private_suffixes(defaults.get(settings, "IRL_STAR_PRIVATE_SUFFIXES"))
         reactor = _installed_reactor()
-        state = StateDirectory.of(crawler)
-        intake = Intake(
-            dupefilter,
-            LinkRules.from_crawler(crawler),
-            crawler.stats,
-            EngineWaker(crawler, reactor),
-            dedup=dedup,
-            persistent=not state.temporary,
-            log_unserializable=settings.getbool("SCHEDULER_DEBUG"),
-        )
         indegree = None
         if defaults.get(settings, "IRL_STAR_ENABLED"):
             indegree = PLDInDegree.from_settings(settings, crawler.stats, reactor.seconds)
         scheduler = cls(
             crawler,
-            intake,
+            Intake.from_crawler(crawler, EngineWaker(crawler, reactor)),
             HostServices.from_crawler(crawler),
-            state,
+            StateDirectory.of(crawler),
             FrontierSettings.from_settings(settings),
             DispatchSettings.from_settings(settings),
             indegree=indegree,
@@ -183,17 +152,16 @@ class IRLScheduler(BaseScheduler):
         return None
 
     def _open(self, spider: Spider) -> None:
-        state, hosts = self.state, self.hosts
+        state, hosts, indegree = self.state, self.hosts, self.indegree
         state.open()
         self.df.batched = True
         self.df.open()
         hosts.open(state)
         budget = hosts.politeness.default_budget
-        budget_of: Callable[[int], int] = lambda _: budget  # noqa: E731
-        if self.indegree is not None:
-            self.indegree.on_error = lambda failure: self._failed(failure, "refreshing STAR")
-            self.indegree.open(state / "star")
-            budget_of = self.indegree.budget_of
+        budget_of = indegree.budget_of if indegree is not None else lambda _: budget
+        if indegree is not None:
+            indegree.on_error = lambda failure: self.stop.failed(failure, "refreshing STAR")
+            indegree.open(state / "star")
         frontier, found = open_frontier(
             state,
             self.frontier_settings,
@@ -209,8 +177,7 @@ class IRLScheduler(BaseScheduler):
             frontier,
             self.intake,
             self.waker,
-            hosts.politeness,
-            hosts.health,
+            hosts,
             self.stats,
             self.crawler.signals,
             spider,
@@ -228,19 +195,19 @@ class IRLScheduler(BaseScheduler):
             ready=dispatcher.ready,
             in_flight=lambda: len(dispatcher.ledger),
             progress=dispatcher.progress,
-            failed=self._failed,
+            failed=self.stop.failed,
         )
         if self.governor is not None:
             self._lag_probe = LagProbe(self.waker.clock, dispatcher.lag_tick)
             self._lag_probe.start()
 
     def close(self, reason: str) -> defer.Deferred[None] | None:
+        # Fetches in flight, and pages whose links were not all handed over (a stop can
+        # cut that short), stay admitted in the journal: fetched again on resume.
         self.intake.close()
         self.waker.cancel()
         if self._lag_probe is not None:
             self._lag_probe.stop()
-        # Fetches in flight, and pages whose links were not all handed over (a stop can
-        # cut that short), stay admitted in the journal: fetched again on resume.
         done: defer.Deferred[None] = defer.Deferred()
         closing = self.df.close(reason) or defer.succeed(None)
         if self.indegree is not None:
@@ -252,18 +219,7 @@ class IRLScheduler(BaseScheduler):
 
     def _close_files(self, reason: str) -> None:
         if self.frontier is not None:
-            parked = self.frontier.parked.count
-            if parked:
-                self.stats.set_value("irl/frontier/parked_at_close", parked)
-                logger.info(
-                    "%d URLs of hosts or origins that kept failing are parked in %s%s",
-                    parked,
-                    self.state.path,
-                    ""
-                    if self.state.temporary
-                    else "; run the crawl again with the same JOBDIR to try them again",
-                )
-            self.frontier.close()
+            leave(self.frontier, self.state, self.stats)
         self.hosts.close()
         if self.state.path is not None:
             self.crawler.signals.send_catch_log(
@@ -274,58 +230,27 @@ class IRLScheduler(BaseScheduler):
             )
         self.state.close()
 
-    def _failed(self, failure: Failure, what: str) -> None:
-        if disk_full(failure.value):
-            self.stop_disk_full(failure.value)
-            return
-        logger.error(
-            "irlscrapy: %s failed; closing the spider", what, exc_info=failure_to_exc_info(failure)
-        )
-        close_spider(self.crawler, "irlscrapy_error")
-
-    def stop_disk_full(self, exc: BaseException | None) -> None:
-        """Out of disk space: stop taking work, close the spider, say how to go on."""
-        if self.stopped:
-            return
-        self.stopped = True
-        logger.error(
-            "irlscrapy: the disk holding %s is full (%s); the crawl stops. Free some space, "
-            "then run the crawl again with the same JOBDIR (or IRL_STATE_DIR) to resume.",
-            self.state.path,
-            exc,
-        )
-        close_spider(self.crawler, DISK_FULL_REASON)
-
     # -- Scrapy's scheduler interface ----------------------------------------------------
     def has_pending_requests(self) -> bool:
-        frontier, dispatcher, intake = self._frontier(), self.dispatcher, self.intake
-        waits = self.dispatch_settings.continuous and (
-            frontier.parked.count or frontier.bench.in_force()
-        )
-        refusals = dispatcher is not None and dispatcher.refusals
-        return bool(
-            len(frontier) or refusals or intake.direct or intake.merging or intake.pending or waits
-        )
+        return self._dispatcher().has_pending_requests()
 
     def __len__(self) -> int:
-        return len(self._frontier()) + self.intake.pending + len(self.intake.direct)
+        return len(self._dispatcher())
 
     @stops_when_disk_is_full(default=False)
     def enqueue_request(self, request: Request) -> bool:
-        self._frontier()
+        self._dispatcher()
         token = request.meta.pop(FETCH_KEY, None)  # set: a retry or redirect of our own fetch
         return self.intake.enqueue_request(request, token)
 
     @stops_when_disk_is_full(default=None)
     def next_request(self) -> Request | None:
-        self._frontier()
-        assert self.dispatcher is not None
-        return self.dispatcher.next_request()
+        return self._dispatcher().next_request()
 
-    # -- what irlscrapy's middlewares tell it --------------------------------------------
+    # -- what irlscrapy's middlewares tell it (see irlscrapy.middlewares) ----------------
     @stops_when_disk_is_full(default=None)
     def enqueue_links(self, links: Links, response: Response | None = None) -> None:
-        """Queue a page's links (the fast path: see Intake.enqueue_links)."""
+        """A page's links (the fast path: Intake.enqueue_links)."""
         self.intake.enqueue_links(links, response)
 
     @stops_when_disk_is_full(default=None)
@@ -339,8 +264,7 @@ class IRLScheduler(BaseScheduler):
 
     @stops_when_disk_is_full(default=None)
     def fetch_ended(self, request: Request) -> None:
-        """The request left the downloader, or ended before reaching it (see
-        FetchEndMiddleware): release its host and IP (Dispatcher.fetch_ended)."""
+        """The request left the downloader, or ended before reaching it."""
         if self.dispatcher is not None:
             self.dispatcher.fetch_ended(request)
 
@@ -350,7 +274,7 @@ class IRLScheduler(BaseScheduler):
 
     @stops_when_disk_is_full(default=None)
     def page_done(self, request: Request) -> None:
-        """The spider has handled the response of ``request`` (see PageDoneMiddleware)."""
+        """The spider has handled the response of ``request``."""
         if self.dispatcher is not None:
             self.dispatcher.page_done(request)
 
@@ -361,17 +285,13 @@ class IRLScheduler(BaseScheduler):
 
     @stops_when_disk_is_full(default=None)
     def host_failed(self, request: Request, retry_after: float | None) -> None:
-        """The host of ``request`` answered 429 or 503 (asking to wait ``retry_after``
-        seconds, if it said): back it off, or retire it."""
+        """The host of ``request`` answered 429 or 503 (and asked to wait ``retry_after``)."""
         if self.dispatcher is not None:
             self.dispatcher.host_failed(request, retry_after)
 
     @stops_when_disk_is_full(default=None)
     def origin_failed(self, request: Request) -> None:
-        """No connection to the origin of ``request`` (refused, reset, timed out):
-        back the origin off, or retire it; the host's other origins go on. A robots.txt
-        fetch counts too (its retry is the robots cache's): so the host's next robots.txt
-        fetch goes to an origin that may answer (robotsfetch.scheme_of)."""
+        """No connection to the origin of ``request`` (refused, reset, timed out)."""
         if self.dispatcher is not None:
             self.dispatcher.origin_failed(request)
 
@@ -383,13 +303,13 @@ class IRLScheduler(BaseScheduler):
     def idle_status(self) -> dict[str, int] | None:
         """What the no-idle watch (irlscrapy.report.idlewatch) samples; None while
         stopped (disk full) or closing: the rest waits for a rerun."""
-        if self.dispatcher is None or self.stopped or not self.waker.engine_asks():
+        if self.dispatcher is None or self.stop.stopped or not self.waker.engine_asks():
             return None
         return self.dispatcher.idle_status()
 
-    def _frontier(self) -> Frontier:
-        assert self.frontier is not None, "open() first"
-        return self.frontier
+    def _dispatcher(self) -> Dispatcher:
+        assert self.dispatcher is not None, "open() first"
+        return self.dispatcher
 
 
 def _installed_reactor() -> Any:

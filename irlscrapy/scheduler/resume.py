@@ -127,3 +127,19 @@ def resume(frontier: Frontier, found: Found) -> None:
             "%d parked URLs (of hosts retired, or given up by the last run) queued again",
             replayed,
         )
+
+
+def leave(frontier: Frontier, state: StateDirectory, stats: Any) -> None:
+    """Close the frontier, saying what the next run will find parked."""
+    parked = frontier.parked.count
+    if parked:
+        stats.set_value("irl/frontier/parked_at_close", parked)
+        logger.info(
+            "%d URLs of hosts or origins that kept failing are parked in %s%s",
+            parked,
+            state.path,
+            ""
+            if state.temporary
+            else "; run the crawl again with the same JOBDIR to try them again",
+        )
+    frontier.close()

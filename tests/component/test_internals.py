@@ -9,6 +9,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
 from twisted.internet import task
 
 from irlscrapy.internals import EngineWaker
@@ -94,3 +95,29 @@ def test_with_warc_on_the_http_handler_keeps_response_heads(tmp_path: object) ->
         "print(type(h.recorder).__name__, type(p).__name__, p._parser is None)\n"
     )
     assert out == "ExchangeRecorder HeadKeepingProtocol True"
+
+
+def test_the_proxy_from_the_environment_is_forgotten_before_a_request_is_stored(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """HttpProxyMiddleware marks the proxy it took from the environment with its private
+    meta keys; forget_environment_proxy drops that proxy and its credentials, and keeps
+    a proxy the request named itself."""
+    from scrapy import Request
+    from scrapy.downloadermiddlewares.httpproxy import HttpProxyMiddleware
+
+    from irlscrapy.internals import ENVIRONMENT_PROXY_KEY, PROXY_AUTH_KEY, forget_environment_proxy
+
+    monkeypatch.setenv("http_proxy", "http://user:secret@proxy.invalid:3128")
+    middleware = HttpProxyMiddleware()
+    request = Request("http://example.invalid/")
+    middleware.process_request(request)
+    assert request.meta.get(ENVIRONMENT_PROXY_KEY) and PROXY_AUTH_KEY in request.meta
+    assert b"Proxy-Authorization" in request.headers
+    forget_environment_proxy(request)
+    assert "proxy" not in request.meta and ENVIRONMENT_PROXY_KEY not in request.meta
+    assert b"Proxy-Authorization" not in request.headers
+    own = Request("http://example.invalid/", meta={"proxy": "http://mine.invalid:8080"})
+    middleware.process_request(own)
+    forget_environment_proxy(own)
+    assert own.meta["proxy"] == "http://mine.invalid:8080"
