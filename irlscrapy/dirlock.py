@@ -14,11 +14,7 @@ import weakref
 from pathlib import Path
 from typing import IO
 
-from irlscrapy.exceptions import IrlscrapyError
-
-
-class DirectoryLocked(IrlscrapyError):
-    """Another process has the state directory open."""
+from irlscrapy.exceptions import DirectoryLocked
 
 
 class DirectoryLock:

@@ -6,7 +6,16 @@ Hierarchy::
     ├── ConfigurationError         a setting, profile or argument is wrong; the message says
     │                              which and what values are accepted
     ├── InVitroError               the in-vitro web could not be started or reached
-    └── ReportError                ``irlscrapy report`` cannot read a crawl's records
+    ├── ReportError                ``irlscrapy report`` cannot read a crawl's records
+    ├── DirectoryLocked            another crawl holds the state directory
+    ├── DrumFormatError            a DRUM directory of another format or configuration
+    ├── CorruptRecordFile          a record file damaged before its end
+    ├── RequestCodecError          a request cannot be stored (also a ValueError, as
+    │                              Scrapy's schedulers expect of a refused request)
+    └── DNSLookupFailed            a host does not resolve (also Twisted's DNSLookupError,
+                                   so it is defined beside the resolver that raises it:
+                                   irlscrapy.scheduler.hosts.resolver; this module stays
+                                   free of Scrapy and Twisted)
 
 Third-party errors are translated into these at one boundary per component, and every
 message says what to do next.
@@ -27,3 +36,22 @@ class InVitroError(IrlscrapyError):
 
 class ReportError(IrlscrapyError):
     """A directory is not a finished crawl's state directory with report records."""
+
+
+class DirectoryLocked(IrlscrapyError):
+    """Another process has the state directory open."""
+
+
+class DrumFormatError(IrlscrapyError):
+    """The directory holds a DRUM of another format or configuration."""
+
+
+class CorruptRecordFile(IrlscrapyError):
+    """A record file is damaged before its end; it cannot be read safely."""
+
+
+class RequestCodecError(IrlscrapyError, ValueError):
+    """A request cannot be stored, or a payload cannot be read back.
+
+    A ValueError too, as Scrapy's schedulers expect of a request a disk queue refuses.
+    """

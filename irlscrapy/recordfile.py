@@ -29,16 +29,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from irlscrapy.exceptions import IrlscrapyError
+from irlscrapy.exceptions import CorruptRecordFile
 
 MAGIC = b"IRLREC\x00\x01"
 _HEAD = struct.Struct(">II")
 RECORD_OVERHEAD = _HEAD.size  # bytes of framing per record
 MAX_RECORD = 1 << 30
-
-
-class CorruptRecordFile(IrlscrapyError):
-    """A record file is damaged before its end; it cannot be read safely."""
 
 
 def scan(path: Path) -> Iterator[tuple[int, bytes]]:

@@ -85,7 +85,7 @@ from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters import drumjournal
 from irlscrapy.dupefilters.drumcache import ChunkStore
 from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
-from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
+from irlscrapy.exceptions import ConfigurationError, DrumFormatError
 from irlscrapy.recordfile import RecordWriter, scan
 
 logger = logging.getLogger(__name__)
@@ -96,10 +96,6 @@ _U32 = struct.Struct(">I")
 _DONE = b"done"  # progress marker of a merged bucket (any other value is 8 bytes)
 
 __all__ = ["CHECK", "CHECK_UPDATE", "DRUM", "UPDATE", "DrumFormatError", "ResultBatch"]
-
-
-class DrumFormatError(IrlscrapyError):
-    """The directory holds a DRUM of another format or configuration."""
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,9 @@ A merge is seconds of partitioning, sorting and LevelDB writes. In Twisted's sha
 thread pool it competed with the reactor thread for the crawler's core on equal terms,
 and every reactor turn that ran meanwhile took up to twice as long (measured in issue
 4: most reactor stalls of 50-130 ms overlapped a merge). This thread lowers its own
-CPU priority by :data:`NICENESS` (Linux's per-thread nice value; raising it needs no
-privilege) before its first merge, so the kernel gives the reactor thread the core
-whenever both can run; the merge uses what the reactor leaves. One thread: merges run
+CPU priority by :data:`NICENESS` (:class:`irlscrapy.workers.NicedWorker`), so the kernel
+gives the reactor thread the core whenever both can run; the merge uses what the
+reactor leaves. One thread: merges run
 one at a time anyway (DRUMDupeFilter chains them).
 
 A merge's arrays are large and short-lived: the thread pins glibc's mmap threshold when
@@ -24,44 +24,26 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from twisted.internet import threads
-from twisted.internet.defer import Deferred
-from twisted.python.threadpool import ThreadPool
-
 from irlscrapy.glibcheap import pin_mmap_threshold, release_free_memory
-from irlscrapy.threadpriority import lower_this_thread
+from irlscrapy.workers import NicedWorker
 
 #: Added to the merge thread's nice value (0-19; 10: about a tenth of the core when the
 #: reactor thread also wants it).
 NICENESS = 10
 
 
-class MergeThread:
+class MergeThread(NicedWorker):
     def __init__(self, reactor: Any = None) -> None:
-        self._reactor = reactor  # None: the installed reactor, imported when first needed
-        self._pool: ThreadPool | None = None
-
-    def __call__(self, f: Callable[..., Any], *args: Any) -> Deferred[Any]:
-        """Run ``f(*args)`` in the merge thread; its result or failure, on the reactor."""
-        if self._pool is None:
-            if self._reactor is None:
-                from twisted.internet import reactor
-
-                self._reactor = reactor
-            pin_mmap_threshold()
-            self._pool = ThreadPool(1, 1, "irlscrapy-drum-merge")
-            self._pool.start()
-            self._reactor.addSystemEventTrigger("during", "shutdown", self.stop)
-        return threads.deferToThreadPool(self._reactor, self._pool, _niced, f, *args)
-
-    def stop(self) -> None:
-        if self._pool is not None:
-            self._pool.stop()
-            self._pool = None
+        super().__init__(
+            "irlscrapy-drum-merge",
+            NICENESS,
+            reactor,
+            on_start=pin_mmap_threshold,
+            around=_releasing_memory,
+        )
 
 
-def _niced(f: Callable[..., Any], *args: Any) -> Any:
-    lower_this_thread(NICENESS)
+def _releasing_memory(f: Callable[..., Any], *args: Any) -> Any:
     release_free_memory()  # what the last delivery (on the reactor) left in the heap
     try:
         return f(*args)

@@ -30,6 +30,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
 from irlscrapy.lagprobe import TICK_SECONDS, LagProbe
+from irlscrapy.workers import installed_reactor
 
 logger = logging.getLogger(__name__)
 
@@ -110,9 +111,7 @@ class ReactorLag:
     def from_crawler(cls, crawler: Crawler) -> ReactorLag:
         if not crawler.settings.getbool(SETTING, False):
             raise NotConfigured  # off by default: no args, so Scrapy logs no warning
-        from twisted.internet import reactor  # the one Scrapy installed: import it late
-
-        ext = cls(crawler.stats, reactor)
+        ext = cls(crawler.stats, installed_reactor())
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext

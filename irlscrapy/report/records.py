@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 from scrapy.settings import Settings
 
-from irlscrapy.dirlock import DirectoryLock, DirectoryLocked
-from irlscrapy.exceptions import ReportError
+from irlscrapy.dirlock import DirectoryLock
+from irlscrapy.exceptions import DirectoryLocked, ReportError
 from irlscrapy.report.analysis import InDegreeBins, Sample, host_delays
 from irlscrapy.report.layout import FORMAT, RECORDS_DIR, STATS, TIMELINE
 from irlscrapy.report.meter import ProgressMeter

@@ -43,6 +43,7 @@ from twisted.web.server import Request, Site
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.report.figures import COUNTERS, GAUGES, Throughput, crawl_figures
+from irlscrapy.workers import installed_reactor
 
 logger = logging.getLogger(__name__)
 
@@ -138,10 +139,7 @@ td:nth-child(2){{text-align:right;font-variant-numeric:tabular-nums}}</style></h
 
     # -- signals -------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
-        from twisted.internet import reactor
-
-        installed: Any = reactor  # the one Scrapy installed: imported late
-        self._listener = installed.listenTCP(
+        self._listener = installed_reactor().listenTCP(
             self.requested_port, Site(_StatusResource(self)), interface=self.host
         )
         self.port = self._listener.getHost().port

@@ -53,13 +53,13 @@ from twisted.python.failure import Failure
 
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, RequestCodecError
 from irlscrapy.internals import EngineWaker, forget_environment_proxy
 from irlscrapy.links import Links
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.pipeline import Frontier, RobotsFetch
-from irlscrapy.scheduler.requestcodec import RequestCodecError, encode_link, encode_request
+from irlscrapy.scheduler.requestcodec import encode_link, encode_request
 from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)

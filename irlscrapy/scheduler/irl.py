@@ -9,7 +9,6 @@ Use it with its dupefilter (the add-on ``irlscrapy.Addon`` sets both)::
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
@@ -34,6 +33,7 @@ from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, r
 from irlscrapy.services import provide, provided
 from irlscrapy.star.indegree import PLDInDegree
 from irlscrapy.statedir import StateDirectory
+from irlscrapy.workers import installed_reactor
 
 
 class IRLScheduler(BaseScheduler):
@@ -107,7 +107,7 @@ class IRLScheduler(BaseScheduler):
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
         settings = crawler.settings
         use_private_suffixes(defaults.get(settings, "IRL_STAR_PRIVATE_SUFFIXES"))
-        reactor = _installed_reactor()
+        reactor = installed_reactor()
         indegree = None
         if defaults.get(settings, "IRL_STAR_ENABLED"):
             indegree = PLDInDegree.from_settings(settings, crawler.stats, reactor.seconds)
@@ -310,9 +310,3 @@ class IRLScheduler(BaseScheduler):
     def _dispatcher(self) -> Dispatcher:
         assert self.dispatcher is not None, "open() first"
         return self.dispatcher
-
-
-def _installed_reactor() -> Any:
-    from twisted.internet import reactor  # the one Scrapy installed: import it late
-
-    return reactor

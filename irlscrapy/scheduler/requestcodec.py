@@ -49,7 +49,7 @@ from typing import Any, Final
 from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
-from irlscrapy.exceptions import IrlscrapyError
+from irlscrapy.exceptions import RequestCodecError
 
 FORMAT_VERSION: Final = 1  # DO NOT CHANGE: stored in every payload
 LINK: Final = 0x4C  # "L"  DO NOT CHANGE
@@ -61,13 +61,6 @@ _LINK_HEAD = struct.Struct(">BBIHI")  # DO NOT CHANGE: kind, version, depth, cb,
 _REQUEST_HEAD = struct.Struct(">BBI")  # DO NOT CHANGE: kind, version, url_len
 _TAGS: Final = frozenset({"$b", "$B", "$t", "$s", "$f", "$d"})
 _ENCODER = json.JSONEncoder(separators=(",", ":"))  # ensure_ascii: the output is ASCII
-
-
-class RequestCodecError(IrlscrapyError, ValueError):
-    """A request cannot be stored, or a payload cannot be read back.
-
-    A ValueError too, as Scrapy's schedulers expect of a request a disk queue refuses.
-    """
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,9 +72,8 @@ from scrapy.http import Request, Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.log import failure_to_exc_info
-from twisted.internet import defer, threads
+from twisted.internet import defer
 from twisted.python.failure import Failure
-from twisted.python.threadpool import ThreadPool
 
 import irlscrapy
 from irlscrapy import defaults
@@ -86,9 +85,9 @@ from irlscrapy.mediatype import media_type
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.services import shared
 from irlscrapy.statedir import StateDirectory
-from irlscrapy.threadpriority import lower_this_thread
 from irlscrapy.warc import exchange
 from irlscrapy.warc.files import Capture, WarcFiles
+from irlscrapy.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +99,7 @@ FAILED_REASON = "warc_error"
 #: wake-up, whatever its size, and a response flagged by DuplicateContentMiddleware
 #: waits at most about this long (plus the batch's work) for its verdict.
 BATCH_SECONDS = 0.05
-#: The worker thread's nice value (:mod:`irlscrapy.threadpriority`): on a saturated core
+#: The worker thread's nice value (:mod:`irlscrapy.workers`): on a saturated core
 #: it writes with what the reactor leaves.
 NICENESS = 10
 
@@ -132,7 +131,6 @@ class ExchangeRecorder:
         self.queue_bytes = queue_bytes
         self.close_spider = close_spider
         self.clock = clock
-        self._reactor = reactor
         #: the crawl's state directory, where content dedup keeps ContentSeen
         #: (``contentseen/``), opened at the first exchange; None: ``seen`` as given
         self.state = state
@@ -145,12 +143,12 @@ class ExchangeRecorder:
         self._closing = False  # close() began: batches go at once
         self._timer: Any = None  # the IDelayedCall of a batch put off (BATCH_SECONDS)
         self._last_batch = float("-inf")  # reactor time the last batch began
-        self._pool: ThreadPool | None = None
+        self._worker = NicedWorker("irlscrapy-warc", NICENESS, reactor)
         self._waiters: list[defer.Deferred[None]] = []  # for room in the queue, or idle
         #: verdicts not yet taken by DuplicateContentMiddleware (weak: a response that
         #: never reaches it does not keep its entry)
         self._verdicts: WeakKeyDictionary[Request, defer.Deferred[Verdict]] = WeakKeyDictionary()
-        self._release = PacedRelease(lambda: self.reactor)
+        self._release = PacedRelease(lambda: self._worker.reactor)
 
     @classmethod
     def of(cls, crawler: Crawler) -> ExchangeRecorder | None:
@@ -193,11 +191,7 @@ class ExchangeRecorder:
 
     @property
     def reactor(self) -> Any:
-        if self._reactor is None:
-            from twisted.internet import reactor
-
-            self._reactor = reactor
-        return self._reactor
+        return self._worker.reactor
 
     # -- the reactor's side ----------------------------------------------------------------
     async def record(
@@ -340,11 +334,7 @@ class ExchangeRecorder:
         return d
 
     def _run(self, f: Callable[..., Any], *args: Any) -> defer.Deferred[Any]:
-        if self._pool is None:
-            self._pool = ThreadPool(1, 1, "irlscrapy-warc")
-            self._pool.start()
-            self.reactor.addSystemEventTrigger("during", "shutdown", self._stop_pool)
-        return threads.deferToThreadPool(self.reactor, self._pool, _niced, f, *args)
+        return self._worker(f, *args)
 
     async def close(self) -> None:
         """Write everything queued, then close the files and ContentSeen (once)."""
@@ -362,14 +352,9 @@ class ExchangeRecorder:
             await maybe_deferred_to_future(self._run(self._close))
             if self.files is not None:
                 self.stats.set_value("irl/warc/files", self.files.files_written)
-        self._stop_pool()
+        self._worker.stop()
         if self.state is not None and self.seen is not None:
             self.state.close()
-
-    def _stop_pool(self) -> None:
-        if self._pool is not None:
-            self._pool.stop()
-            self._pool = None
 
     # -- the worker thread ---------------------------------------------------------------
     def _open(self) -> None:
@@ -405,11 +390,6 @@ class ExchangeRecorder:
             size += self.files.write(pending.capture)
         self.files.flush()
         return verdicts, len(batch), revisits, size
-
-
-def _niced(f: Callable[..., Any], *args: Any) -> Any:
-    lower_this_thread(NICENESS)
-    return f(*args)
 
 
 def is_flagged(request: Request) -> bool:

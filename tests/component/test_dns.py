@@ -33,8 +33,7 @@ from twisted.internet.error import DNSLookupError
 from twisted.internet.task import Clock
 from twisted.names import client
 
-from irlscrapy.dirlock import DirectoryLocked
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, DirectoryLocked
 from irlscrapy.scheduler.hosts import dnsclient
 from irlscrapy.scheduler.hosts.dns import DNSCache, IRLResolver
 from irlscrapy.scheduler.hosts.resolver import DNSLookupFailed, HostResolver, parse_servers

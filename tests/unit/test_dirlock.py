@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from irlscrapy.dirlock import DirectoryLock, DirectoryLocked
+from irlscrapy.dirlock import DirectoryLock
+from irlscrapy.exceptions import DirectoryLocked
 
 
 def test_a_second_lock_is_refused_until_the_first_is_released(tmp_path: Path) -> None:

@@ -12,9 +12,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from irlscrapy.dirlock import DirectoryLocked
-from irlscrapy.dupefilters.drum import CHECK, CHECK_UPDATE, DRUM, UPDATE, DrumFormatError
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.dupefilters.drum import CHECK, CHECK_UPDATE, DRUM, UPDATE
+from irlscrapy.exceptions import ConfigurationError, DirectoryLocked, DrumFormatError
 from irlscrapy.recordfile import MAGIC
 from tests.strategies import combined
 

@@ -22,7 +22,7 @@ def test_the_worker_runs_at_a_lower_priority_than_the_reactor_thread() -> None:
     )
     got: list[Any] = []
     recorder._run(where).addBoth(got.append)
-    recorder._stop_pool()  # joins the thread: the job is done
+    recorder._worker.stop()  # joins the thread: the job is done
     reactor.deliver()
     caller = where()
     [(thread, nice)] = got

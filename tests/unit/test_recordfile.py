@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from irlscrapy.recordfile import MAGIC, CorruptRecordFile, RecordWriter, repair, scan
+from irlscrapy.exceptions import CorruptRecordFile
+from irlscrapy.recordfile import MAGIC, RecordWriter, repair, scan
 
 
 def _write(path: Path, payloads: list[bytes]) -> None:

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from irlscrapy.dirlock import DirectoryLocked
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, DirectoryLocked
 from irlscrapy.scheduler.hosts.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,

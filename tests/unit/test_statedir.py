@@ -9,7 +9,8 @@ import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from irlscrapy.dirlock import DirectoryLock, DirectoryLocked
+from irlscrapy.dirlock import DirectoryLock
+from irlscrapy.exceptions import DirectoryLocked
 from irlscrapy.statedir import StateDirectory
 
 

@@ -46,6 +46,7 @@ from twisted.python.failure import Failure
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.scheduler.hosts.dnsclient import PooledPortResolver
+from irlscrapy.workers import installed_reactor
 
 __all__ = [
     "KINDS",
@@ -82,12 +83,6 @@ class DNSLookupFailed(IrlscrapyError, DNSLookupError):
 
     def __str__(self) -> str:
         return f"DNS lookup of {self.host!r} failed: {self.kind}"
-
-
-def _global_reactor() -> Any:
-    from twisted.internet import reactor  # only when first needed: Scrapy installs it
-
-    return reactor
 
 
 def parse_servers(text: str) -> list[tuple[str, int]]:
@@ -175,7 +170,7 @@ class HostResolver:
     @property
     def reactor(self) -> Any:
         if self._reactor is None:
-            self._reactor = _global_reactor()
+            self._reactor = installed_reactor()
         return self._reactor
 
     def query(self, host: str) -> Deferred[Answer]:
