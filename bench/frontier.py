@@ -365,7 +365,7 @@ class Driver:
             "workbench_ips": len(workbench.ips),
             "robots_hosts_in_ram": len(self.scheduler.robots),
             "dns_entries_in_ram": len(self.scheduler.dns),
-            "urlseen_pending": self.scheduler.df.pending,
+            "urlseen_pending": self.scheduler.urlseen.pending,
         }
 
     def point(self, unique: int) -> None:

@@ -14,38 +14,56 @@ is its own PLD. BEAST budgets and STAR in-degrees are per PLD, keyed by
 
 Only the list's ICANN section counts by default: ``alice.blogspot.com`` belongs to PLD
 ``blogspot.com``, as in the paper (one budget for a hosting service and all its users).
-:func:`use_private_suffixes` switches the private section on for the process
-(``IRL_STAR_PRIVATE_SUFFIXES``): then ``alice.blogspot.com`` is a PLD of its own.
+A crawl with ``IRL_STAR_PRIVATE_SUFFIXES`` counts the private section too
+(:meth:`PayLevelDomains.of` gives each crawl its own): then ``alice.blogspot.com`` is a
+PLD of its own. :func:`pld` is the default's.
 """
 
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import tldextract
+
+from irlscrapy import defaults
+from irlscrapy.services import shared
 
 #: Hosts whose PLD is remembered; a broad crawl meets each host many times in a row.
 #: A plain dict of strings, emptied when full: unlike functools.lru_cache's linked
 #: nodes it is invisible to the cyclic GC (whose full collections stall the reactor).
 PLD_CACHE_HOSTS = 1 << 16
-_PLDS: dict[str, str] = {}
 
 # suffix_list_urls=(): the snapshot bundled with tldextract, never a network fetch
 _ICANN_ONLY = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 _WITH_PRIVATE = tldextract.TLDExtract(
     suffix_list_urls=(), cache_dir=None, include_psl_private_domains=True
 )
-_EXTRACT = _ICANN_ONLY
 
 
-def use_private_suffixes(enabled: bool) -> None:
-    """Count the Public Suffix List's private section (``blogspot.com``, ...) as
-    suffixes from now on, in this process (or stop counting them)."""
-    global _EXTRACT
-    wanted = _WITH_PRIVATE if enabled else _ICANN_ONLY
-    if wanted is not _EXTRACT:
-        _EXTRACT = wanted
-        _PLDS.clear()
+class PayLevelDomains:
+    """``plds(host)``: the host's PLD, under the list's ICANN section, or with its
+    private section too (``private``)."""
+
+    def __init__(self, private: bool = False) -> None:
+        self.private = private
+        self._extract = _WITH_PRIVATE if private else _ICANN_ONLY
+        self._cache: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, crawler: Any) -> PayLevelDomains:
+        """The crawl's (:mod:`irlscrapy.services`), per ``IRL_STAR_PRIVATE_SUFFIXES``."""
+        private = defaults.get(crawler.settings, "IRL_STAR_PRIVATE_SUFFIXES")
+        return shared(crawler, cls, lambda: ICANN if not private else cls(private=True))
+
+    def __call__(self, host: str) -> str:
+        found = self._cache.get(host)
+        if found is None:
+            if len(self._cache) >= PLD_CACHE_HOSTS:
+                self._cache.clear()
+            name = host_name(host)
+            found = self._cache[host] = self._extract(name).top_domain_under_public_suffix or name
+        return found
 
 
 #: The default port of each scheme, as written at the end of an authority.
@@ -87,15 +105,13 @@ def host_name(host: str) -> str:
     return host.partition(":")[0]
 
 
+#: The paper's PLDs: the ICANN section only.
+ICANN = PayLevelDomains()
+
+
 def pld(host: str) -> str:
-    """The pay-level domain of a host (see the module docstring)."""
-    found = _PLDS.get(host)
-    if found is None:
-        if len(_PLDS) >= PLD_CACHE_HOSTS:
-            _PLDS.clear()
-        name = host_name(host)
-        found = _PLDS[host] = _EXTRACT(name).top_domain_under_public_suffix or name
-    return found
+    """The pay-level domain of a host under the ICANN section (see the module docstring)."""
+    return ICANN(host)
 
 
 def domain_key(domain: str) -> int:

@@ -31,7 +31,7 @@ from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
 
-from irlscrapy.domains import pld, url_host
+from irlscrapy.domains import PayLevelDomains, url_host
 from irlscrapy.links import Links
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import ROBOTS_KEY
@@ -43,6 +43,7 @@ ORDER = 950
 class StarMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
+        self.plds = PayLevelDomains.of(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StarMiddleware:
@@ -89,9 +90,10 @@ class StarMiddleware:
             return  # a data: or file: page is no site's: it gives no PLD an edge
         # links to the page's own host (most of them) name no other PLD: skipped unparsed
         own = response.url[: response.url.find("://") + 3] + host + "/"
+        plds = self.plds
         sink.record_page(
-            pld(host),
-            {pld(url_host(u)) for u in urls if not u.startswith(own) and "://" in u},
+            plds(host),
+            {plds(url_host(u)) for u in urls if not u.startswith(own) and "://" in u},
         )
 
     def hand_off(self, links: Links, response: Response | None) -> Iterator[Request]:

@@ -153,7 +153,7 @@ class Dispatcher:
             return intake.direct.popleft()
         if self.governor is not None and not self.governor.admits(len(self.ledger)):
             return None  # a fetch that ends wakes the engine (ready)
-        if intake.df.behind():
+        if intake.urlseen.behind():
             # More fetches would only grow URLseen's backlog (measured: 34 million URLs
             # pending behind one starved merge). The drain after the merge wakes the engine.
             self.stats.inc_value("irl/scheduler/held_for_urlseen")

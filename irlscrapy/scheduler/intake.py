@@ -85,7 +85,7 @@ class Intake:
         persistent: bool,
         log_unserializable: bool,
     ) -> None:
-        self.df = dupefilter
+        self.urlseen = dupefilter
         self.link_rules = link_rules
         self.stats = stats
         self.waker = waker
@@ -171,7 +171,7 @@ class Intake:
     @property
     def pending(self) -> int:
         """URLs waiting for URLseen's next batch check."""
-        return self.df.pending
+        return self.urlseen.pending
 
     # -- Requests ------------------------------------------------------------------------
     def enqueue_request(self, request: Request, token: int | None) -> bool:
@@ -205,7 +205,7 @@ class Intake:
                         frontier.push(payload, request.priority)
                 else:
                     aux = _AUX.pack(TO_HOST if own else TO_BEAST, request.priority) + payload
-                    self.df.submit_requests([request], [aux])
+                    self.urlseen.submit_requests([request], [aux])
                     self.submitted()
         if token is not None:  # stored first, then the fetch it replaces is over
             self._fetch_over(token)
@@ -235,7 +235,7 @@ class Intake:
         ``dupefilter/filtered`` counts those that had.)"""
         if not self.dedup:
             return True
-        key = self.df.identity.request_key(request)
+        key = self.urlseen.identity.request_key(request)
         if key in self._memory_seen:
             self.stats.inc_value("dupefilter/filtered")
             return False
@@ -288,21 +288,21 @@ class Intake:
             self._ready()
             return
         head = _AUX.pack(TO_BEAST, priority)
-        self.df.submit_urls(urls, [head + payload for payload in payloads])
+        self.urlseen.submit_urls(urls, [head + payload for payload in payloads])
         self.submitted()
 
     # -- URLseen -------------------------------------------------------------------------
     def submitted(self) -> None:
         """URLs went to URLseen: merge when a batch is full, or at once when nothing is
         in flight (no fetch will end to wake the engine: the no-idle invariant)."""
-        if self.df.should_merge() or not self._in_flight():
+        if self.urlseen.should_merge() or not self._in_flight():
             self.flush()
 
     def flush(self) -> None:
         if self.merging:
             return
         self.merging = True
-        merge = self.df.flush()
+        merge = self.urlseen.flush()
         merge.addCallback(lambda _: self.start_drain())
         merge.addErrback(self._fatal, "merging URLseen")
 
@@ -321,7 +321,7 @@ class Intake:
     def drained(self, _: Any) -> None:
         self.merging = False
         self._drain_task = None
-        if self.df.pending and not self._in_flight():
+        if self.urlseen.pending and not self._in_flight():
             # URLs submitted during the merge, and no fetch will end to flush them
             # (the no-idle invariant; submitted() skipped them while the merge ran)
             self.flush()
@@ -344,9 +344,9 @@ class Intake:
     def _drain_results(self) -> Iterator[None]:
         frontier = self._frontier()
         done = 0
-        for batch in self.df.results():
+        for batch in self.urlseen.results():
             done += self._store(frontier, batch)
-            self.df.ack(batch.seq)
+            self.urlseen.ack(batch.seq)
             if done >= DRAIN_SLICE:
                 done = 0
                 frontier.admit()

@@ -17,7 +17,7 @@ from scrapy.http import Response
 from twisted.internet import defer
 
 from irlscrapy import defaults
-from irlscrapy.domains import use_private_suffixes
+from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import IrlscrapyError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.lagprobe import LagProbe
@@ -90,7 +90,7 @@ class IRLScheduler(BaseScheduler):
         self.crawler = crawler
         self.stats = crawler.stats
         self.intake = intake
-        self.df = intake.df
+        self.urlseen = intake.urlseen
         self.waker = intake.waker
         self.hosts = hosts
         self.state = state
@@ -106,7 +106,6 @@ class IRLScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
         settings = crawler.settings
-        use_private_suffixes(defaults.get(settings, "IRL_STAR_PRIVATE_SUFFIXES"))
         reactor = installed_reactor()
         indegree = None
         if defaults.get(settings, "IRL_STAR_ENABLED"):
@@ -154,8 +153,8 @@ class IRLScheduler(BaseScheduler):
     def _open(self, spider: Spider) -> None:
         state, hosts, indegree = self.state, self.hosts, self.indegree
         state.open()
-        self.df.batched = True
-        self.df.open()
+        self.urlseen.batched = True
+        self.urlseen.open()
         hosts.open(state)
         budget = hosts.politeness.default_budget
         budget_of = indegree.budget_of if indegree is not None else lambda _: budget
@@ -168,6 +167,7 @@ class IRLScheduler(BaseScheduler):
             hosts.politeness,
             budget_of,
             hosts.robots,
+            PayLevelDomains.of(self.crawler),
             resolve=hosts.dns.resolve,
             stats=self.stats,
             clock=self.waker.clock.seconds,
@@ -209,7 +209,7 @@ class IRLScheduler(BaseScheduler):
         if self._lag_probe is not None:
             self._lag_probe.stop()
         done: defer.Deferred[None] = defer.Deferred()
-        closing = self.df.close(reason) or defer.succeed(None)
+        closing = self.urlseen.close(reason) or defer.succeed(None)
         if self.indegree is not None:
             indegree = self.indegree
             closing.addBoth(lambda _: indegree.close())

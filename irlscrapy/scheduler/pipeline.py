@@ -160,6 +160,7 @@ class Frontier:
         guard: AddressGuard | None = None,
         on_ready: Callable[[], None] = lambda: None,
         on_refused: Callable[[Item | MemoryItem, str], None] = lambda item, why: None,
+        plds: Callable[[str], str] = pld,
     ) -> None:
         self.beast = beast
         self.workbench = workbench
@@ -178,6 +179,7 @@ class Frontier:
         self.guard = guard if guard is not None else AddressGuard()
         self.on_ready = on_ready  # called when a host's URLs may have become due
         self.on_refused = on_refused  # called for a URL dropped by robots.txt or DNS
+        self.plds = plds  # a host's PLD: BEAST's key (the crawl's PayLevelDomains)
         self._robots_out: set[str] = set()  # hosts whose robots.txt fetch is out
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
@@ -202,7 +204,7 @@ class Frontier:
     def push(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A unique URL: into BEAST, under its PLD."""
         host = url_host(payload_url(payload))
-        self.beast.push(domain_key(pld(host)), _HEAD.pack(priority, batch) + payload)
+        self.beast.push(domain_key(self.plds(host)), _HEAD.pack(priority, batch) + payload)
         self.resume_admission()  # new records may be of other hosts: try again
 
     def push_direct(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
@@ -529,7 +531,7 @@ class Frontier:
 
         def push(record: bytes) -> None:
             payload = record[_HEAD.size :]
-            self.beast.push(domain_key(pld(url_host(payload_url(payload)))), record)
+            self.beast.push(domain_key(self.plds(url_host(payload_url(payload)))), record)
 
         pushed = self.parked.replay(push, older)
         if pushed:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from irlscrapy import defaults
-from irlscrapy.domains import domain_key, pld
+from irlscrapy.domains import PayLevelDomains, domain_key
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
@@ -72,6 +72,7 @@ def open_frontier(
     politeness: Politeness,
     budget_of: Callable[[int], int],
     robots: RobotsCache,
+    plds: PayLevelDomains,
     **services: Any,
 ) -> tuple[Frontier, Found]:
     """The frontier on ``state`` and what the last run left. ``budget_of``: a PLD key's
@@ -90,7 +91,7 @@ def open_frontier(
     def host_budget(host: str) -> int:
         """The budget of the host's PLD: where a host joins the workbench, and at
         every release (STAR's ranks change while it stays)."""
-        return budget_of(domain_key(pld(host)))
+        return budget_of(domain_key(plds(host)))
 
     workbench = Workbench(politeness.of_host, politeness.of_ip, budget_of=host_budget)
     parked = ParkedStore(state.root)
@@ -106,6 +107,7 @@ def open_frontier(
         user_agent=settings.user_agent,
         robots=robots if settings.obey_robots else None,
         max_crawl_delay=settings.max_crawl_delay,
+        plds=plds,
         **services,
     )
     if admitted or len(beast):

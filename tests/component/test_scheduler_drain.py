@@ -52,17 +52,17 @@ def _after_a_merge(pending: int, in_flight: int) -> Intake:
 
 def test_urls_submitted_during_a_merge_are_flushed_when_nothing_is_in_flight() -> None:
     intake = _after_a_merge(pending=4, in_flight=0)
-    assert intake.df.flushes == 1  # type: ignore[attr-defined]
+    assert intake.urlseen.flushes == 1  # type: ignore[attr-defined]
     assert intake.merging
 
 
 def test_a_fetch_in_flight_flushes_them_when_its_links_come() -> None:
     intake = _after_a_merge(pending=4, in_flight=1)
-    assert intake.df.flushes == 0  # type: ignore[attr-defined]
+    assert intake.urlseen.flushes == 0  # type: ignore[attr-defined]
     assert not intake.merging
 
 
 def test_nothing_pending_starts_no_merge() -> None:
     intake = _after_a_merge(pending=0, in_flight=0)
-    assert intake.df.flushes == 0  # type: ignore[attr-defined]
+    assert intake.urlseen.flushes == 0  # type: ignore[attr-defined]
     assert not intake.merging

@@ -31,7 +31,7 @@ def test_the_scheduler_urlseen_and_content_dedup_share_one_state_directory(
     recorder = ExchangeRecorder.of(crawler)
     assert recorder is not None
     state = StateDirectory.of(crawler)
-    assert scheduler.state is state and scheduler.df.state is state and recorder.state is state
+    assert scheduler.state is state and scheduler.urlseen.state is state and recorder.state is state
     assert IRLScheduler.of(crawler) is scheduler
     root = state.open()  # as the scheduler opens it
     try:

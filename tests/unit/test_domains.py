@@ -12,6 +12,11 @@ import subprocess
 import sys
 import textwrap
 
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
+
+from irlscrapy.domains import PayLevelDomains, pld
+
 #: host -> PLD with the ICANN section only (the default), and with private suffixes.
 TABLE = {
     "www.example.com": ("example.com", "example.com"),
@@ -52,9 +57,8 @@ from irlscrapy import domains
 
 hosts = json.loads(sys.argv[1])
 icann = [domains.pld(h) for h in hosts]
-domains.use_private_suffixes(True)
-private = [domains.pld(h) for h in hosts]
-domains.use_private_suffixes(False)
+private_plds = domains.PayLevelDomains(private=True)
+private = [private_plds(h) for h in hosts]
 again = [domains.pld(h) for h in hosts]
 print(json.dumps([icann, private, again]))
 """
@@ -70,7 +74,7 @@ def test_pld_table_with_sockets_blocked() -> None:
     ).stdout
     icann, private, again = json.loads(out)
     assert dict(zip(hosts, zip(icann, private, strict=True), strict=True)) == TABLE
-    assert again == icann  # switching back clears the cache
+    assert again == icann  # a crawl counting private suffixes leaves the default as it was
 
 
 def test_the_blocked_socket_really_blocks() -> None:
@@ -89,3 +93,13 @@ def test_domain_keys_are_stable_64_bit() -> None:
     assert 0 <= domain_key("example.com") < 2**64
     # a fixed value: keys are stored on disk (BEAST, STAR), so they must never change
     assert domain_key("example.com") == 1424565772579972710
+
+
+def test_each_crawl_counts_private_suffixes_by_its_own_settings() -> None:
+    """Two crawlers in one process: one crawl's IRL_STAR_PRIVATE_SUFFIXES changes no
+    other crawl's PLDs (it used to switch a process-wide mode)."""
+    private = PayLevelDomains.of(get_crawler(Spider, {"IRL_STAR_PRIVATE_SUFFIXES": True}))
+    default = PayLevelDomains.of(get_crawler(Spider))
+    assert private("alice.blogspot.com") == "alice.blogspot.com"
+    assert default("alice.blogspot.com") == "blogspot.com"
+    assert pld("alice.blogspot.com") == "blogspot.com"
