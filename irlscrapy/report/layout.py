@@ -1,7 +1,7 @@
 """The files a crawl leaves for its report: where they are and what they hold.
 
 :class:`irlscrapy.report.timeline.CrawlRecorder` writes them while the crawl runs;
-:mod:`irlscrapy.report.records` reads them for ``irlscrapy report``.
+:mod:`irlscrapy.report.reader` reads them for ``irlscrapy report``.
 
 Files under ``<state dir>/report/`` (format version 1; DO NOT CHANGE a field's meaning,
 add fields instead)::
@@ -30,7 +30,7 @@ add fields instead)::
 
 Crash semantics: each line is one ``write`` flushed to the OS; a kill -9 loses at most
 the figures of the current interval, and a torn last line is skipped by the reader
-(:mod:`irlscrapy.report.records`). ``stats.json`` is whole or absent: a run killed
+(:mod:`irlscrapy.report.reader`). ``stats.json`` is whole or absent: a run killed
 before it closes leaves the previous run's (the report then says so).
 """
 

@@ -1,5 +1,5 @@
 """The crawl report: ``report.html``, its PNG plots and ``report.json``, from a finished
-crawl's records (:mod:`irlscrapy.report.records`).
+crawl's records (:mod:`irlscrapy.report.reader`).
 
 What it shows, after seeds/003 section VIII:
 
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from irlscrapy.report import analysis
-from irlscrapy.report.records import CrawlRecords, Meter, read_crawl
+from irlscrapy.report.reader import CrawlRecords, Meter, read_crawl
 
 REPORT = "report.html"
 REPORT_JSON = "report.json"

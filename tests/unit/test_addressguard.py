@@ -47,7 +47,7 @@ def test_public_addresses_pass(address: str) -> None:
 
 
 def test_an_allowed_network_opens_only_itself() -> None:
-    guard = AddressGuard.from_setting("127.0.0.0/8")
+    guard = AddressGuard.parse("127.0.0.0/8")
     assert guard.refuses("127.0.3.9") is None
     assert guard.refuses("::ffff:127.0.0.1") is None  # the same address, IPv4-mapped
     assert guard.refuses("::1") == "loopback"
@@ -60,11 +60,11 @@ def test_an_allowed_network_opens_only_itself() -> None:
     [(True, True), ("true", True), ("1", True), (False, False), ("", False), ("false", False)],
 )
 def test_the_setting_reads_booleans(setting: object, off: bool) -> None:
-    assert (AddressGuard.from_setting(setting).refuses("10.0.0.1") is None) is off
+    assert (AddressGuard.parse(setting).refuses("10.0.0.1") is None) is off
 
 
 def test_a_list_of_networks() -> None:
-    guard = AddressGuard.from_setting(["10.1.0.0/16", "fd00::/8"])
+    guard = AddressGuard.parse(["10.1.0.0/16", "fd00::/8"])
     assert guard.refuses("10.1.9.9") is None
     assert guard.refuses("10.2.0.1") == "private"
     assert guard.refuses("fd12::1") is None
@@ -72,7 +72,7 @@ def test_a_list_of_networks() -> None:
 
 def test_bad_settings_and_addresses_are_explained() -> None:
     with pytest.raises(ConfigurationError, match="not a network"):
-        AddressGuard.from_setting("127.0.0.0/8,localhost")
+        AddressGuard.parse("127.0.0.0/8,localhost")
     with pytest.raises(ConfigurationError, match="IRL_ALLOW_PRIVATE_ADDRESSES"):
-        AddressGuard.from_setting(3.5)
+        AddressGuard.parse(3.5)
     assert AddressGuard().refuses("not-an-address") == "invalid"

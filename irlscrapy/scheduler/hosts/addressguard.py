@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
+from typing import Any
 
+from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -83,9 +85,13 @@ class AddressGuard:
             self.allowed = tuple(_network(text) for text in allow)
 
     @classmethod
-    def from_setting(cls, value: object) -> AddressGuard:
-        """From ``IRL_ALLOW_PRIVATE_ADDRESSES``: a bool, or networks as a list or a
-        comma-separated string (``"true"``/``"false"`` as strings too, from ``-s``)."""
+    def from_settings(cls, settings: Any) -> AddressGuard:
+        return cls.parse(defaults.get(settings, "IRL_ALLOW_PRIVATE_ADDRESSES"))
+
+    @classmethod
+    def parse(cls, value: object) -> AddressGuard:
+        """From ``IRL_ALLOW_PRIVATE_ADDRESSES``'s value: a bool, or networks as a list or
+        a comma-separated string (``"true"``/``"false"`` as strings too, from ``-s``)."""
         if isinstance(value, bool):
             return cls(value)
         if isinstance(value, str):

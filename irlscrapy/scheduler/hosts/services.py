@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 from scrapy.crawler import Crawler
 
-from irlscrapy import defaults
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.dns import DNSCache
@@ -34,7 +33,7 @@ class HostServices:
             Politeness.from_settings(settings),
             RobotsCache.from_settings(settings),
             HostHealth.from_settings(settings),
-            AddressGuard.from_setting(defaults.get(settings, "IRL_ALLOW_PRIVATE_ADDRESSES")),
+            AddressGuard.from_settings(settings),
         )
 
     def open(self, state: StateDirectory) -> None:

@@ -2,7 +2,8 @@
 
 :func:`read_crawl` takes the crawl's state directory (``JOBDIR`` or ``IRL_STATE_DIR``)
 and holds its ``LOCK`` while it reads, so a crawl still running is refused and none can
-start meanwhile. It reads the timeline and ``stats.json`` written by
+start meanwhile (the crawl that renders its own report at close skips that check). It
+reads the timeline and ``stats.json`` written by
 :class:`irlscrapy.report.timeline.CrawlRecorder` (their format:
 :mod:`irlscrapy.report.layout`) and, when the crawl ran STAR, every PLD's in-degree
 and pages from STAR's in-degree store (:mod:`irlscrapy.star.indegree`).

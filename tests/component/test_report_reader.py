@@ -20,7 +20,7 @@ from irlscrapy.cli import main
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ReportError
 from irlscrapy.report.layout import last_run, write_stats
-from irlscrapy.report.records import read_crawl
+from irlscrapy.report.reader import read_crawl
 from irlscrapy.report.render import PNG_PLDS, PNG_RATE, write_report
 from irlscrapy.report.timeline import CONTENT_TYPES, CrawlRecorder
 
