@@ -10,49 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from twisted.internet import defer
 
-from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
-from irlscrapy.scheduler.frontier.beast import Beast
-from irlscrapy.scheduler.frontier.parking import ParkedStore
-from irlscrapy.scheduler.frontier.workbench import Workbench
-from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.pipeline import ADMIT_SLICE, DEFERRAL_RUN, Frontier
 from irlscrapy.scheduler.requestcodec import encode_link
+
+from .frontierfixture import open_test_frontier
 
 HOST_CAP = 5
 
 
-class _Stats:
-    def __init__(self) -> None:
-        self.values: dict[str, int] = {}
-
-    def inc_value(self, key: str, count: int = 1) -> None:
-        self.values[key] = self.values.get(key, 0) + count
-
-
 @pytest.fixture
 def frontier(tmp_path: Path) -> Iterator[Frontier]:
-    beast = Beast(tmp_path / "beast", lambda _: 100)
-    beast.open()
-    journal = AdmittedJournal(tmp_path / "admitted")
-    journal.open()
-    parked = ParkedStore(tmp_path)
-    parked.open()
-    front = Frontier(
-        beast,
-        Workbench(lambda state: 0.0, lambda entry: 0.0),
-        journal,
-        parked,
-        lambda host: defer.succeed("8.8.8.8"),
-        lambda _: 100,
-        _Stats(),
-        capacity=10_000,
-        host_cap=HOST_CAP,
-        user_agent="test",
-        clock=lambda: 0.0,
-        guard=AddressGuard(),
-    )
+    front = open_test_frontier(tmp_path, capacity=10_000, host_cap=HOST_CAP, clock=lambda: 0.0)
     yield front
     front.close()
 

@@ -8,51 +8,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from twisted.internet import defer
 
-from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
-from irlscrapy.scheduler.frontier.beast import Beast
-from irlscrapy.scheduler.frontier.parking import ParkedStore
-from irlscrapy.scheduler.frontier.workbench import VisitState, Workbench
-from irlscrapy.scheduler.hosts.addressguard import AddressGuard
+from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth
-from irlscrapy.scheduler.pipeline import Frontier, MemoryItem, item_url
+from irlscrapy.scheduler.pipeline import MemoryItem, item_url
 from irlscrapy.scheduler.requestcodec import encode_link
+
+from .frontierfixture import open_test_frontier
 
 HEALTH = HostHealth(backoff_base=2.0, backoff_max=30.0, max_failures=3, retire_delay=600.0)
 HOST = "sick.example"
 
 
-class _Stats:
-    def __init__(self) -> None:
-        self.values: dict[str, int] = {}
-
-    def inc_value(self, key: str, count: int = 1) -> None:
-        self.values[key] = self.values.get(key, 0) + count
-
-
 @pytest.fixture
 def frontier(tmp_path: Path) -> Any:
-    beast = Beast(tmp_path / "beast", lambda _: 100)
-    beast.open()
-    journal = AdmittedJournal(tmp_path / "admitted")
-    journal.open()
-    parked = ParkedStore(tmp_path)
-    parked.open()
     clock = [0.0]
-    front = Frontier(
-        beast,
-        Workbench(lambda state: 1.0, lambda entry: 0.0),
-        journal,
-        parked,
-        lambda host: defer.succeed("8.8.8.8"),
-        lambda _: 100,
-        _Stats(),
+    front = open_test_frontier(
+        tmp_path,
         capacity=1000,
         host_cap=100,
-        user_agent="test",
         clock=lambda: clock[0],
-        guard=AddressGuard(),
+        host_delay=lambda state: 1.0,
     )
     front.now = clock
     yield front

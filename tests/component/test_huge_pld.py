@@ -16,14 +16,13 @@ from pathlib import Path
 
 from twisted.internet import defer
 
-from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
-from irlscrapy.scheduler.frontier.beast import Beast
-from irlscrapy.scheduler.frontier.parking import ParkedStore
-from irlscrapy.scheduler.frontier.workbench import IPEntry, VisitState, Workbench
+from irlscrapy.scheduler.frontier.workbench import IPEntry, VisitState
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.delays import Politeness
-from irlscrapy.scheduler.pipeline import Frontier, Item
+from irlscrapy.scheduler.pipeline import Item
 from irlscrapy.scheduler.requestcodec import encode_link
+
+from .frontierfixture import open_test_frontier
 
 IN_FLIGHT = 64
 FETCH_SECONDS = 0.25
@@ -34,14 +33,6 @@ HOSTS_PER_IP = 27
 HUGE_HOSTS = 4  # the monster PLD's hosts, all on one IP
 FETCHES = 3000
 SEEDS = 200
-
-
-class _Stats:
-    def __init__(self) -> None:
-        self.values: dict[str, int] = {}
-
-    def inc_value(self, key: str, count: int = 1) -> None:
-        self.values[key] = self.values.get(key, 0) + count
 
 
 def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
@@ -61,27 +52,18 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
         number = int(host.split(".")[0][1:]) * HOSTS_PER_PLD + int(host.split(".")[1][1:])
         return defer.succeed(f"10.0.{number // HOSTS_PER_IP // 256}.{number // HOSTS_PER_IP % 256}")
 
-    beast = Beast(work / "beast", lambda _: 10)
-    beast.open()
-    journal = AdmittedJournal(work / "admitted")
-    journal.open()
-    parked = ParkedStore(work)
-    parked.open()
-    workbench = Workbench(host_delay, ip_delay)
-    frontier = Frontier(
-        beast,
-        workbench,
-        journal,
-        parked,
-        address,
-        lambda _: 10,
-        _Stats(),
+    frontier = open_test_frontier(
+        work,
         capacity=20_000,
         host_cap=64,
-        user_agent="sim",
         clock=lambda: now,  # the simulated time
+        budget=10,
+        host_delay=host_delay,
+        ip_delay=ip_delay,
+        resolve=address,
         guard=AddressGuard(allow=True),  # the simulation's addresses are private ones
     )
+    workbench = frontier.workbench
     counter = 0
 
     def new_url() -> str:
