@@ -24,8 +24,6 @@ Stats: ``dupefilter/filtered`` (as Scrapy's RFPDupeFilter), ``irl/urlseen/merges
 from __future__ import annotations
 
 import logging
-import shutil
-import tempfile
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -55,30 +53,22 @@ duplicates_logger = logging.getLogger("scrapy.dupefilters")
 PENDING_KEY_BYTES = 128  # RAM per pending key held in a Python set, with slack
 
 
-def _release(
-    drum: DRUM,
-    merge_thread: MergeThread | None,
-    temporary: Path | None,
-    state: StateDirectory | None,
-) -> None:
+def _release(drum: DRUM, merge_thread: MergeThread | None, state: StateDirectory | None) -> None:
     """Close what an open URLseen holds: its merge thread, its DRUM (files, LevelDB,
-    lock), its temporary directory and its hold on the crawl's state directory. Run by
-    close(), or when a URLseen that was never closed is garbage-collected (its crawl
-    failed to start, a test failed): then too no file is left open (no
-    ResourceWarning), no directory locked, no temporary left."""
+    lock) and its hold on its state directory (a temporary one goes with its last
+    holder). Run by close(), or when a URLseen that was never closed is
+    garbage-collected (its crawl failed to start, a test failed): then too no file is
+    left open (no ResourceWarning), no directory locked, no temporary left."""
     if merge_thread is not None:
         merge_thread.stop()
     drum.close()
-    if temporary is not None:
-        shutil.rmtree(temporary, ignore_errors=True)
     if state is not None:
         state.close()
 
 
 #: the finalizer that runs _release (weakref.finalize is not subscriptable at run time)
 _Release: TypeAlias = (
-    "weakref.finalize[[DRUM, MergeThread | None, Path | None, StateDirectory | None], "
-    "DRUMDupeFilter]"
+    "weakref.finalize[[DRUM, MergeThread | None, StateDirectory | None], DRUMDupeFilter]"
 )
 
 
@@ -94,10 +84,11 @@ class DRUMDupeFilter(BaseDupeFilter):
         in_thread: Callable[..., defer.Deferred[Any]] | None = None,
         state: StateDirectory | None = None,
     ) -> None:
-        #: the crawl's state directory, where URLseen is ``urlseen/`` (then ``path`` is
-        #: None); else ``path``, or a temporary directory when that is None too
+        #: the state directory URLseen is ``urlseen/`` in (the crawl's; without it and
+        #: without ``path``, a temporary one of its own); None: ``path`` itself
+        if path is None and state is None:
+            state = StateDirectory(None)
         self.state = state
-        self.temporary = path is None and state is None
         if state is not None and state.path is not None:
             path = state.path / "urlseen"  # configured: known before open()
         self.path = path
@@ -139,8 +130,7 @@ class DRUMDupeFilter(BaseDupeFilter):
     def open(self) -> None:
         if self.state is not None:
             self.path = self.state.open() / "urlseen"
-        elif self.path is None:
-            self.path = Path(tempfile.mkdtemp(prefix="irlscrapy-urlseen-"))
+        assert self.path is not None
         self.drum = DRUM(
             self.path,
             buckets=self.sizes.buckets,
@@ -148,10 +138,7 @@ class DRUMDupeFilter(BaseDupeFilter):
             spill_bytes=self.sizes.spill_bytes,
         )
         self.drum.open()
-        temporary = self.path if self.temporary else None
-        self._release = weakref.finalize(
-            self, _release, self.drum, self._merge_thread, temporary, self.state
-        )
+        self._release = weakref.finalize(self, _release, self.drum, self._merge_thread, self.state)
         if self.drum.should_merge():  # a crash left submitted keys unmerged
             logger.info(
                 "merging %d keys left by the previous run in %s", self.drum.pending, self.path
