@@ -103,13 +103,13 @@ ADDON_ON_LOOPBACK: dict[str, Any] = {
 }
 
 
-def _follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes]) -> None:
+def _follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes], wall: float) -> None:
     """Read the server log as it grows; SIGINT the crawl once ``pages`` page requests
-    were served (or stop following when the crawl ends, or after BROAD_WALL_S)."""
+    were served (or stop following when the crawl ends, or after ``wall`` seconds)."""
     served = 0
     offset = 0
     started = time.monotonic()
-    while crawl.poll() is None and time.monotonic() - started < BROAD_WALL_S:
+    while crawl.poll() is None and time.monotonic() - started < wall:
         time.sleep(2.0)
         if not log.exists():
             continue
@@ -129,19 +129,27 @@ def _follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes]) -> None
 
 
 def crawl_broad_web(
-    workdir: Path, pages: int, settings: dict[str, Any], seed: int = 0, jobdir: bool = True
+    workdir: Path,
+    pages: int,
+    settings: dict[str, Any],
+    seed: int = 0,
+    jobdir: bool = True,
+    profile: str = "broad",
+    wall: float = BROAD_WALL_S,
 ) -> tuple[list[dict[str, Any]], str]:
-    """``scrapy crawl broad`` of the in-vitro ``broad`` web (its own server, seed
+    """``scrapy crawl broad`` of an in-vitro web (its own server, ``profile`` and seed
     ``seed``) with ``settings`` on top of the project's, stopped by one SIGINT once the
-    server has served ``pages`` page requests (robots.txt not counted; with a JOBDIR
-    unless ``jobdir`` is false); if it has not
+    server's log in ``workdir`` holds ``pages`` page requests (robots.txt not counted;
+    with a JOBDIR unless ``jobdir`` is false), or after ``wall`` seconds; if it has not
     stopped STOP_GRACE_S later (downloads in flight), a second SIGINT forces it, as
-    Scrapy documents. Returns the server's request log and the crawl's own log; exits
-    if the crawl failed."""
+    Scrapy documents. The server's log and the crawl's are appended to, so a crawl
+    resumed from its JOBDIR in the same ``workdir`` counts on from where it stopped.
+    Returns the server's request log and the crawl's own log; exits if the crawl
+    failed."""
     log = workdir / "requests.jsonl"
     cmd = [
         sys.executable, "-m", "scrapy", "crawl", "broad",
-        "-a", "seeds=invitro", "-a", "profile=broad", "-a", f"seed={seed}",
+        "-a", "seeds=invitro", "-a", f"profile={profile}", "-a", f"seed={seed}",
         "-a", f"invitro_log={log}",
         "-s", "TELNETCONSOLE_ENABLED=0",
     ]  # fmt: skip
@@ -153,9 +161,9 @@ def crawl_broad_web(
     env = {k: v for k, v in os.environ.items() if k.lower() not in PROXY_VARIABLES}
     stderr = workdir / "crawl.log"
     forced = False
-    with open(stderr, "w") as err:
+    with open(stderr, "a") as err:
         crawl = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=err, stderr=err)
-        _follow_until(log, pages, crawl)
+        _follow_until(log, pages, crawl, wall)
         try:
             returncode = crawl.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:  # downloads still in flight: Scrapy's forced stop

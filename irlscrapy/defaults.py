@@ -7,6 +7,7 @@ The README's settings table is checked against :data:`SETTINGS` by the test suit
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,12 +159,14 @@ SETTINGS: tuple[Setting, ...] = (
         "queue holds",
     ),
     Setting(
-        "IRL_STAR_ENABLED",
-        True,
-        "bool",
-        "on/off",
-        "STAR: count PLD in-degrees from crawled pages and give top-ranked PLDs larger "
-        "budgets; off, every PLD keeps IRL_BEAST_BUDGET",
+        "IRL_BUDGETS",
+        "star",
+        "str",
+        "star, constant or off",
+        "how many URLs of one PLD a BEAST queue holds: star, STAR's budget from the PLD's "
+        "in-degree rank (IRL_STAR_BUDGET_FUNCTION); constant, IRL_BEAST_BUDGET for every "
+        "PLD; off, no limit (one FIFO queue, delays as for IRL_BEAST_BUDGET). STAR counts "
+        "in-degrees in all three",
     ),
     Setting(
         "IRL_STAR_BUDGET_FUNCTION",
@@ -223,6 +226,16 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "URLs",
         "RAM cap on URLs admitted from BEAST into the workbench (and waiting for DNS)",
+    ),
+    Setting(
+        "IRL_WORKBENCH_HORIZON",
+        30.0,
+        "float",
+        "seconds",
+        "admission from BEAST keeps the workbench at what the crawler fetches within this "
+        "many seconds (its recent rate x the horizon; per host the horizon / tau_h), so "
+        "BEAST's budget order decides what is crawled; past it only while no host is due "
+        "and a fetch could start; 0: fill up to IRL_WORKBENCH_URLS",
     ),
     Setting(
         "IRL_WORKBENCH_HOST_URLS",
@@ -497,6 +510,25 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+#: Settings an earlier irlscrapy read, and what replaced them.
+RETIRED: dict[str, str] = {
+    "IRL_STAR_ENABLED": "IRL_BUDGETS ('star', 'constant' or 'off'; STAR always counts)",
+}
+
+
+def check_names(settings: Any) -> None:
+    """Refuse an ``IRL_*`` name that is no setting (a typo, or a retired one) with what
+    was meant: a misspelt setting would otherwise be silently ignored."""
+    problems = []
+    for name in sorted(n for n in dict(settings) if n.startswith("IRL_") and n not in BY_NAME):
+        if name in RETIRED:
+            problems.append(f"{name} is no longer read: use {RETIRED[name]}")
+        else:
+            close = difflib.get_close_matches(name, BY_NAME, n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            problems.append(f"{name} is not an irlscrapy setting{hint}")
+    if problems:
+        raise ConfigurationError("; ".join(problems))
 
 
 def get(settings: Any, name: str) -> Any:

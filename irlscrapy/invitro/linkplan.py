@@ -226,19 +226,21 @@ def spam_links(web: InVitroWeb, host: Host, n: int) -> list[str]:
     if n == 0 and host.number == 0:
         links.extend(f"http://{web.host_name(t, 0)}/" for t in outs)
     host_limit, page_limit = p.spam_hosts_per_pld, p.spam_pages_per_host
-    for _ in range(int(p.links_per_page * (0.5 + rng.random()))):
+    per_page = p.links_per_page if p.spam_links_per_page is None else p.spam_links_per_page
+    spread = p.spam_link_range or 0
+    for _ in range(int(per_page * (0.5 + rng.random()))):
         r = rng.random()
         if r < 0.6:  # branch without end across the farm's hosts and PLDs
             member = first + int(rng.random() * p.spam_plds_per_farm)
-            k = int(rng.random() * (2 * host.number + 5))
-            m = int(rng.random() * (2 * n + 5))
+            k = int(rng.random() * (spread or 2 * host.number + 5))
+            m = int(rng.random() * (spread or 2 * n + 5))
             if host_limit is not None:
                 k %= host_limit
             if page_limit is not None:
                 m %= page_limit
             links.append(f"http://{web.host_name(member, k)}/{'p' + str(m) if m else ''}")
         elif r < 0.85:
-            m = int(rng.random() * (2 * n + 5))
+            m = int(rng.random() * (spread or 2 * n + 5))
             if page_limit is not None:
                 m %= page_limit
             links.append(f"/p{m}" if m else "/")

@@ -17,6 +17,13 @@ Two profiles ship:
     IRLbot-like and unbounded for any crawl this machine can run: ~60 links and
     ~25 KB per page, 200,000 legitimate pay-level domains (PLDs) with ~3.5 hosts each
     and ~27 hosts per IP, spam farms with unlimited hosts and pages, unbounded traps.
+``spam``
+    ``broad`` scaled to where a breadth-first crawler is trapped within 100,000 pages,
+    as IRLbot saw it after 3-4 BFS levels (seeds/003 section VI.A): a smaller
+    legitimate web (50,000 PLDs, ~30 links a page), comment spam and bought links on
+    12% of the legitimate PLDs, and 8 farms of 25 PLDs each whose link-heavy pages (~80
+    links) name generated hosts and pages without end. Its calibration, and why each
+    parameter has its value, is in BENCHMARKS.md (issue 19).
 """
 
 from __future__ import annotations
@@ -120,6 +127,14 @@ class Profile:
     index_host_share: float = 0.0
     index_links: int = 0
     index_host_pages: int = 0
+    #: Mean anchors per spam page; None: ``links_per_page``. Link farms are link-heavy:
+    #: their pages exist to pass rank on (issue 19).
+    spam_links_per_page: int | None = None
+    #: None: a spam page of host number k, page n, links to hosts below 2k + 5 and pages
+    #: below 2n + 5 of its farm (the farm grows level by level); a number: to hosts and
+    #: pages drawn uniformly below it, so nearly every link names a URL never seen, as
+    #: generated spam names do.
+    spam_link_range: int | None = None
 
     def __post_init__(self) -> None:
         problems = []
@@ -295,7 +310,28 @@ BROAD = Profile(
     seeds=20,
 )
 
-PROFILES: dict[str, Profile] = {p.name: p for p in (TINY, BROAD)}
+#: ``broad``, made into a web where breadth-first crawling is trapped by spam farms
+#: (see the module docstring; the calibration is in BENCHMARKS.md, issue 19). Farms own
+#: a fixed, small number of PLDs (PLDs cost money); hosts and pages cost nothing.
+SPAM = dataclasses.replace(
+    BROAD,
+    name="spam",
+    legit_plds=50_000,
+    pld_out_degree=10.0,
+    links_per_page=30,
+    pages_per_host=15.0,
+    hosts_per_pld=2.5,
+    huge_sites=10,
+    huge_site_hosts=5_000,
+    spam_inlink_prob=0.12,
+    spam_farms=8,
+    spam_plds_per_farm=25,
+    spam_links_per_page=80,
+    spam_link_range=1_000_000,
+    seeds=10,
+)
+
+PROFILES: dict[str, Profile] = {p.name: p for p in (TINY, BROAD, SPAM)}
 
 
 def get_profile(name: str) -> Profile:

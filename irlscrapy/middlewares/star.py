@@ -19,7 +19,8 @@ Two jobs, on every page a spider callback handles:
    depth, URL-length limits and Referer exactly as Requests a spider yields itself.
 
 STAR is off (pages are not counted, every PLD has the default budget) under Scrapy's
-stock scheduler, and with ``IRL_STAR_ENABLED = False`` (the control of bench/quality.py).
+stock scheduler. Under the IRL scheduler it always counts; ``IRL_BUDGETS`` decides
+whether its ranking sets the budgets (:mod:`irlscrapy.star.budgets`).
 """
 
 from __future__ import annotations

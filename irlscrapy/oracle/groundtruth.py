@@ -1,7 +1,7 @@
 """Ground truth: what a crawler with a given policy would request from an in-vitro web.
 
-:func:`crawl_order` walks the web breadth-first from its seeds without any network,
-applying a :class:`CrawlPolicy`:
+:func:`crawl_order` walks the web breadth-first from its seeds without any network
+(:func:`crawl_levels` with each URL's depth), applying a :class:`CrawlPolicy`:
 
 - robots exclusion: ``"rfc9309"`` (RFC 9309: 4xx = allow all; 5xx or unreachable =
   disallow all; only the first 500 KiB are parsed) or ``"scrapy"`` (what Scrapy's
@@ -80,10 +80,19 @@ def crawl_order(
     web: InVitroWeb, policy: CrawlPolicy = CrawlPolicy(), seeds: list[str] | None = None
 ) -> Iterator[tuple[str, Reply]]:
     """Yield ``(url, reply)`` for every URL the policy requests, breadth-first."""
-    queue = deque(seeds if seeds is not None else web.seeds())
-    seen = set(queue)
+    for _, url, reply in crawl_levels(web, policy, seeds):
+        yield url, reply
+
+
+def crawl_levels(
+    web: InVitroWeb, policy: CrawlPolicy = CrawlPolicy(), seeds: list[str] | None = None
+) -> Iterator[tuple[int, str, Reply]]:
+    """Yield ``(depth, url, reply)`` for every URL the policy requests, breadth-first:
+    depth 0 for the seeds, and one more than the page it was first found on."""
+    queue = deque((0, url) for url in (seeds if seeds is not None else web.seeds()))
+    seen = {url for _, url in queue}
     while queue:
-        url = queue.popleft()
+        depth, url = queue.popleft()
         host_name, path = split_url(url)
         host = web.host(host_name)
         if host is None or host.dns in ("nxdomain", "servfail", "timeout"):
@@ -94,14 +103,14 @@ def crawl_order(
             continue
         scheme = url_scheme(url)
         if not host.serves(scheme):
-            yield url, REFUSED
+            yield depth, url, REFUSED
             continue
         reply = web.respond(host_name, path, scheme=scheme)
-        yield url, reply
+        yield depth, url, reply
         for nxt in followed_links(url, reply, policy):
             if nxt not in seen:
                 seen.add(nxt)
-                queue.append(nxt)
+                queue.append((depth + 1, nxt))
 
 
 def followed_links(url: str, reply: Reply, policy: CrawlPolicy) -> list[str]:

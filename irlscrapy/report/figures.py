@@ -43,6 +43,8 @@ GAUGES: dict[str, str] = {
     "beast_overflow_urls": "URLs in BEAST's overflow queue QF",
     "dns_waiting_urls": "admitted URLs whose host is being resolved",
     "workbench_urls": "URLs in the workbench (RAM)",
+    "horizon_urls": "the workbench's target: URLs fetched within IRL_WORKBENCH_HORIZON at the "
+    "recent rate (0: no horizon)",
     "workbench_hosts": "hosts in the workbench",
     "workbench_ips": "IP addresses in the workbench",
     "ips_due": "IPs with a host due now (counted up to 1,000)",

@@ -127,8 +127,9 @@ def _frontier_part(figures: dict[str, float]) -> str:
     return (
         "; frontier: URLseen {urlseen_pending:,.0f} pending, BEAST {beast_urls:,.0f} URLs "
         "in {beast_queues:.0f} queues, DNS {dns_waiting_urls:,.0f}, workbench "
-        "{workbench_urls:,.0f} URLs / {workbench_hosts:,.0f} hosts / {workbench_ips:,.0f} "
-        "IPs ({ips_due:,.0f} due), {fetches_in_flight:.0f} fetching (cap {fetch_cap:.0f}), "
+        "{workbench_urls:,.0f} URLs (horizon {horizon_urls:,.0f}) / {workbench_hosts:,.0f} "
+        "hosts / {workbench_ips:,.0f} IPs ({ips_due:,.0f} due), {fetches_in_flight:.0f} "
+        "fetching (cap {fetch_cap:.0f}), "
         "{held_urls:,.0f} held, {parked_urls:,.0f} parked"
     ).format(**figures)
 

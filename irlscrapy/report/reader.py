@@ -108,7 +108,7 @@ def read_crawl(
         ) from None
     try:
         crawl = _read_records(state_dir, meter)
-        if crawl.settings.get("IRL_STAR_ENABLED") and (state_dir / "star").is_dir():
+        if (state_dir / "star").is_dir():  # the IRL scheduler ran (STAR's store)
             crawl.star = read_star(state_dir / "star", crawl.settings, meter)
         return crawl
     finally:

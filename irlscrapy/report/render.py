@@ -112,6 +112,10 @@ def report_data(crawl: CrawlRecords) -> dict[str, Any]:
         "runs": crawl.runs,
         "finish_reason": stats.get("finish_reason") if crawl.stats_run == crawl.runs else None,
     }
+    invitro_pages = run_total(lines, "invitro_pages")
+    if invitro_pages:  # the in-vitro web's ground truth: which pages were of spam farms
+        summary["spam_pages"] = run_total(lines, "spam_pages")
+        summary["spam_share"] = summary["spam_pages"] / invitro_pages
     data: dict[str, Any] = {
         "state_dir": str(crawl.state_dir),
         "summary": summary,
@@ -239,6 +243,12 @@ def _html(crawl: CrawlRecords, data: dict[str, Any]) -> str:
             table_id="summary",
         )
     )
+    if "spam_share" in s:
+        parts.append(
+            f"<p id='spam'>Pages of spam farms (the in-vitro web's ground truth): "
+            f"{_fmt(s['spam_pages'])}, {s['spam_share']:.2%} of the pages the spider handled."
+            "</p>"
+        )
     parts.append(f"<h2>Download rate</h2><img src='{PNG_RATE}' alt='download rate'>")
     parts.append(
         _table(
@@ -290,8 +300,8 @@ def _html(crawl: CrawlRecords, data: dict[str, Any]) -> str:
         )
     else:
         parts.append(
-            "<h2>Pages per PLD, top PLDs</h2><p>STAR was off in this crawl "
-            "(IRL_STAR_ENABLED = False, or another scheduler): no PLD in-degrees.</p>"
+            "<h2>Pages per PLD, top PLDs</h2><p>STAR did not run in this crawl "
+            "(another scheduler than irlscrapy's): no PLD in-degrees.</p>"
         )
     for title, name in (
         ("Status codes", "status"),

@@ -55,6 +55,9 @@ SCRAPY_SETTINGS = ("CLOSESPIDER_PAGECOUNT", "CONCURRENT_REQUESTS", "ROBOTSTXT_OB
 STATUS_PREFIX = "downloader/response_status_count/"
 CONTENT_TYPE_PREFIX = "irl/content_type/"
 ROBOTS_PREFIXES = ("irl/robots/", "robotstxt/")
+#: Counts the broad spider keeps on the in-vitro web (its ground truth): timeline name ->
+#: stat; recorded only when the crawl has them.
+INVITRO_COUNTS = {"invitro_pages": "invitro/pages", "spam_pages": "invitro/spam_pages"}
 
 
 class CrawlRecorder:
@@ -143,6 +146,9 @@ class CrawlRecorder:
         }
         line.update(crawl_figures(self.crawler))
         line["bytes"] = stats.get_value("downloader/response_bytes", 0)
+        for name, stat in INVITRO_COUNTS.items():
+            if (count := stats.get_value(stat)) is not None:
+                line[name] = count
         status: dict[str, Any] = {}
         content_types: dict[str, Any] = {}
         robots: dict[str, Any] = {}

@@ -132,6 +132,7 @@ class Dispatcher:
         self.progress_at = waker.clock.seconds()
         self._admission_due = 0.0  # the clock's time admission may run again
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
+        self._hungry_due = 0.0  # the clock's time _idle may admit past the horizon again
 
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:
@@ -237,7 +238,8 @@ class Dispatcher:
         frontier, intake = self.frontier, self.intake
         now = self.waker.clock.seconds()
         idle = not self.ledger and not self.refusals
-        refill = now >= self._refill_due and len(self.ledger) < self.fetch_cap()
+        room = len(self.ledger) < self.fetch_cap()
+        refill = now >= self._refill_due and room
         if (idle or refill) and intake.pending and not intake.merging:
             intake.flush()
         if refill:
@@ -245,23 +247,27 @@ class Dispatcher:
             # gives back up to pipeline.DEFERRAL_RUN of them: hence the interval.
             self._refill_due = now + IDLE_REFILL_INTERVAL
             frontier.resume_admission()
-        if idle:
-            if frontier.can_admit() and frontier.admit():
+        # Nothing is due and a fetch could start: admit past the horizon's target (at
+        # most every ADMIT_INTERVAL while fetches are in flight, whose ends wake us).
+        if room and (idle or now >= self._hungry_due) and frontier.can_admit(hungry=True):
+            self._hungry_due = now + ADMIT_INTERVAL
+            if frontier.admit(hungry=True):
                 self.waker.wake()
-                return
-            if self._blocked():
-                due = frontier.next_due()
-                deadline = self.progress_at + self._give_up_wait()
-                waits_on_failures = due is None or frontier.waits_on_failures(now)
-                if (
-                    not self.continuous
-                    and waits_on_failures
-                    and (due is None or due > deadline or now >= deadline)
-                ):
-                    self._give_up()
-                elif due is not None:
-                    self.waker.wake_at(due if self.continuous else min(due, deadline))
-                return
+                if idle:
+                    return
+        if idle and self._blocked():
+            due = frontier.next_due()
+            deadline = self.progress_at + self._give_up_wait()
+            waits_on_failures = due is None or frontier.waits_on_failures(now)
+            if (
+                not self.continuous
+                and waits_on_failures
+                and (due is None or due > deadline or now >= deadline)
+            ):
+                self._give_up()
+            elif due is not None:
+                self.waker.wake_at(due if self.continuous else min(due, deadline))
+            return
         due = frontier.next_due()
         if due is not None:
             self.waker.wake_at(due)
@@ -405,6 +411,7 @@ class Dispatcher:
             "beast_overflow_urls": frontier.beast.qf_records,
             "dns_waiting_urls": frontier.waiting_dns,
             "workbench_urls": len(workbench),
+            "horizon_urls": frontier.horizon_urls(),
             "workbench_hosts": len(workbench.hosts),
             "workbench_ips": len(workbench.ips),
             "ips_due": workbench.due_ips(self.waker.clock.seconds(), DUE_COUNT_LIMIT),

@@ -31,6 +31,7 @@ from irlscrapy.scheduler.keys import FETCH_KEY, state_closed
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, resume
 from irlscrapy.services import provide, provided
+from irlscrapy.star.budgets import budget_mode, budget_sources
 from irlscrapy.star.indegree import PLDInDegree
 from irlscrapy.statedir import StateDirectory
 from irlscrapy.workers import installed_reactor
@@ -84,6 +85,7 @@ class IRLScheduler(BaseScheduler):
         frontier_settings: FrontierSettings,
         dispatch_settings: DispatchSettings,
         *,
+        budgets: str = "star",
         indegree: PLDInDegree | None = None,
         governor: LoadGovernor | None = None,
     ) -> None:
@@ -96,7 +98,8 @@ class IRLScheduler(BaseScheduler):
         self.state = state
         self.frontier_settings = frontier_settings
         self.dispatch_settings = dispatch_settings
-        self.indegree = indegree  # STAR's budgets; None: every PLD has the default
+        self.budgets = budgets  # IRL_BUDGETS: star, constant or off
+        self.indegree = indegree  # STAR's in-degrees and budgets; None: STAR does not run
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
         self.stop = CrawlStop(crawler, lambda: state.path)
         self.frontier: Frontier | None = None
@@ -106,10 +109,8 @@ class IRLScheduler(BaseScheduler):
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
         settings = crawler.settings
+        defaults.check_names(settings)
         reactor = installed_reactor()
-        indegree = None
-        if defaults.get(settings, "IRL_STAR_ENABLED"):
-            indegree = PLDInDegree.from_settings(settings, crawler.stats, reactor.seconds)
         scheduler = cls(
             crawler,
             Intake.from_crawler(crawler, EngineWaker(crawler, reactor)),
@@ -117,7 +118,8 @@ class IRLScheduler(BaseScheduler):
             StateDirectory.of(crawler),
             FrontierSettings.from_settings(settings),
             DispatchSettings.from_settings(settings),
-            indegree=indegree,
+            budgets=budget_mode(defaults.get(settings, "IRL_BUDGETS")),
+            indegree=PLDInDegree.from_settings(settings, crawler.stats, reactor.seconds),
             governor=LoadGovernor.from_settings(settings),
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
@@ -156,8 +158,11 @@ class IRLScheduler(BaseScheduler):
         self.urlseen.batched = True
         self.urlseen.open()
         hosts.open(state)
-        budget = hosts.politeness.default_budget
-        budget_of = indegree.budget_of if indegree is not None else lambda _: budget
+        beast_budget, delay_budget = budget_sources(
+            self.budgets,
+            indegree.budget_of if indegree is not None else None,
+            hosts.politeness.default_budget,
+        )
         if indegree is not None:
             indegree.on_error = lambda failure: self.stop.failed(failure, "refreshing STAR")
             indegree.open(state / "star")
@@ -165,7 +170,8 @@ class IRLScheduler(BaseScheduler):
             state,
             self.frontier_settings,
             hosts.politeness,
-            budget_of,
+            beast_budget,
+            delay_budget,
             hosts.robots,
             PayLevelDomains.of(self.crawler),
             resolve=hosts.dns.resolve,

@@ -12,8 +12,13 @@ there is room (``capacity`` URLs, counting those waiting for DNS):
   whose DNS fails is dropped with its waiting URLs (stats ``irl/dns/dropped_hosts`` and
   ``irl/dns/dropped_urls``); so is a host the address guard refuses
   (:mod:`irlscrapy.scheduler.hosts.addressguard`; ``irl/guard/refused_hosts``, ``_urls``);
-- a host already holding ``host_cap`` URLs gets no more: the record goes back to BEAST,
-  which places it in a later queue (``irl/frontier/deferred``). So a huge site cannot
+- with a horizon (:mod:`irlscrapy.scheduler.frontier.horizon`), RAM holds about what the
+  crawler fetches within it, overall and per host, so BEAST's order (the budgets)
+  decides what is crawled; :meth:`admit` goes past the overall target only when the
+  caller says the crawler is *hungry* (room for a fetch, no host due);
+- a host already holding ``host_cap`` URLs (or its horizon share, or whose IP holds
+  its share) gets no more: the record goes back to BEAST, which places it in a later
+  queue (``irl/frontier/deferred``). So a huge site cannot
   fill RAM with URLs that all wait on its one host (the paper's stall); and after a run
   of deferrals admission pauses until such a host has taken a URL, so deferring never
   spins through the disk queues. The run is counted across admit() calls (each reads
@@ -45,6 +50,8 @@ to the front of that host's visit state.
 Invariants:
 *Every URL pushed is, exactly once, handed out by take(), dropped with a stat, or parked.*
 *RAM holds at most ``capacity`` admitted URLs, plus retries and redirects.*
+*Admission stops at the horizon's target only while a host is due or the crawler is
+busy: it never leaves the crawler idle with work in BEAST.*
 *No URL of a host is handed out before its robots.txt has been answered, nor after its
 rules have expired.*
 
@@ -75,6 +82,7 @@ from twisted.python.failure import Failure
 from irlscrapy.domains import domain_key, host_name, pld, url_host, url_origin
 from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore
 from irlscrapy.scheduler.frontier.workbench import FRONT, VisitState, Workbench
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
@@ -161,6 +169,7 @@ class Frontier:
         on_ready: Callable[[], None] = lambda: None,
         on_refused: Callable[[Item | MemoryItem, str], None] = lambda item, why: None,
         plds: Callable[[str], str] = pld,
+        horizon: Horizon | None = None,
     ) -> None:
         self.beast = beast
         self.workbench = workbench
@@ -180,6 +189,7 @@ class Frontier:
         self.on_ready = on_ready  # called when a host's URLs may have become due
         self.on_refused = on_refused  # called for a URL dropped by robots.txt or DNS
         self.plds = plds  # a host's PLD: BEAST's key (the crawl's PayLevelDomains)
+        self.horizon = horizon  # None: admit up to the RAM caps
         self._robots_out: set[str] = set()  # hosts whose robots.txt fetch is out
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
@@ -244,14 +254,18 @@ class Frontier:
             self.journal.done(item[1])
 
     # -- admission ---------------------------------------------------------------------
-    def admit(self, limit: int = ADMIT_SLICE) -> int:
-        """Move up to ``limit`` records from BEAST into RAM while there is room; return
-        how many were read. Called often (the scheduler: once per reactor turn), so it
-        does little each time (at most ADMIT_SECONDS): the reactor must not wait for a
-        whole queue's admission."""
+    def admit(self, limit: int = ADMIT_SLICE, *, hungry: bool = False) -> int:
+        """Move up to ``limit`` records from BEAST into RAM while there is room (past
+        the horizon's target if ``hungry``); return how many were read. Called often
+        (the scheduler: once per reactor turn), so it does little each time (at most
+        ADMIT_SECONDS): the reactor must not wait for a whole queue's admission."""
         read = 0
         deadline = time.perf_counter() + ADMIT_SECONDS
-        while read < limit and (read % 8 or time.perf_counter() < deadline) and self.can_admit():
+        while (
+            read < limit
+            and (read % 8 or time.perf_counter() < deadline)
+            and self.can_admit(hungry=hungry)
+        ):
             popped = self.beast.pop()
             assert popped is not None
             read += 1
@@ -260,7 +274,7 @@ class Frontier:
             payload = record[_HEAD.size :]
             url = payload_url(payload)
             host = url_host(url)
-            if self._host_urls(host) >= self.host_cap:
+            if not self._room_for(host):
                 self.beast.push(domain, record, returned=True)
                 self.stats.inc_value("irl/frontier/deferred")
                 self._deferred_run += 1
@@ -268,19 +282,58 @@ class Frontier:
                     self._full_hosts.add(host)
                 continue
             self._deferred_run = 0
+            if hungry and self.horizon_full:
+                self.stats.inc_value("irl/frontier/past_horizon")
             id_ = self.journal.admit(*self.beast.position, domain, record)
             self._to_host(host, priority, (payload, id_), front=False)
         return read
 
-    def can_admit(self) -> bool:
-        """BEAST has records, RAM has room, and admission is not paused by a full host."""
-        return not self._full_hosts and not self.ram_full and len(self.beast) > 0
+    def can_admit(self, *, hungry: bool = False) -> bool:
+        """BEAST has records, RAM has room, admission is not paused by a full host, and
+        the workbench is below the horizon's target (or the crawler is ``hungry``)."""
+        return (
+            not self._full_hosts
+            and not self.ram_full
+            and len(self.beast) > 0
+            and (hungry or not self.horizon_full)
+        )
+
+    @property
+    def horizon_full(self) -> bool:
+        """Does RAM hold what the crawler fetches within the horizon?"""
+        return self.horizon is not None and self._ram_urls() >= self.horizon.urls()
+
+    def horizon_urls(self) -> int:
+        """The horizon's overall target now (0: no horizon)."""
+        return self.horizon.urls() if self.horizon is not None else 0
+
+    def _ram_urls(self) -> int:
+        return self.waiting_dns + len(self.workbench)
+
+    def _room_for(self, host: str) -> bool:
+        """May ``host`` take another URL: is it below ``host_cap`` and, with a horizon,
+        below its share, and its IP (once known) below the IP's?"""
+        urls = self._host_urls(host)
+        if urls >= self.host_cap:
+            return False
+        horizon, workbench = self.horizon, self.workbench
+        if horizon is None:
+            return True
+        state = workbench.hosts.get(host)
+        if state is None:  # not resolved yet: the delay its budget gives
+            return urls < horizon.share(
+                workbench.host_delay(VisitState(host, "", self.host_budget(host)))
+            )
+        if urls >= horizon.share(workbench.host_delay(state)):
+            return False
+        entry = workbench.ips.get(state.ip)
+        return entry is None or entry.urls < horizon.share(workbench.ip_delay(entry))
 
     @property
     def ram_full(self) -> bool:
         """Does RAM hold ``capacity`` admitted URLs (the workbench's and those waiting
         for DNS)? Then admission waits for a URL to leave."""
-        return self.waiting_dns + len(self.workbench) >= self.capacity
+        return self._ram_urls() >= self.capacity
 
     @property
     def admission_paused(self) -> bool:
@@ -382,6 +435,8 @@ class Frontier:
             if got is None:
                 return None
             state, item = got
+            if self.horizon is not None:
+                self.horizon.fetched()
             if state.host in self._full_hosts:
                 self.resume_admission()  # a full host took a URL: admission may go on
             if isinstance(item, RobotsFetch) or self.robots is None:

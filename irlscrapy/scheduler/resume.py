@@ -23,6 +23,7 @@ from irlscrapy.domains import PayLevelDomains, domain_key
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.hosts.delays import Politeness
@@ -38,6 +39,7 @@ class FrontierSettings:
     max_queues: int  # IRL_BEAST_MAX_QUEUES
     capacity: int  # IRL_WORKBENCH_URLS
     host_cap: int  # IRL_WORKBENCH_HOST_URLS
+    horizon: float  # IRL_WORKBENCH_HORIZON; 0: none
     user_agent: str  # ROBOTSTXT_USER_AGENT, else USER_AGENT
     obey_robots: bool  # ROBOTSTXT_OBEY
     max_crawl_delay: float  # IRL_ROBOTS_MAX_CRAWL_DELAY
@@ -47,10 +49,16 @@ class FrontierSettings:
         for name in ("IRL_WORKBENCH_URLS", "IRL_WORKBENCH_HOST_URLS"):
             if defaults.get(settings, name) < 1:
                 raise ConfigurationError(f"{name} must be >= 1")
+        horizon = defaults.get(settings, "IRL_WORKBENCH_HORIZON")
+        if horizon < 0:
+            raise ConfigurationError(
+                f"IRL_WORKBENCH_HORIZON={horizon}: give seconds >= 0 (0: no horizon)"
+            )
         return cls(
             max_queues=defaults.get(settings, "IRL_BEAST_MAX_QUEUES"),
             capacity=defaults.get(settings, "IRL_WORKBENCH_URLS"),
             host_cap=defaults.get(settings, "IRL_WORKBENCH_HOST_URLS"),
+            horizon=horizon,
             user_agent=settings.get("ROBOTSTXT_USER_AGENT") or settings.get("USER_AGENT"),
             obey_robots=settings.getbool("ROBOTSTXT_OBEY"),
             max_crawl_delay=defaults.get(settings, "IRL_ROBOTS_MAX_CRAWL_DELAY"),
@@ -70,17 +78,19 @@ def open_frontier(
     state: StateDirectory,
     settings: FrontierSettings,
     politeness: Politeness,
-    budget_of: Callable[[int], int],
+    beast_budget: Callable[[int], int],
+    delay_budget: Callable[[int], int],
     robots: RobotsCache,
     plds: PayLevelDomains,
     **services: Any,
 ) -> tuple[Frontier, Found]:
-    """The frontier on ``state`` and what the last run left. ``budget_of``: a PLD key's
-    budget (STAR's, or the default); ``services``: Frontier's resolve, stats, clock
-    and guard."""
+    """The frontier on ``state`` and what the last run left. ``beast_budget``: a PLD
+    key's budget per BEAST queue; ``delay_budget``: the budget that scales its hosts'
+    delays (:func:`irlscrapy.star.budgets.budget_sources`); ``services``: Frontier's
+    resolve, stats, clock and guard."""
     journal = AdmittedJournal(state.root)
     admitted = journal.open()
-    beast = Beast(state / "beast", budget_of, max_queues=settings.max_queues)
+    beast = Beast(state / "beast", beast_budget, max_queues=settings.max_queues)
     batches: Counter[int] = Counter()
     beast.open(journal.cursor, lambda record: batches.update((record_batch(record),)))
     batches.update(record_batch(a.item) for a in admitted)
@@ -91,9 +101,11 @@ def open_frontier(
     def host_budget(host: str) -> int:
         """The budget of the host's PLD: where a host joins the workbench, and at
         every release (STAR's ranks change while it stays)."""
-        return budget_of(domain_key(plds(host)))
+        return delay_budget(domain_key(plds(host)))
 
     workbench = Workbench(politeness.of_host, politeness.of_ip, budget_of=host_budget)
+
+    horizon = Horizon(settings.horizon, services["clock"]) if settings.horizon > 0 else None
     parked = ParkedStore(state.root)
     parked_before = parked.open()
     frontier = Frontier(
@@ -108,6 +120,7 @@ def open_frontier(
         robots=robots if settings.obey_robots else None,
         max_crawl_delay=settings.max_crawl_delay,
         plds=plds,
+        horizon=horizon,
         **services,
     )
     if admitted or len(beast):

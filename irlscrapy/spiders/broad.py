@@ -16,8 +16,11 @@ engine stops. Set a page limit for that one, e.g. ``-s CLOSESPIDER_PAGECOUNT=200
 broad profile is unbounded.
 
 Each HTML page yields one :class:`irlscrapy.Links` with its followable links
-(:func:`irlscrapy.spiders.extract.links_to_follow`). Pages that are not HTML, or whose
-meta robots or ``X-Robots-Tag`` says ``nofollow``, yield nothing. Pages above
+(:func:`irlscrapy.spiders.extract.links_to_follow`). On the in-vitro web, each page
+the spider handles is counted (``invitro/pages``) and so is each page of a spam farm
+(``invitro/spam_pages``, the web's own ground truth), for the report's spam share.
+Pages that are not HTML, or whose meta robots or ``X-Robots-Tag`` says ``nofollow``,
+yield nothing. Pages above
 ``DOWNLOAD_MAXSIZE`` (2 MiB unless set) are dropped by Scrapy's downloader.
 """
 
@@ -36,8 +39,11 @@ from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from irlscrapy import __version__
 from irlscrapy.addon import STAR_ORDER
+from irlscrapy.domains import url_host
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.process import InVitroProcess, irlscrapy_root
+from irlscrapy.invitro.profiles import get_profile
+from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.links import Links
 from irlscrapy.spiders.extract import header_nofollow, links_to_follow, meta_nofollow
 
@@ -64,10 +70,12 @@ class BroadSpider(Spider):
             )
         self.seeds_arg = seeds
         self.invitro: InVitroProcess | None = None
+        self.web: InVitroWeb | None = None  # the in-vitro web's ground truth
         if seeds == "invitro":
             if not seed.lstrip("-").isdigit():
                 raise ConfigurationError(f"-a seed={seed!r}: the in-vitro seed must be an integer")
             self.invitro = InVitroProcess(profile, int(seed), invitro_log)
+            self.web = InVitroWeb(get_profile(profile), int(seed))
             self.seed_urls: list[str] = []
         else:
             self.seed_urls = parse_seeds(seeds)
@@ -118,6 +126,11 @@ class BroadSpider(Spider):
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Links]:
         stats = self.crawler.stats
         assert stats is not None
+        if self.web is not None:
+            stats.inc_value("invitro/pages")
+            host = self.web.host(url_host(response.url))
+            if host is not None and host.spam:
+                stats.inc_value("invitro/spam_pages")
         content_type = response.headers.get(b"Content-Type", b"") or b""
         if not isinstance(response, TextResponse) or not any(
             t in content_type.lower() for t in HTML_TYPES

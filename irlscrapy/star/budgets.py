@@ -37,6 +37,12 @@ queue, clipped to ``[1, scale.maximum]``:
 - ``logarithmic``: ``default * (1 + log2(in_degree))``;
 - an import path (``package.module.function`` or ``package.module:function``) to a
   function of the same signature.
+
+Where budgets come from (``IRL_BUDGETS``, :func:`budget_sources`): ``star``, the ranking
+and the function above; ``constant``, ``B0`` for every PLD (STAR still counts in-degrees,
+for the report); ``off``, no per-PLD limit in a BEAST queue (:data:`UNLIMITED`: BEAST is
+one FIFO queue read slot by slot, a plain frontier) while the delays stay those of
+``B0``. The last two are the controls that isolate what budgets and STAR add.
 """
 
 from __future__ import annotations
@@ -125,6 +131,36 @@ def budget(function: BudgetFunction, in_degree: int, rank: int, scale: BudgetSca
     if not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ConfigurationError(f"budget function {function!r} returned {value!r}")
     return max(1, min(scale.maximum, round(value)))
+
+
+#: IRL_BUDGETS: where a PLD's budget comes from (see the module docstring).
+MODES = ("star", "constant", "off")
+#: A PLD's BEAST budget with IRL_BUDGETS = "off": no queue ever fills for it (BEAST
+#: packs a domain's fill count in 32 bits).
+UNLIMITED = (1 << 32) - 1
+
+
+def budget_mode(value: str) -> str:
+    """IRL_BUDGETS, checked."""
+    if value not in MODES:
+        raise ConfigurationError(f"IRL_BUDGETS={value!r}: choose one of {', '.join(MODES)}")
+    return value
+
+
+def budget_sources(
+    mode: str, star: Callable[[int], int] | None, default: int
+) -> tuple[Callable[[int], int], Callable[[int], int]]:
+    """(BEAST's budget of a PLD key, the budget that scales its hosts' delays) in
+    ``mode``; ``star``: STAR's budget of a PLD key (None: STAR does not run)."""
+
+    def constant(_: int) -> int:
+        return default
+
+    if mode == "star" and star is not None:
+        return star, star
+    if mode == "off":
+        return (lambda _: UNLIMITED), constant
+    return constant, constant
 
 
 class Ranked(NamedTuple):

@@ -12,6 +12,7 @@ from twisted.internet import defer
 
 from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
@@ -39,6 +40,7 @@ def open_test_frontier(
     ip_delay: Callable[[Any], float] = lambda entry: 0.0,
     resolve: Callable[[str], defer.Deferred[str]] = lambda host: defer.succeed("8.8.8.8"),
     guard: AddressGuard | None = None,
+    horizon: Horizon | None = None,
 ) -> Frontier:
     """An open frontier (close it when done); every PLD has ``budget``."""
     beast = Beast(directory / "beast", lambda _: budget)
@@ -60,4 +62,5 @@ def open_test_frontier(
         user_agent="test",
         clock=clock,
         guard=guard or AddressGuard(),
+        horizon=horizon,
     )

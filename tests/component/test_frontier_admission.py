@@ -1,7 +1,8 @@
 """Admission from BEAST into RAM on a real frontier (BEAST files, admitted journal,
 workbench): a host holding host_cap URLs gets no more, and a run of deferrals pauses
 admission until that host takes a URL, however few records BEAST holds and however
-many admit() calls the run spans."""
+many admit() calls the run spans; with a horizon, RAM holds what the crawler fetches
+within it, and a hungry crawler gets more."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.pipeline import ADMIT_SLICE, DEFERRAL_RUN, Frontier
 from irlscrapy.scheduler.requestcodec import encode_link
 
@@ -98,3 +100,56 @@ def test_ram_full_stops_admission_until_a_url_leaves(frontier: Frontier) -> None
     assert got is not None
     assert not frontier.ram_full
     assert frontier.can_admit()
+
+
+def test_the_horizon_stops_admission_at_its_target_unless_the_crawler_is_hungry(
+    tmp_path: Path,
+) -> None:
+    """The overall target (here the floor, no rate yet) stops admission while the
+    workbench is below its RAM cap; a hungry crawler (room for a fetch, nothing due)
+    is admitted past it, and that is counted."""
+    horizon = Horizon(30.0, lambda: 0.0, min_urls=20)
+    frontier = open_test_frontier(
+        tmp_path, capacity=10_000, host_cap=HOST_CAP, clock=lambda: 0.0, horizon=horizon
+    )
+    try:
+        for n in range(200):
+            frontier.push(encode_link(f"http://h{n}.example/", 1, None, None))
+        _admit_until_paused(frontier, 4)
+        assert len(frontier.workbench) == 20
+        assert frontier.horizon_full and not frontier.ram_full
+        assert frontier.can_admit(hungry=True)
+        read = frontier.admit(hungry=True)  # up to ADMIT_SLICE, as time allows
+        assert read >= 1
+        assert len(frontier.workbench) == 20 + read
+        assert frontier.stats.values["irl/frontier/past_horizon"] == read
+    finally:
+        frontier.close()
+
+
+def test_a_host_and_an_ip_get_what_they_can_fetch_within_the_horizon(tmp_path: Path) -> None:
+    """tau_h 4 s and tau_s 1 s with a 10 s horizon: a host takes ceil(10 / 4) = 3 URLs
+    and its IP 10, whatever the host cap (64); a new host on a full IP still gets its
+    first URL (its IP is known only once it is resolved). Hungry or not."""
+    horizon = Horizon(10.0, lambda: 0.0, min_urls=10_000)
+    frontier = open_test_frontier(
+        tmp_path,
+        capacity=10_000,
+        host_cap=64,
+        clock=lambda: 0.0,
+        host_delay=lambda state: 4.0,
+        ip_delay=lambda entry: 1.0,
+        horizon=horizon,
+    )
+    try:
+        for n in range(40):  # h0's five URLs first, then h1's, ...
+            frontier.push(encode_link(f"http://h{n // 5}.example/{n}", 1, None, None))
+        for _ in range(10):
+            frontier.admit(hungry=True)
+            frontier.resume_admission()
+        per_host = sorted(len(state.urls) for state in frontier.workbench.hosts.values())
+        assert per_host == [1, 1, 1, 1, 1, 3, 3, 3]  # h0-h2 fill the IP to 9; h3-h7 join it
+        assert frontier.workbench.ips["8.8.8.8"].urls == 14
+        assert len(frontier.beast) == 40 - 14
+    finally:
+        frontier.close()

@@ -112,11 +112,11 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     assert last_run(tmp_path / "absent.jsonl") == 0
 
 
-def write_records(state_dir: Path, *, star: bool = False) -> None:
-    """A finished one-run crawl's records, STAR off."""
+def write_records(state_dir: Path) -> None:
+    """A finished one-run crawl's records, with no STAR store (another scheduler)."""
     records = state_dir / "report"
     records.mkdir(parents=True)
-    settings = {"IRL_STAR_ENABLED": star, "IRL_HOST_DELAY": 40.0}
+    settings = {"IRL_HOST_DELAY": 40.0}
     lines = [
         {"v": 1, "event": "open", "t": 0.0, "run": 1, "pages": 0, "settings": settings},
         {"v": 1, "event": "sample", "t": 10.0, "run": 1, "pages": 50, "unique_urls": 60,
@@ -133,7 +133,7 @@ def test_a_report_without_star_says_so_and_sums_the_timeline(tmp_path: Path) -> 
     write_records(tmp_path / "job")
     page = write_report(tmp_path / "job", tmp_path / "out")
     html = page.read_text()
-    assert "STAR was off in this crawl" in html
+    assert "STAR did not run in this crawl" in html
     data = json.loads((tmp_path / "out" / "report.json").read_text())
     assert data["summary"]["pages"] == 60 and data["summary"]["p"] == 70 / 120
     assert data["status"] == {"200": 54, "404": 6}

@@ -99,6 +99,12 @@ def test_summary_sums_both_runs_and_marks_the_restart(resumed: dict[str, Any]) -
     html = resumed["html"]
     assert f"<tr data-key='pages'><th>pages</th><td>{summary['pages']:,}</td></tr>" in html
     assert summary["finish_reason"] == "closespider_pagecount"
+    # the in-vitro web's ground truth, counted by the spider in each run
+    spam = first.get("invitro/spam_pages", 0) + second.get("invitro/spam_pages", 0)
+    handled = first["invitro/pages"] + second["invitro/pages"]
+    assert summary["spam_pages"] == spam
+    assert summary["spam_share"] == pytest.approx(spam / handled)
+    assert f"{spam / handled:.2%} of the pages the spider handled" in html
 
 
 def test_status_codes_and_content_types_match_the_stats(resumed: dict[str, Any]) -> None:

@@ -9,12 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.star.budgets import UNLIMITED
 
 DOMAINS = st.integers(0, 5)
 
@@ -169,6 +170,29 @@ def test_everything_pushed_is_popped_once_and_spam_waits(tmp_path: Path) -> None
     good_done = max(i for i, (d, _) in enumerate(popped) if d == 1)
     assert good_done < 40  # the good domain's 20 URLs are not stuck behind 200 spam URLs
     assert beast.qf_resplits >= 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 5), st.none()), max_size=300))
+def test_unlimited_budgets_make_one_fifo_queue(steps: list[int | None]) -> None:
+    """IRL_BUDGETS = "off": records leave in the order they came, however pushes (a
+    domain number) and pops (None) interleave."""
+    with tempfile.TemporaryDirectory() as tmp:
+        beast = Beast(tmp, lambda d: UNLIMITED, initial_queues=2, max_queues=16)
+        beast.open()
+        pushed, popped = [], []
+        for n, step in enumerate(steps):
+            if step is None:
+                if (item := beast.pop()) is not None:
+                    popped.append(item)
+            else:
+                pushed.append((step, str(n).encode()))
+                beast.push(*pushed[-1])
+        while (item := beast.pop()) is not None:
+            popped.append(item)
+        beast.close()
+    assert popped == pushed
+    assert beast.qf_records == 0
 
 
 def test_bad_queue_counts_are_refused(tmp_path: Path) -> None:

@@ -11,11 +11,14 @@ from hypothesis import strategies as st
 
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.star.budgets import (
+    UNLIMITED,
     BudgetScale,
     Ranked,
     TopDomains,
     budget,
     budget_function,
+    budget_mode,
+    budget_sources,
     budgets,
     constant,
     logarithmic,
@@ -154,3 +157,31 @@ def test_an_empty_name_keeps_the_known_one() -> None:
     assert top.unnamed() == [9]
     top.name(9, "b.com")
     assert top.ranked()[1].name == "b.com"
+
+
+class TestBudgetModes:
+    """IRL_BUDGETS: (BEAST's budget, the budget that scales delays) per mode."""
+
+    def star(self, key: int) -> int:
+        return 500 if key == 1 else 10
+
+    def test_star_uses_the_ranking_for_both(self) -> None:
+        beast, delays = budget_sources("star", self.star, 10)
+        assert (beast(1), delays(1), beast(2)) == (500, 500, 10)
+
+    def test_constant_gives_every_pld_the_default(self) -> None:
+        beast, delays = budget_sources("constant", self.star, 10)
+        assert (beast(1), delays(1)) == (10, 10)
+
+    def test_off_lifts_beasts_limit_but_keeps_the_default_delays(self) -> None:
+        beast, delays = budget_sources("off", self.star, 10)
+        assert (beast(1), beast(2), delays(1)) == (UNLIMITED, UNLIMITED, 10)
+
+    def test_star_without_a_star_store_is_constant(self) -> None:
+        beast, delays = budget_sources("star", None, 10)
+        assert (beast(1), delays(1)) == (10, 10)
+
+    def test_an_unknown_mode_is_refused(self) -> None:
+        assert budget_mode("off") == "off"
+        with pytest.raises(ConfigurationError, match="IRL_BUDGETS='none': choose one of star"):
+            budget_mode("none")

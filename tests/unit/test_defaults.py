@@ -24,7 +24,7 @@ def test_every_irl_setting_used_in_the_code_is_declared() -> None:
     used = set()
     for path in [*(ROOT / "irlscrapy").rglob("*.py"), *(ROOT / "settings").rglob("*.py")]:
         used |= set(re.findall(r"\b(IRL_[A-Z][A-Z0-9_]+)\b", path.read_text()))
-    assert used <= set(defaults.BY_NAME)
+    assert used <= set(defaults.BY_NAME) | set(defaults.RETIRED)
 
 
 def test_zero_overrides_a_nonzero_default() -> None:
@@ -37,3 +37,13 @@ def test_bad_values_and_unknown_names_are_explained() -> None:
         defaults.get(Settings({"IRL_PROGRESS_INTERVAL": "soon"}), "IRL_PROGRESS_INTERVAL")
     with pytest.raises(ConfigurationError, match="not an irlscrapy setting"):
         defaults.get(Settings(), "IRL_NOPE")
+
+
+def test_a_misspelt_or_retired_setting_is_refused_with_what_was_meant() -> None:
+    defaults.check_names(Settings({"IRL_HOST_DELAY": 1, "DOWNLOAD_DELAY": 2}))
+    with pytest.raises(ConfigurationError, match=r"IRL_HOST_DELAYS is not .* mean IRL_HOST_DELAY"):
+        defaults.check_names(Settings({"IRL_HOST_DELAYS": 1}))
+    with pytest.raises(
+        ConfigurationError, match="IRL_STAR_ENABLED is no longer read: use IRL_BUDGETS"
+    ):
+        defaults.check_names(Settings({"IRL_STAR_ENABLED": False}))

@@ -19,12 +19,20 @@ from irlscrapy.invitro.content import Reply
 from irlscrapy.invitro.host import Host
 from irlscrapy.invitro.linkplan import relative_ref
 from irlscrapy.invitro.paths import page_path
-from irlscrapy.invitro.profiles import BROAD, SCHEME_KINDS, TINY, Profile, get_profile
+from irlscrapy.invitro.profiles import (
+    BROAD,
+    SCHEME_KINDS,
+    SPAM,
+    TINY,
+    Profile,
+    get_profile,
+)
 from irlscrapy.invitro.routing import REFUSED, ROBOTS_PARSE_LIMIT, page_reply, robots_txt
 from irlscrapy.invitro.web import InVitroWeb, ip_address
 from irlscrapy.oracle.groundtruth import (
     DEFAULT_MAX_BYTES,
     CrawlPolicy,
+    crawl_levels,
     crawl_order,
     followed_links,
     reachable,
@@ -207,6 +215,39 @@ class TestStructure:
         assert indegree[:100].min() > spam.max()
 
 
+class TestSpamProfile:
+    """issue 19: a web where breadth-first crawling is trapped by spam farms."""
+
+    web = InVitroWeb(SPAM, 0)
+
+    def test_farms_own_few_plds_and_their_link_heavy_pages_name_new_urls(self) -> None:
+        web = self.web
+        assert web.spam_plds == SPAM.spam_farms * SPAM.spam_plds_per_farm == 200
+        links = []
+        for n in range(40):
+            host = web.host(f"h{n * 7919 + 1}.{web.pld_name(SPAM.legit_plds + n % 25)}")
+            assert host is not None and host.spam and host.pages is None
+            links.append(web.respond(host.name, f"/p{n * 31}").links)
+        assert statistics.mean(map(len, links)) == pytest.approx(SPAM.spam_links_per_page, rel=0.15)
+        # the links across the farm (not to its target, www.s0x0): generated names, almost
+        # never met twice
+        farm = [link for page in links for link in page if "://h" in link and ".s0x" in link]
+        assert len(farm) > 1_000 and len(set(farm)) > 0.98 * len(farm)
+
+    def test_breadth_first_spam_share_rises_level_by_level(self) -> None:
+        """The calibration in small (BENCHMARKS.md has it to 100,000 pages): on the
+        web's own graph, breadth-first meets more spam at every depth."""
+        pages, spam = Counter[int](), Counter[int]()
+        for depth, url, reply in itertools.islice(crawl_levels(self.web), 32_000):
+            if reply is not REFUSED:
+                host = self.web.host(split_url(url)[0])
+                assert host is not None
+                pages[depth] += 1
+                spam[depth] += host.spam
+        shares = [spam[d] / pages[d] for d in range(1, 4)]
+        assert shares == sorted(shares) and shares[-1] > 0.15, shares
+
+
 class TestPldGraph:
     def test_every_external_link_lands_in_the_out_set_and_home_pages_cover_it(self) -> None:
         """Brute force over every page of the finite web: edges == out_plds."""
@@ -332,7 +373,7 @@ class TestGroundTruth:
 
 class TestProfiles:
     def test_unknown_profile_names_the_choices(self) -> None:
-        with pytest.raises(ConfigurationError, match="broad, tiny"):
+        with pytest.raises(ConfigurationError, match="broad, spam, tiny"):
             get_profile("huge")
 
     def test_invalid_parameters_are_refused_with_reasons(self) -> None:

@@ -7,6 +7,7 @@ files, importing no Scrapy or Twisted (tests/unit/test_layering.py asserts it).
 - :mod:`.parking`: URLs held out of their host (origins in back-off) or parked on disk;
 - :mod:`.distinct`: the distinct-count sketch of an IP's hosts;
 - :mod:`.traps`: the URL shapes of crawler traps;
+- :mod:`.horizon`: how much of BEAST the workbench takes (what is fetched soon);
 - :mod:`.loadgovernor`: the cap on fetches in flight from the reactor's lag.
 
 :mod:`irlscrapy.scheduler.pipeline` joins them with the host services into the path a
