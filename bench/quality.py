@@ -23,7 +23,7 @@ downloads:
               add (the control of the bars);
 ``constant``  ``IRL_BUDGETS = "constant"``: every PLD B0 (for information);
 ``bfo``       stock Scrapy breadth-first (``ADDONS={}``, DEPTH_PRIORITY=1, FIFO queues,
-              a JOBDIR too).
+              ScrapyPriorityQueue, a JOBDIR too).
 
 The bars (one run, ``--pages`` 100,000 or more):
 
@@ -89,6 +89,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "DEPTH_PRIORITY": 1,
         "SCHEDULER_DISK_QUEUE": "scrapy.squeues.PickleFifoDiskQueue",
         "SCHEDULER_MEMORY_QUEUE": "scrapy.squeues.FifoMemoryQueue",
+        # One queue per depth for the whole crawl: Scrapy's default since 2.13,
+        # DownloaderAwarePriorityQueue, keeps one per host (round robin across hosts, not
+        # breadth-first; and with a JOBDIR, a file per host until "Too many open files").
+        "SCHEDULER_PRIORITY_QUEUE": "scrapy.pqueues.ScrapyPriorityQueue",
     },
 }
 LEADERS = 100
