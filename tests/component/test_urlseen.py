@@ -16,7 +16,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 
 from irlscrapy.dupefilters.identity import RequestIdentity
-from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
+from irlscrapy.dupefilters.urlseen import EARLY_MERGE_MIN, EARLY_MERGE_SHARE, DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError
 
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
@@ -168,6 +168,35 @@ class TestBatchedApi:
             assert batches[0].aux == [b"http://h.com/a", b"http://h.com/b", b"http://h.com/a#x"]
             assert batches[1].unique.tolist() == [False, True]
             df.ack(second)
+        finally:
+            df.close("finished")
+
+    def test_a_batch_a_quarter_of_the_store_merges_before_the_buckets_fill(
+        self, tmp_path: Path
+    ) -> None:
+        """EARLY_MERGE_MIN URLs merge into an empty store; then a quarter of the store
+        (here 40,000 keys: 10,000 more, then 12,500 with 50,000 stored). The buckets of
+        64 MB hold about 800,000, so only the early rule can say so."""
+        df = make_filter(tmp_path, batched=True)
+        try:
+            assert EARLY_MERGE_MIN == 10_000 and EARLY_MERGE_SHARE == 0.25
+            urls = [f"http://h{n % 97}.com/{n}" for n in range(62_500)]
+            df.submit_urls(urls[:9_999])
+            assert not df.should_merge()
+            df.submit_urls(urls[9_999:40_000])
+            assert df.should_merge()
+            df.flush()
+            df.ack(max(b.seq for b in df.results()))
+            df.submit_urls(urls[40_000:49_999])
+            assert not df.should_merge()
+            df.submit_urls(urls[49_999:50_000])
+            assert df.should_merge()
+            df.flush()
+            df.ack(max(b.seq for b in df.results()))
+            df.submit_urls(urls[50_000:62_499])
+            assert not df.should_merge()
+            df.submit_urls(urls[62_499:])
+            assert df.should_merge()
         finally:
             df.close("finished")
 
