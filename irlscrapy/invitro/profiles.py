@@ -20,9 +20,9 @@ Two profiles ship:
 ``spam``
     ``broad`` scaled to where a breadth-first crawler is trapped within 100,000 pages,
     as IRLbot saw it after 3-4 BFS levels (seeds/003 section VI.A): a smaller
-    legitimate web (50,000 PLDs, ~30 links a page), comment spam and bought links on
-    12% of the legitimate PLDs, and 8 farms of 25 PLDs each whose link-heavy pages (~80
-    links) name generated hosts and pages without end. Its calibration, and why each
+    legitimate web (50,000 PLDs, ~30 links a page), comment spam and bought links on a
+    quarter of the legitimate PLDs, and 8 farms of 5 PLDs each whose link-heavy pages
+    (~80 links) name generated hosts and pages without end (wildcard DNS). Its calibration, and why each
     parameter has its value, is in BENCHMARKS.md (issue 19).
 """
 
@@ -323,9 +323,9 @@ SPAM = dataclasses.replace(
     hosts_per_pld=2.5,
     huge_sites=10,
     huge_site_hosts=5_000,
-    spam_inlink_prob=0.12,
+    spam_inlink_prob=0.25,
     spam_farms=8,
-    spam_plds_per_farm=25,
+    spam_plds_per_farm=5,
     spam_links_per_page=80,
     spam_link_range=1_000_000,
     seeds=10,

@@ -222,10 +222,10 @@ class TestSpamProfile:
 
     def test_farms_own_few_plds_and_their_link_heavy_pages_name_new_urls(self) -> None:
         web = self.web
-        assert web.spam_plds == SPAM.spam_farms * SPAM.spam_plds_per_farm == 200
+        assert web.spam_plds == SPAM.spam_farms * SPAM.spam_plds_per_farm == 40
         links = []
         for n in range(40):
-            host = web.host(f"h{n * 7919 + 1}.{web.pld_name(SPAM.legit_plds + n % 25)}")
+            host = web.host(f"h{n * 7919 + 1}.{web.pld_name(SPAM.legit_plds + n % 5)}")
             assert host is not None and host.spam and host.pages is None
             links.append(web.respond(host.name, f"/p{n * 31}").links)
         assert statistics.mean(map(len, links)) == pytest.approx(SPAM.spam_links_per_page, rel=0.15)
