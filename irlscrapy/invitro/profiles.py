@@ -22,8 +22,8 @@ Two profiles ship:
     as IRLbot saw it after 3-4 BFS levels (seeds/003 section VI.A): a smaller
     legitimate web (50,000 PLDs, ~30 links a page), comment spam and bought links on a
     quarter of the legitimate PLDs, and 8 farms of 5 PLDs each whose link-heavy pages
-    (~80 links) name generated hosts and pages without end (wildcard DNS). Its calibration, and why each
-    parameter has its value, is in BENCHMARKS.md (issue 19).
+    (~80 links) name generated hosts and pages without end (wildcard DNS). Its
+    calibration, and why each parameter has its value, is in BENCHMARKS.md (issue 19).
 """
 
 from __future__ import annotations

@@ -76,7 +76,9 @@ from irlscrapy.star.budgets import (
     Ranked,
     TopDomains,
     budget_function,
+    budget_mode,
     budgets,
+    constant,
 )
 
 logger = logging.getLogger(__name__)
@@ -166,8 +168,12 @@ class PLDInDegree:
             raise ConfigurationError(f"IRL_STAR_REFRESH must be > 0 (got {refresh})")
         if memory < 1 << 20:
             raise ConfigurationError(f"IRL_STAR_DRUM_MEMORY must be >= 1 MiB (got {memory})")
+        # Outside "star" mode no ranking sets a budget: the stats and the report say B0.
+        function: BudgetFunction = constant
+        if budget_mode(defaults.get(settings, "IRL_BUDGETS")) == "star":
+            function = budget_function(defaults.get(settings, "IRL_STAR_BUDGET_FUNCTION"))
         return cls(
-            budget_function(defaults.get(settings, "IRL_STAR_BUDGET_FUNCTION")),
+            function,
             scale,
             memory=memory,
             refresh_seconds=refresh,
