@@ -105,7 +105,8 @@ ADDON_ON_LOOPBACK: dict[str, Any] = {
 
 def _follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes], wall: float) -> None:
     """Read the server log as it grows; SIGINT the crawl once ``pages`` page requests
-    were served (or stop following when the crawl ends, or after ``wall`` seconds)."""
+    were served (robots.txt and requests for hosts without DNS are not pages), or stop
+    following when the crawl ends, or after ``wall`` seconds."""
     served = 0
     offset = 0
     started = time.monotonic()
@@ -119,7 +120,8 @@ def _follow_until(log: Path, pages: int, crawl: subprocess.Popen[bytes], wall: f
         whole = chunk[: chunk.rfind(b"\n") + 1]
         offset += len(whole)
         for line in whole.splitlines():
-            if json.loads(line)["path"] not in ROBOTS_PATHS:
+            record = json.loads(line)
+            if record["path"] not in ROBOTS_PATHS and record["kind"] != "dns-error":
                 served += 1
         print(f"# {time.monotonic() - started:6.0f} s  {served:,} pages served", flush=True)
         if served >= pages:
