@@ -5,8 +5,9 @@
     python bench/quality.py --report                 # the figures from the saved state
     python bench/quality.py --calibrate              # breadth-first on the web's graph
 
-**Long, and resumable.** The four variants at 100,000 pages take hours on a 2-core
-machine. Each crawls with a JOBDIR of its own under ``--state`` (default
+**Long, and resumable.** The four variants at 100,000 pages took 45 minutes on a
+2-core machine (stock Scrapy's the longest), and their figures 8 more; longer runs
+take hours. Each crawls with a JOBDIR of its own under ``--state`` (default
 ``bench/results/quality-<profile>/<variant>/``), the in-vitro server's request log
 beside it. Stopped at any point (Ctrl-C, a lost session), the same command resumes
 every unfinished variant from its JOBDIR; a variant whose log holds ``--pages`` page
