@@ -317,15 +317,21 @@ class Dispatcher:
     # -- the fetch lifecycle -------------------------------------------------------------
     def fetch_ended(self, request: Request) -> None:
         """The request left the downloader, or ended before reaching it: release its
-        host and IP. A robots.txt fetch keeps its host until its outcome is known."""
+        host and IP. A robots.txt fetch lets its IP go now and keeps its host until its
+        outcome is known (the outcome is read in a callback, which waits behind the
+        pages the spider has to parse: a site of thousands of new hosts on a few IPs,
+        each host's first fetch its robots.txt, would otherwise get one fetch per IP
+        per callback wait; BENCHMARKS.md, issue 19)."""
         token = request.meta.get(FETCH_KEY)
         fetch = self.ledger.in_flight(token)
         if token is None or fetch is None:
             return
-        if fetch.robots:
-            fetch.ended = self.waker.clock.seconds()
-        else:
+        if not fetch.robots:
             self.end(token)
+        elif fetch.ended is None:
+            fetch.ended = self.waker.clock.seconds()
+            self.frontier.workbench.release_ip(fetch.state, fetch.ended)
+            self.ready()
 
     def end(self, token: int) -> None:
         """Release the host and IP of a fetch; its page is still to be processed."""
@@ -334,7 +340,9 @@ class Dispatcher:
         if fetch is None:
             return  # already released
         end = fetch.ended if fetch.ended is not None else now
-        self.frontier.workbench.release(fetch.state, end, ip_only=fetch.robots)
+        self.frontier.workbench.release(
+            fetch.state, end, ip_only=fetch.robots, ip_released=fetch.ended is not None
+        )
         self.ready()
 
     def page_done(self, request: Request) -> None:

@@ -32,11 +32,12 @@ class WorkbenchMachine(RuleBasedStateMachine):
         self.host_next = dict.fromkeys(HOSTS, 0.0)
         self.ip_next: dict[str, float] = {}
         self.flying: dict[str, VisitState] = {}  # host -> state handed out
+        self.holding: set[str] = set()  # hosts in flight that still hold their IP
         self.counter = 0
         self.priority: dict[str, int] = {}
 
     def due(self) -> set[str]:
-        busy_ips = {ip_of(h) for h in self.flying}
+        busy_ips = {ip_of(h) for h in self.holding}
         return {
             h
             for h in HOSTS
@@ -108,20 +109,33 @@ class WorkbenchMachine(RuleBasedStateMachine):
         assert state.host in due, f"{state.host} handed out before it was due"
         assert url == self.fifo[state.host].pop(0)
         self.flying[state.host] = state
+        self.holding.add(state.host)
+
+    @precondition(lambda self: self.holding)
+    @rule(data=st.data())
+    def release_ip(self, data: st.DataObject) -> None:
+        """A robots.txt download ended: its IP goes, its host stays in flight."""
+        host = data.draw(st.sampled_from(sorted(self.holding)))
+        self.bench.release_ip(self.flying[host], self.now)
+        self.holding.discard(host)
+        self.ip_next[ip_of(host)] = self.now + 0.5
 
     @precondition(lambda self: self.flying)
     @rule(data=st.data(), ip_only=st.booleans())
     def release(self, data: st.DataObject, ip_only: bool) -> None:
         host = data.draw(st.sampled_from(sorted(self.flying)))
-        self.bench.release(self.flying.pop(host), self.now, ip_only=ip_only)
+        held = host in self.holding
+        self.bench.release(self.flying.pop(host), self.now, ip_only=ip_only, ip_released=not held)
         delay = 0.0 if ip_only else host_delay(VisitState(host, ip_of(host)))
         # a postponement made while in flight outlives the release
         self.host_next[host] = max(self.host_next[host], self.now + delay)
-        self.ip_next[ip_of(host)] = self.now + 0.5
+        if held:
+            self.holding.discard(host)
+            self.ip_next[ip_of(host)] = self.now + 0.5
 
     @invariant()
     def next_due_is_the_earliest_eligible_time(self) -> None:
-        busy_ips = {ip_of(h) for h in self.flying}
+        busy_ips = {ip_of(h) for h in self.holding}
         times = [
             max(self.host_next[h], self.ip_next.get(ip_of(h), 0.0))
             for h in HOSTS

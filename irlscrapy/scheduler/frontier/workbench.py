@@ -14,7 +14,9 @@ top visit state of the top entry is due*: :meth:`Workbench.take` is O(log n) and
 earliest due time is O(1) (:meth:`Workbench.next_due`).
 
 Acquire/release: :meth:`take` hands out the first URL of the top host and takes the
-host and its IP off the heaps (one request in flight per host and per IP);
+host and its IP off the heaps (one request in flight per host and per IP; a robots.txt
+fetch lets its IP go when its download ends, :meth:`release_ip`, and its host when its
+outcome is known);
 :meth:`release` puts them back with ``next_fetch = end + delay``, where the delays come
 from the injected functions (with the host's budget looked up again first: STAR's
 ranking moves while hosts wait) (the one place that combines budget, Crawl-delay and
@@ -245,12 +247,15 @@ class Workbench:
         self.in_flight += 1
         return state, url
 
-    def release(self, state: VisitState, end: float, *, ip_only: bool = False) -> None:
+    def release(
+        self, state: VisitState, end: float, *, ip_only: bool = False, ip_released: bool = False
+    ) -> None:
         """The request of ``state`` ended at ``end``: set both delays (the IP's only, for
-        ``ip_only``), requeue both."""
+        ``ip_only``), requeue both; with ``ip_released`` the IP was let go already
+        (:meth:`release_ip`) and only the host is released."""
         assert state.in_flight, f"{state.host} has no request in flight"
         entry = self.ips[state.ip]
-        state.in_flight = entry.in_flight = False
+        state.in_flight = False
         self.in_flight -= 1
         if self.budget_of is not None:
             budget = self.budget_of(state.host)
@@ -259,11 +264,25 @@ class Workbench:
                 state.budget = budget
         delay = end if ip_only else end + self.host_delay(state)
         state.next_fetch = max(state.next_fetch, delay)  # a postponement outlives the fetch
-        entry.next_fetch = end + self.ip_delay(entry)
+        if not ip_released:
+            entry.in_flight = False
+            entry.next_fetch = end + self.ip_delay(entry)
         if state.urls:
             self._push_host(entry, state)
         else:
             self._retire(state)
+        if not entry.in_flight:
+            self._push_entry(entry)
+
+    def release_ip(self, state: VisitState, end: float) -> None:
+        """The request of ``state`` no longer uses its IP, though it holds its host (a
+        robots.txt download ended at ``end``; its outcome, read later, decides what the
+        host may fetch): the IP's delay runs from ``end`` and its other hosts may be
+        served. :meth:`release` with ``ip_released`` then releases the host."""
+        entry = self.ips[state.ip]
+        assert state.in_flight and entry.in_flight, f"{state.host} holds no IP"
+        entry.in_flight = False
+        entry.next_fetch = end + self.ip_delay(entry)
         self._push_entry(entry)
 
     def postpone(self, state: VisitState, until: float) -> None:
