@@ -232,7 +232,9 @@ class Dispatcher:
         nothing in flight, no fetchable work may sit in URLseen or BEAST; with fetches
         in flight but room for more (below the cap), URLseen is flushed and admission
         resumed at most every IDLE_REFILL_INTERVAL, since new hosts may be due at once
-        (a hung fetch can hold the only IP the workbench has for a whole timeout). A
+        (a hung fetch can hold the only IP the workbench has for a whole timeout); and
+        while a fetch could start, admission goes past the horizon's target (at once
+        when nothing is in flight, else at most every ADMIT_INTERVAL). A
         finite crawl whose work is all blocked ends after a bounded wait; otherwise the
         engine is woken when something will be due."""
         frontier, intake = self.frontier, self.intake
