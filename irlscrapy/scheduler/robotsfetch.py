@@ -98,7 +98,7 @@ def scheme_of(state: VisitState) -> str:
     """The scheme of a host's URLs (its robots.txt is fetched with it): that of its
     first URL; an origin whose connections failed has its URLs held out of the host
     (irlscrapy.scheduler.frontier.parking), so this is one that has not failed."""
-    for _, item in state.urls:
+    for _, _, item in state.urls:
         if isinstance(item, tuple):
             return item_url(item).partition(":")[0]
     return "http"

@@ -58,7 +58,7 @@ def test_backoff_postpones_the_host_then_retirement_parks_its_urls(frontier: Any
     assert stats.values["irl/hosts/retired"] == 1
     assert stats.values["irl/hosts/parked_urls"] == 9
     assert frontier.parked.count == 9 and len(frontier.beast) == 0  # parked on disk
-    assert [item for _, item in state.urls] == [memory]  # what cannot be stored stays
+    assert [item for _, _, item in state.urls] == [memory]  # what cannot be stored stays
     assert frontier.workbench.next_due() == 607.0 and state.failures == 0
     # A URL of the retired host admitted meanwhile is parked too, not held in RAM.
     frontier.now[0] = 100.0

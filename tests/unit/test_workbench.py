@@ -1,4 +1,5 @@
-"""The workbench against a brute-force model of host and IP politeness."""
+"""The workbench against a brute-force model of host and IP politeness and of the
+stamp order among due IPs."""
 
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ class WorkbenchMachine(RuleBasedStateMachine):
         self.holding: set[str] = set()  # hosts in flight that still hold their IP
         self.counter = 0
         self.priority: dict[str, int] = {}
+        self.stamp: dict[str, int] = {}  # URL -> its order of admission (0: front)
 
     def due(self) -> set[str]:
         busy_ips = {ip_of(h) for h in self.holding}
@@ -54,6 +56,7 @@ class WorkbenchMachine(RuleBasedStateMachine):
         url = f"http://{host}/{self.counter}"
         self.bench.add(host, ip_of(host), url, front=front, priority=priority)
         self.priority[url] = FRONT if front else priority
+        self.stamp[url] = 0 if front else self.counter
         fifo = self.fifo[host]
         if front:
             fifo.insert(0, url)
@@ -107,9 +110,20 @@ class WorkbenchMachine(RuleBasedStateMachine):
             return
         state, url = got
         assert state.host in due, f"{state.host} handed out before it was due"
+        assert state.host in self.tops(ip_of(state.host)), "not its IP's top host"
+        for ip in {ip_of(h) for h in due} - {ip_of(state.host)}:
+            key = max(self.stamp[self.fifo[h][0]] for h in self.tops(ip))
+            assert self.stamp[url] <= key, f"{url} served before {ip}'s earlier URL"
         assert url == self.fifo[state.host].pop(0)
         self.flying[state.host] = state
         self.holding.add(state.host)
+
+    def tops(self, ip: str) -> set[str]:
+        """The hosts of ``ip`` that may be its top visit state: those due first."""
+        waiting = {h: self.host_next[h] for h in HOSTS if ip_of(h) == ip and self.fifo[h]}
+        waiting = {h: t for h, t in waiting.items() if h not in self.flying}
+        first = min(waiting.values())
+        return {h for h, t in waiting.items() if t == first}
 
     @precondition(lambda self: self.holding)
     @rule(data=st.data())
@@ -135,13 +149,18 @@ class WorkbenchMachine(RuleBasedStateMachine):
 
     @invariant()
     def next_due_is_the_earliest_eligible_time(self) -> None:
+        """Exact while nothing is due; a time not after now while something is."""
         busy_ips = {ip_of(h) for h in self.holding}
         times = [
             max(self.host_next[h], self.ip_next.get(ip_of(h), 0.0))
             for h in HOSTS
             if self.fifo[h] and h not in self.flying and ip_of(h) not in busy_ips
         ]
-        assert self.bench.next_due() == (min(times) if times else None)
+        due = self.bench.next_due()
+        if self.due():
+            assert due is not None and due <= self.now
+        else:
+            assert due == (min(times) if times else None)
         assert len(self.bench) == sum(map(len, self.fifo.values()))
         due_ips = {ip_of(h) for h in self.due()}
         assert self.bench.due_ips(self.now, len(HOSTS)) == len(due_ips)
@@ -175,3 +194,46 @@ def test_a_release_takes_the_hosts_current_budget() -> None:
     bench.release(state, 0.1)
     assert seen == [(state.host, 1000.0, 505.0)]
     assert bench.ips["10.0.0.1"].budget_sum == 1010.0
+
+
+def test_due_ips_are_served_in_the_order_their_urls_came() -> None:
+    """The IP fetched a moment ago goes first again once due, if its next URL came
+    first: not behind every IP due for longer (the order that starved huge domains)."""
+    bench = Workbench(lambda state: 0.0, lambda entry: 0.1)
+    for i in range(3):
+        bench.add(f"w{i}", "10.0.0.1", f"w{i}")  # a huge domain's hosts, on one IP
+    for i in range(3):
+        bench.add(f"s{i}", f"10.0.1.{i}", f"s{i}")  # later URLs, one IP each
+    served = []
+    for now in (0.0, 0.1, 0.2):
+        got = bench.take(now)
+        assert got is not None
+        served.append(got[1])
+        bench.release(got[0], now)
+    assert served == ["w0", "w1", "w2"]
+
+
+def test_a_front_url_moves_its_ip_up() -> None:
+    """A URL put in front of a host (a retry) is served before URLs admitted earlier on
+    other IPs, though the host's IP was already waiting in the order."""
+    bench = Workbench(host_delay, ip_delay)
+    bench.add("a", "10.0.0.1", "a1")
+    bench.add("b", "10.0.0.2", "b1")
+    bench.add("b", "10.0.0.2", "b2")
+    assert bench.due_ips(0.0, 10) == 2  # both IPs now wait in the stamp order
+    bench.add("b", "10.0.0.2", "b0", front=True)
+    got = bench.take(0.0)
+    assert got is not None and got[1] == "b0"
+
+
+def test_an_ip_whose_top_host_empties_keeps_its_place() -> None:
+    """When an IP's top host loses its URLs, its next host's (earlier) URL decides where
+    the IP stands."""
+    bench = Workbench(host_delay, ip_delay)
+    bench.add("y", "10.0.0.1", "y1", since=1.0)  # first URL, its host due later
+    bench.add("z", "10.0.0.2", "z1")
+    x = bench.add("x", "10.0.0.1", "x1", since=0.0)  # the IP's top host
+    assert bench.due_ips(2.0, 10) == 2
+    bench.remove_urls(x, lambda url: True)
+    got = bench.take(2.0)
+    assert got is not None and got[1] == "y1"
