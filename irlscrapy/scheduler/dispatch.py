@@ -250,8 +250,10 @@ class Dispatcher:
             self._refill_due = now + IDLE_REFILL_INTERVAL
             frontier.resume_admission()
         # Nothing is due and a fetch could start: admit past the horizon's target (at
-        # most every ADMIT_INTERVAL while fetches are in flight, whose ends wake us).
-        if room and (idle or now >= self._hungry_due) and frontier.can_admit(hungry=True):
+        # most every ADMIT_INTERVAL while fetches are in flight, whose ends wake us;
+        # below the target, next_request's own admission runs at that pace already).
+        hungry = idle or (frontier.horizon_full and now >= self._hungry_due)
+        if room and hungry and frontier.can_admit(hungry=True):
             self._hungry_due = now + ADMIT_INTERVAL
             if frontier.admit(hungry=True):
                 self.waker.wake()
