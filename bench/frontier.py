@@ -363,8 +363,8 @@ class Driver:
             "workbench_urls": len(workbench),
             "workbench_hosts": len(workbench.hosts),
             "workbench_ips": len(workbench.ips),
-            "robots_hosts_in_ram": len(self.scheduler.robots),
-            "dns_entries_in_ram": len(self.scheduler.dns),
+            "robots_hosts_in_ram": len(self.scheduler.hosts.robots),
+            "dns_entries_in_ram": len(self.scheduler.hosts.dns),
             "urlseen_pending": self.scheduler.urlseen.pending,
         }
 
