@@ -232,17 +232,26 @@ class Dispatcher:
         nothing in flight, no fetchable work may sit in URLseen or BEAST; with fetches
         in flight but room for more (below the cap), URLseen is flushed and admission
         resumed at most every IDLE_REFILL_INTERVAL, since new hosts may be due at once
-        (a hung fetch can hold the only IP the workbench has for a whole timeout); and
-        while a fetch could start, admission goes past the horizon's target (at once
-        when nothing is in flight, else at most every ADMIT_INTERVAL). A
-        finite crawl whose work is all blocked ends after a bounded wait; otherwise the
-        engine is woken when something will be due."""
+        (a hung fetch can hold the only IP the workbench has for a whole timeout), and
+        URLseen sooner when BEAST cannot feed the workbench, as often as its merges'
+        own length allows (Intake.starving_flush_at: a young crawl's merges take
+        milliseconds); and while a fetch could start, admission goes past the horizon's
+        target (at once when nothing is in flight, else at most every ADMIT_INTERVAL).
+        A finite crawl whose work is all blocked ends after a bounded wait; otherwise
+        the engine is woken when something will be due."""
         frontier, intake = self.frontier, self.intake
         now = self.waker.clock.seconds()
         idle = not self.ledger and not self.refusals
         room = len(self.ledger) < self.fetch_cap()
         refill = now >= self._refill_due and room
-        if (idle or refill) and intake.pending and not intake.merging:
+        # BEAST cannot feed the workbench (dry, or all it holds is of full hosts) while
+        # URLs wait in URLseen: flush, as often as the merges' own length allows.
+        starving = (
+            room
+            and (not len(frontier.beast) or frontier.admission_paused)
+            and now >= intake.starving_flush_at
+        )
+        if (idle or refill or starving) and intake.pending and not intake.merging:
             intake.flush()
         if refill:
             # When every record left in BEAST is of a full host, each resume reads and

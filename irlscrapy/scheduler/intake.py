@@ -99,6 +99,11 @@ class Intake:
         #: requests of schemes without hosts to be polite to, handed out first
         self.direct: deque[Request] = deque()
         self.merging = False  # a URLseen merge, or the drain of its results, is running
+        #: the clock's time from which a starving crawler may flush URLseen again: the
+        #: last merge's end plus its length, so such flushes take at most half the time
+        #: (cheap in a young crawl, rare at scale, where a merge costs as the store)
+        self.starving_flush_at = 0.0
+        self._merge_started = 0.0
         self.closing = False  # the scheduler is closing: no drain starts any more
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
@@ -302,6 +307,7 @@ class Intake:
         if self.merging:
             return
         self.merging = True
+        self._merge_started = self.waker.clock.seconds()
         merge = self.urlseen.flush()
         merge.addCallback(lambda _: self.start_drain())
         merge.addErrback(self._fatal, "merging URLseen")
@@ -321,6 +327,8 @@ class Intake:
     def drained(self, _: Any) -> None:
         self.merging = False
         self._drain_task = None
+        now = self.waker.clock.seconds()
+        self.starving_flush_at = now + max(0.0, now - self._merge_started)
         if self.urlseen.pending and not self._in_flight():
             # URLs submitted during the merge, and no fetch will end to flush them
             # (the no-idle invariant; submitted() skipped them while the merge ran)

@@ -2,13 +2,14 @@
 the merge ran (``Intake.submitted`` does not start a second merge) are flushed when the drain
 ends with nothing in flight, since no fetch will end to flush them. (They sat in
 URLseen until the next host was due, and the real-web crawl's idle watch saw 1-second
-windows of it.)"""
+windows of it.) And when the next flush of a starving crawler may come: a merge's
+length after it ended."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from twisted.internet import defer
+from twisted.internet import defer, task
 
 from irlscrapy.scheduler.intake import Intake
 
@@ -28,6 +29,7 @@ class _URLseen:
 class _Waker:
     def __init__(self) -> None:
         self.wakes = 0
+        self.clock = task.Clock()
 
     def wake(self) -> None:
         self.wakes += 1
@@ -66,3 +68,18 @@ def test_nothing_pending_starts_no_merge() -> None:
     intake = _after_a_merge(pending=0, in_flight=0)
     assert intake.urlseen.flushes == 0  # type: ignore[attr-defined]
     assert not intake.merging
+
+
+def test_a_starving_flush_waits_as_long_as_the_last_merge_took() -> None:
+    """Flushes a starving crawler asks for take at most half the time: the next may
+    come once as long as the last merge (and its drain) took has passed since its end."""
+    intake = _after_a_merge(pending=0, in_flight=1)
+    clock = intake.waker.clock  # type: ignore[attr-defined]
+    clock.advance(100.0)
+    intake.urlseen.pending = 4  # type: ignore[misc]
+    intake.flush()
+    assert intake.merging and intake.urlseen.flushes == 1  # type: ignore[attr-defined]
+    clock.advance(0.25)  # the merge and its drain take 0.25 s
+    intake._drain_task = object()
+    intake.drained(None)
+    assert intake.starving_flush_at == 100.5
