@@ -13,7 +13,9 @@ A merge's arrays are large and short-lived: the thread pins glibc's mmap thresho
 it starts and returns the free heap to the OS before and after each merge
 (:mod:`irlscrapy.glibcheap`), so RSS does not keep what one merge, or the delivery of
 its results, used. (Not on the reactor: ``malloc_trim`` on a heap of a few hundred MB
-held it for milliseconds, which showed in the crawl's median reactor lag.)
+held it for milliseconds, which showed in the crawl's median reactor lag.) After each
+merge it also pages out the LevelDB table pages the merge's lookups mapped
+(:mod:`irlscrapy.tablepages`).
 
 Started on first use; :meth:`stop` joins it (the dupefilter's close, and the reactor's
 shutdown as a fallback).
@@ -25,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from irlscrapy.glibcheap import pin_mmap_threshold, release_free_memory
+from irlscrapy.tablepages import release_table_pages
 from irlscrapy.workers import NicedWorker
 
 #: Added to the merge thread's nice value (0-19; 10: about a tenth of the core when the
@@ -49,3 +52,4 @@ def _releasing_memory(f: Callable[..., Any], *args: Any) -> Any:
         return f(*args)
     finally:
         release_free_memory()  # what this merge's arrays left
+        release_table_pages()  # what its lookups mapped of the stores' tables
