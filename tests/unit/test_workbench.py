@@ -237,3 +237,15 @@ def test_an_ip_whose_top_host_empties_keeps_its_place() -> None:
     bench.remove_urls(x, lambda url: True)
     got = bench.take(2.0)
     assert got is not None and got[1] == "y1"
+
+
+def test_a_clock_that_steps_back_holds_an_entry_already_moved_to_the_stamp_order() -> None:
+    """The wall clock can step back (NTP): an entry found due at 10 s is not handed out
+    at 9 s if it is not due then, and is at 10 s."""
+    bench = Workbench(host_delay, ip_delay)
+    bench.add("a", "10.0.0.1", "a1", since=10.0)
+    assert bench.due_ips(10.0, 10) == 1
+    assert bench.take(9.0) is None
+    assert bench.next_due() == 10.0
+    got = bench.take(10.0)
+    assert got is not None and got[1] == "a1"

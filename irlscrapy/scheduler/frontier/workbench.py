@@ -247,7 +247,7 @@ class Workbench:
         """The first URL of the top host of the due entry with the lowest stamp; the host
         and its IP go in flight. None if no entry is due."""
         self._promote(now)
-        entry = self._top_ready()
+        entry = self._top_ready(now)
         if entry is None:
             return None
         heapq.heappop(self._ready)
@@ -403,14 +403,19 @@ class Workbench:
             entry.version = next(self._seq)
             heapq.heappush(self._ready, (self._stamp(entry), entry.version, entry.ip))
 
-    def _top_ready(self) -> IPEntry | None:
+    def _top_ready(self, now: float | None = None) -> IPEntry | None:
         """The due entry whose top host's first URL has the lowest stamp, after dropping
         stale items (an entry whose hosts changed went back to the due order; a URL put in
-        front of its top host changed its stamp)."""
+        front of its top host changed its stamp). With ``now``, an entry not due at
+        ``now`` goes back to the due order (the clock stepped back since it was moved)."""
         while self._ready:
             stamp, version, ip = self._ready[0]
             entry = self.ips.get(ip)
             if entry is not None and entry.version == version and self._top_host(entry):
+                if now is not None and self._priority(entry) > now:
+                    heapq.heappop(self._ready)
+                    self._push_entry(entry)
+                    continue
                 current = self._stamp(entry)
                 if stamp == current:
                     return entry
