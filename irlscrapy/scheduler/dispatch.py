@@ -245,9 +245,12 @@ class Dispatcher:
         room = len(self.ledger) < self.fetch_cap()
         refill = now >= self._refill_due and room
         # BEAST cannot feed the workbench (dry, or all it holds is of full hosts) while
-        # URLs wait in URLseen: flush, as often as the merges' own length allows.
+        # URLs wait in URLseen: flush, as often as the merges' own length allows; not
+        # while a page is being handled, whose requests would be split across batches
+        # (a host's URLs are ordered by priority within one batch).
         starving = (
             room
+            and not self.ledger.pages_pending
             and (not len(frontier.beast) or frontier.admission_paused)
             and now >= intake.starving_flush_at
         )

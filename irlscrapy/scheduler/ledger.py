@@ -54,6 +54,11 @@ class FetchLedger(Generic[State, Item]):
         """Fetches in flight."""
         return len(self._in_flight)
 
+    @property
+    def pages_pending(self) -> int:
+        """Fetches released whose page is not done yet (its requests may still come)."""
+        return len(self._pages)
+
     def hand_out(self, state: State, item: Item, robots: bool) -> int:
         """A new fetch in flight; its token."""
         self._tokens += 1

@@ -71,6 +71,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def counts_agree(self) -> None:
         flying = [t for t, p in self.phase.items() if p == "flight"]
         assert len(self.ledger) == len(flying)
+        assert self.ledger.pages_pending == sum(1 for p in self.phase.values() if p == "page")
         for token in flying:
             fetch = self.ledger.in_flight(token)
             assert fetch is not None and fetch.item == f"item{token}"
