@@ -13,8 +13,10 @@ killer's score count them while they are mapped, and a crawl operator watches RS
 
 :func:`release_table_pages` asks the kernel to page out (``madvise(MADV_PAGEOUT)``,
 Linux 5.4) every mapping of a ``.ldb`` file in the process: a clean file page leaves the
-mapping and is read again from the page cache, or the disk, at its next touch. The
-merge thread calls it after each merge (:mod:`irlscrapy.dupefilters.mergethread`).
+mapping and is read again from the page cache, or the disk, at its next touch. DRUM
+calls it after each bucket of a merge (a merge reads the whole store, so without that the
+pages of the whole store are mapped at its end), and the merge thread after each merge
+(:mod:`irlscrapy.dupefilters.mergethread`: STAR's lookups too).
 
 Why MADV_PAGEOUT and not MADV_DONTNEED: LevelDB's own threads may unmap a table, and
 the range be mapped again for something else, between reading ``/proc/self/maps`` and

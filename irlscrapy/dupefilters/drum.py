@@ -87,6 +87,7 @@ from irlscrapy.dupefilters.drumcache import ChunkStore
 from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
 from irlscrapy.exceptions import ConfigurationError, DrumFormatError
 from irlscrapy.recordfile import RecordWriter, scan
+from irlscrapy.tablepages import release_table_pages
 
 logger = logging.getLogger(__name__)
 
@@ -404,6 +405,9 @@ class DRUM:
             slots = self._open_slots(gen, total, "r+" if self._results_path(gen).exists() else "w+")
             for bucket in range(self.buckets):
                 self._merge_bucket(gen, bucket, slots)
+                # The pages of the chunk tables this bucket read stay mapped, in RSS, until
+                # paged out: a merge reads the whole store (irlscrapy.tablepages).
+                release_table_pages()
             # No msync (``slots.flush()``): the page cache keeps a MAP_SHARED mapping's
             # writes across a kill -9, which is all the crash semantics above promise;
             # and CPython's mmap.flush holds the GIL through msync(MS_SYNC), a disk
