@@ -104,6 +104,7 @@ class Intake:
         #: (cheap in a young crawl, rare at scale, where a merge costs as the store)
         self.starving_flush_at = 0.0
         self._merge_started = 0.0
+        self._flush_soon = False  # a flush is called for at the end of this reactor turn
         self.closing = False  # the scheduler is closing: no drain starts any more
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
@@ -298,9 +299,19 @@ class Intake:
 
     # -- URLseen -------------------------------------------------------------------------
     def submitted(self) -> None:
-        """URLs went to URLseen: merge when a batch is full, or at once when nothing is
-        in flight (no fetch will end to wake the engine: the no-idle invariant)."""
-        if self.urlseen.should_merge() or not self._in_flight():
+        """URLs went to URLseen: merge when a batch is full, or when nothing is in
+        flight (no fetch will end to wake the engine: the no-idle invariant) at the end
+        of this reactor turn, so that the other requests a callback yields in the turn
+        join the batch (a host's URLs are ordered by priority within one batch)."""
+        if self.urlseen.should_merge():
+            self.flush()
+        elif not self._in_flight() and not self._flush_soon:
+            self._flush_soon = True
+            self.waker.clock.callLater(0, self._flush_if_idle)
+
+    def _flush_if_idle(self) -> None:
+        self._flush_soon = False
+        if not self.closing and self.urlseen.pending and not self._in_flight():
             self.flush()
 
     def flush(self) -> None:
