@@ -381,20 +381,28 @@ class Workbench:
         assert top is not None
         return max(entry.next_fetch, top.next_fetch)
 
+    def _current_top(
+        self, heap: list[tuple[Any, int, str]], key: Callable[[IPEntry], Any]
+    ) -> IPEntry | None:
+        """The entry at the top of ``heap`` once its item is current: items of a retired
+        entry or an old version are dropped, an item whose ``key`` changed is pushed
+        again with the new key (keys change lazily: a host's delay, a URL put in front)."""
+        while heap:
+            old, version, ip = heap[0]
+            entry = self.ips.get(ip)
+            if entry is None or entry.version != version or not self._top_host(entry):
+                heapq.heappop(heap)
+                continue
+            current = key(entry)
+            if old == current:
+                return entry
+            entry.version = next(self._seq)
+            heapq.heapreplace(heap, (current, entry.version, ip))
+        return None
+
     def _top_entry(self) -> IPEntry | None:
         """The entry due first among those not moved to the stamp order yet."""
-        while self._heap:
-            priority, version, ip = self._heap[0]
-            entry = self.ips.get(ip)
-            if entry is not None and entry.version == version and self._top_host(entry):
-                current = self._priority(entry)
-                if priority == current:
-                    return entry
-                entry.version = next(self._seq)
-                heapq.heapreplace(self._heap, (current, entry.version, ip))
-                continue
-            heapq.heappop(self._heap)
-        return None
+        return self._current_top(self._heap, self._priority)
 
     def _promote(self, now: float) -> None:
         """Move the entries due at ``now`` to the stamp order."""
@@ -404,25 +412,14 @@ class Workbench:
             heapq.heappush(self._ready, (self._stamp(entry), entry.version, entry.ip))
 
     def _top_ready(self, now: float | None = None) -> IPEntry | None:
-        """The due entry whose top host's first URL has the lowest stamp, after dropping
-        stale items (an entry whose hosts changed went back to the due order; a URL put in
-        front of its top host changed its stamp). With ``now``, an entry not due at
-        ``now`` goes back to the due order (the clock stepped back since it was moved)."""
-        while self._ready:
-            stamp, version, ip = self._ready[0]
-            entry = self.ips.get(ip)
-            if entry is not None and entry.version == version and self._top_host(entry):
-                if now is not None and self._priority(entry) > now:
-                    heapq.heappop(self._ready)
-                    self._push_entry(entry)
-                    continue
-                current = self._stamp(entry)
-                if stamp == current:
-                    return entry
-                entry.version = next(self._seq)
-                heapq.heapreplace(self._ready, (current, entry.version, ip))
-                continue
+        """The due entry whose top host's first URL has the lowest stamp. With ``now``,
+        an entry not due at ``now`` goes back to the due order (the clock stepped back
+        since it was moved)."""
+        while (entry := self._current_top(self._ready, self._stamp)) is not None:
+            if now is None or self._priority(entry) <= now:
+                return entry
             heapq.heappop(self._ready)
+            self._push_entry(entry)
         return None
 
     def _stamp(self, entry: IPEntry) -> int:
