@@ -78,7 +78,7 @@ PROFILE = "spam"
 SEED = 0
 #: IRL_STAR_TOP_DOMAINS of ``star``: about 0.1% of the PLDs a 100,000-page crawl of the
 #: spam web sees (the figures print the share).
-TOP_DOMAINS = 50
+TOP_DOMAINS = 10
 #: B0, IRL_BEAST_BUDGET's default: how many pages a budget can hold a spam PLD to.
 DEFAULT_BUDGET = int(defaults.BY_NAME["IRL_BEAST_BUDGET"].default)
 VARIANTS: dict[str, dict[str, Any]] = {

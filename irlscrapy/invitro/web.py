@@ -102,6 +102,14 @@ class InVitroWeb:
         self.shared_ips = max(1, round(regular_hosts / p.hosts_per_ip))
         weights = (r**-p.popularity_exponent for r in range(1, p.legit_plds + 1))
         self._popularity_cdf = list(itertools.accumulate(weights))
+        # site_size_exponent: the mean of (r + 1)^-exponent over the legitimate PLDs
+        self._size_norm = (
+            float(
+                np.mean(np.arange(1, p.legit_plds + 1, dtype=np.float64) ** -p.site_size_exponent)
+            )
+            if p.site_size_exponent
+            else 1.0
+        )
         self.host = lru_cache(maxsize=1 << 16)(self._host)
         self.out_plds = lru_cache(maxsize=1 << 14)(self._out_plds)
         self.pld_name = lru_cache(maxsize=1 << 16)(self._pld_name)
@@ -283,6 +291,8 @@ class InVitroWeb:
             pages = p.index_host_pages
         else:
             xm = p.pages_per_host / 3.0  # Pareto(1.5) has mean 3 * xm
+            if p.site_size_exponent:
+                xm *= (pid + 1) ** -p.site_size_exponent / self._size_norm
             pages = max(1, min(p.max_pages_per_host, int(xm / (1.0 - f[4] * _U64) ** (1 / 1.5))))
         return Host(
             name=name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import gzip
 import hashlib
@@ -246,6 +247,33 @@ class TestSpamProfile:
                 spam[depth] += host.spam
         shares = [spam[d] / pages[d] for d in range(1, 4)]
         assert shares == sorted(shares) and shares[-1] > 0.15, shares
+
+
+def _mean_pages_per_host(web: InVitroWeb, plds: range) -> float:
+    hosts = (web.host(web.host_name(pid, 0)) for pid in plds)
+    return statistics.mean(host.pages or 0 for host in hosts if host is not None)
+
+
+@pytest.mark.parametrize("exponent", [0.3, 0.6])
+def test_site_size_exponent_makes_popular_sites_bigger_at_the_same_mean(exponent: float) -> None:
+    """Pages per host fall with popularity rank as (r + 1)^-exponent; their mean over the
+    PLDs stays pages_per_host; the web without the exponent is left as it was."""
+    plain = dataclasses.replace(
+        SPAM, legit_plds=4_000, huge_sites=0, trap_host_share=0.0, site_size_exponent=0.0
+    )
+    sized = InVitroWeb(dataclasses.replace(plain, site_size_exponent=exponent), 0)
+    web = InVitroWeb(plain, 0)
+    top, bottom = range(0, 100), range(3_900, 4_000)
+    ratio = _mean_pages_per_host(sized, top) / _mean_pages_per_host(sized, bottom)
+    expected = (50 / 3_950) ** -exponent  # at the middle ranks of each hundred
+    assert expected / 2 < ratio < expected * 2
+    everything = range(plain.legit_plds)
+    assert _mean_pages_per_host(sized, everything) == pytest.approx(
+        _mean_pages_per_host(web, everything), rel=0.15
+    )
+    assert _mean_pages_per_host(web, top) == pytest.approx(
+        _mean_pages_per_host(web, bottom), rel=0.5
+    )
 
 
 class TestPldGraph:
