@@ -12,6 +12,8 @@ Hierarchy::
     ├── CorruptRecordFile          a record file damaged before its end
     ├── RequestCodecError          a request cannot be stored (also a ValueError, as
     │                              Scrapy's schedulers expect of a refused request)
+    ├── AgentConflict              another process runs as this agent of a multi-agent
+    │                              crawl
     └── DNSLookupFailed            a host does not resolve (also Twisted's DNSLookupError,
                                    so it is defined beside the resolver that raises it:
                                    irlscrapy.scheduler.hosts.resolver; this module stays
@@ -55,3 +57,7 @@ class RequestCodecError(IrlscrapyError, ValueError):
 
     A ValueError too, as Scrapy's schedulers expect of a request a disk queue refuses.
     """
+
+
+class AgentConflict(IrlscrapyError):
+    """Another process runs as this agent of a multi-agent crawl."""

@@ -9,6 +9,8 @@
 #   nginx, iproute2, util-linux  tests/e2e/test_real_web.py: a real web server, `ip` to
 #                                bring up loopback in the test's network namespace, and
 #                                `unshare` to make that namespace (util-linux is Essential)
+#   redis-server                 the multi-agent mode's tests (irlscrapy/distributed/): a real
+#                                Redis on an ephemeral loopback port (tests/redisserver.py)
 #   *-doc, debian-policy         the real web's pages: HTML documentation written by the
 #                                projects themselves (tests/e2e/realweb/sites.py maps each
 #                                package to its host name)
@@ -22,7 +24,7 @@
 # the tests that need these packages then skip, each with its reason.
 set -eu
 
-PACKAGES="nginx iproute2 util-linux postgresql-doc-15 python3.11-doc sqlite3-doc git-doc \
+PACKAGES="nginx iproute2 util-linux redis-server postgresql-doc-15 python3.11-doc sqlite3-doc git-doc \
 python-flask-doc python-requests-doc debian-policy"
 
 case "${1:-}" in

@@ -1,0 +1,1 @@
+"""Many agents, one crawl: Cho's exchange mode over Redis (DESIGN.md, Multi-agent)."""

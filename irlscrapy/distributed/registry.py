@@ -1,0 +1,192 @@
+"""A crawl's registry in Redis: its configuration, its members and one lease per agent id.
+
+Theory of operation
+-------------------
+Every key of crawl ``c`` is ``irl:{c}:...``: the braces are a Redis Cluster hash tag, so
+a crawl's keys share one slot and its Lua scripts may touch several of them.
+
+``irl:{c}:config``
+    The crawl's configuration (:class:`CrawlConfig`, JSON), written once by the first
+    agent (``SET NX``). Every agent compares its own with it on start and refuses to
+    join a crawl whose partition count or partition function differ: two agents that
+    disagree on who owns a PLD would both crawl it.
+``irl:{c}:members``
+    A hash: agent id -> JSON (joined, last seen, host, pid). An agent is a *member* from
+    its first join until it leaves gracefully (:meth:`CrawlRegistry.leave`). Ownership
+    (:mod:`irlscrapy.distributed.partitions`) is computed over the members, **not** over
+    the agents alive now: an agent killed with kill -9 keeps its partitions, and the URLs
+    sent to it wait in its streams until it is back with the same id and JOBDIR (only
+    its JOBDIR knows which of their URLs it has seen). A member that never comes back is
+    removed by ``irlscrapy agents --remove`` (or its own graceful leave), which hands its
+    partitions to the others.
+``irl:{c}:lease:{agent}``
+    The running agent's lease: a random token with a TTL, renewed every third of it. A
+    second process with the same agent id finds the lease held and waits up to one TTL
+    for it to lapse (the holder was killed) before it refuses to start: two processes
+    with one id would read the same streams.
+
+Invariants:
+*At most one process holds an agent id's lease at a time* (a holder whose renewal finds
+another token has lost it and must stop).
+*The configuration of a crawl never changes once written.*
+*Membership changes only by join and graceful leave, never by a lapse of a lease.*
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import socket
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import redis
+
+from irlscrapy.distributed.partitions import PARTITION_FUNCTION, check_partitions
+from irlscrapy.exceptions import AgentConflict, ConfigurationError
+
+#: The version of the registry's and the streams' layout in Redis (DO NOT CHANGE the
+#: meaning of a version: agents of different layouts must not share a crawl).
+LAYOUT_VERSION = 1
+
+# KEYS[1] the lease, KEYS[2] the members hash; ARGV: token, ttl ms, agent id, member JSON.
+# Take the lease if it is free, renew it if it is ours; 0 if another token holds it.
+_HOLD = """
+local held = redis.call('GET', KEYS[1])
+if held and held ~= ARGV[1] then
+    return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+return 1
+"""
+# KEYS[1] the lease; ARGV[1] the token: release the lease only if it is ours.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+    return redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
+
+@dataclass(frozen=True)
+class CrawlConfig:
+    """What every agent of a crawl must agree on."""
+
+    partitions: int
+    partition_function: str = PARTITION_FUNCTION
+    layout: int = LAYOUT_VERSION
+
+    def __post_init__(self) -> None:
+        check_partitions(self.partitions)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+
+def check_crawl_id(crawl: str) -> str:
+    if not crawl or any(c in crawl for c in "{}:") or not crawl.isprintable():
+        raise ConfigurationError(
+            f"IRL_CRAWL_ID must be a non-empty printable name without '{{', '}}' or ':' "
+            f"(got {crawl!r})"
+        )
+    return crawl
+
+
+class CrawlRegistry:
+    """One crawl's registry (see the module docstring). Blocking redis-py calls: the
+    agent runs them on its Redis thread, never on the reactor."""
+
+    def __init__(self, client: redis.Redis, crawl: str, config: CrawlConfig) -> None:
+        self.client = client
+        self.crawl = check_crawl_id(crawl)
+        self.config = config
+        self.prefix = f"irl:{{{crawl}}}:"
+        self._hold = client.register_script(_HOLD)
+        self._release = client.register_script(_RELEASE)
+
+    def key(self, *parts: object) -> str:
+        return self.prefix + ":".join(map(str, parts))
+
+    # -- configuration -------------------------------------------------------------------
+    def ensure_config(self) -> None:
+        """Store this agent's configuration if the crawl has none; refuse a different one."""
+        mine = self.config.to_json()
+        self.client.set(self.key("config"), mine, nx=True)
+        stored = self.client.get(self.key("config"))
+        if stored is None:  # deleted in between: try once more
+            self.client.set(self.key("config"), mine, nx=True)
+            stored = self.client.get(self.key("config"))
+        if stored is None:
+            raise ConfigurationError(f"crawl {self.crawl!r}: its configuration keeps vanishing")
+        theirs = json.loads(stored)
+        if theirs != json.loads(mine):
+            differ = ", ".join(
+                f"{name}: the crawl's {theirs.get(name)!r}, this agent's {value!r}"
+                for name, value in asdict(self.config).items()
+                if theirs.get(name) != value
+            )
+            raise ConfigurationError(
+                f"crawl {self.crawl!r} in Redis was started with another configuration "
+                f"({differ}); start this agent with the crawl's settings, or use another "
+                "IRL_CRAWL_ID"
+            )
+
+    # -- membership and leases -----------------------------------------------------------
+    def join(self, agent: str, lease_s: float, wait_s: float | None = None) -> str:
+        """Become (or stay) a member and take ``agent``'s lease; returns its token. If a
+        live process holds the lease, wait up to ``wait_s`` (default: one lease) for it
+        to lapse, then raise :class:`AgentConflict`."""
+        token = secrets.token_hex(16)
+        deadline = time.monotonic() + (lease_s if wait_s is None else wait_s)
+        while not self.renew(agent, token, lease_s):
+            if time.monotonic() >= deadline:
+                raise AgentConflict(
+                    f"agent {agent!r} of crawl {self.crawl!r} is already running "
+                    f"({self.member(agent) or 'unknown'}): its lease was renewed during "
+                    f"the {lease_s:g} s this process waited. Start this one with another "
+                    "IRL_AGENT_ID, or stop the other first"
+                )
+            time.sleep(min(0.2, lease_s / 10))
+        return token
+
+    def renew(self, agent: str, token: str, lease_s: float) -> bool:
+        """Renew (or take, if free) ``agent``'s lease; False if another token holds it."""
+        member = self.member(agent) or {}
+        now = time.time()
+        member.update(
+            joined=member.get("joined", now), seen=now, host=socket.gethostname(), pid=os.getpid()
+        )
+        held = self._hold(
+            keys=[self.key("lease", agent), self.key("members")],
+            args=[token, max(1, int(lease_s * 1000)), agent, json.dumps(member)],
+        )
+        return bool(held)
+
+    def release(self, agent: str, token: str) -> None:
+        """Give the lease up (the agent stops, and stays a member)."""
+        self._release(keys=[self.key("lease", agent)], args=[token])
+
+    def leave(self, agent: str, token: str | None = None) -> None:
+        """Stop being a member: the agent's partitions go to the others. Its lease goes
+        too (if ``token`` is given, only if it is ours)."""
+        if token is not None:
+            self.release(agent, token)
+        else:
+            self.client.delete(self.key("lease", agent))
+        self.client.hdel(self.key("members"), agent)
+
+    def members(self) -> list[str]:
+        """The agent ids that own partitions, sorted."""
+        names = self.client.hkeys(self.key("members"))
+        return sorted(name.decode() if isinstance(name, bytes) else name for name in names)
+
+    def member(self, agent: str) -> dict[str, Any] | None:
+        raw = self.client.hget(self.key("members"), agent)
+        return None if raw is None else dict(json.loads(raw))
+
+    def alive(self, agent: str) -> bool:
+        """Does a process hold ``agent``'s lease now?"""
+        return bool(self.client.exists(self.key("lease", agent)))

@@ -1,0 +1,245 @@
+"""The exchange: URLs and PLD edges sent in batches to their owner over Redis Streams
+(Cho's exchange mode with batch communication, seeds/001 sections 3 and 5.2).
+
+Theory of operation
+-------------------
+Each partition ``p`` has one stream, ``irl:{c}:p:{p}``, with one consumer group,
+``owner``. Any agent appends to it; only the partition's owner reads it.
+
+*Sending.* :class:`Outbox` buffers, per partition, the URLs (each with the aux bytes the
+owner's intake stores with it) and the PLD edges (source PLD, target PLD) STAR counts at
+the target's owner. A partition's buffer becomes a batch when it holds ``batch_max``
+records or its oldest is ``batch_age`` seconds old; one batch is one ``XADD`` (one
+command for hundreds of URLs: the communication overhead of exchange mode is per
+batch, not per link).
+
+*Receiving.* :meth:`Exchange.read` takes new batches of the agent's partitions with
+``XREADGROUP``; a batch stays in the group's pending list until :meth:`Exchange.done`
+acknowledges and deletes it (one script: ``XACK`` then ``XDEL``), which the agent calls
+only once the batch's URLs are durable in its own URLseen and BEAST. So a batch is
+delivered at least once, and the owner's URLseen makes discovery exactly-once across
+agents. After a kill -9, the restarted agent reads its own pending batches again first
+(:meth:`Exchange.pending`); a partition handed over takes the old owner's pending
+batches with ``XAUTOCLAIM``.
+
+*Memory.* A batch is deleted when acknowledged, so a stream holds only what is sent and
+not yet durable at its owner: Redis memory follows the exchange's backlog, never the
+crawl's size, and Redis never holds the set of seen URLs.
+
+Batch encoding (the stream entry's field ``b``; ``v`` is the layout version)::
+
+    batch   := count_urls: u32be, count_edges: u32be, url*, edge*
+    url     := len_url: u16be, len_aux: u32be, url: utf-8, aux
+    edge    := len_src: u16be, len_dst: u16be, src: utf-8, dst: utf-8
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from irlscrapy.distributed.registry import LAYOUT_VERSION, CrawlRegistry
+
+GROUP = "owner"
+_COUNTS = struct.Struct(">II")
+_URL = struct.Struct(">HI")
+_EDGE = struct.Struct(">HH")
+# KEYS[1] the stream; ARGV: the group, then entry ids. Acknowledge, then delete them.
+_DONE = """
+local acked = redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
+redis.call('XDEL', KEYS[1], unpack(ARGV, 2))
+return acked
+"""
+
+
+@dataclass
+class Batch:
+    """URLs (with their aux bytes) and PLD edges bound for one partition."""
+
+    partition: int
+    urls: list[str] = field(default_factory=list)
+    auxes: list[bytes] = field(default_factory=list)
+    edges: list[tuple[str, str]] = field(default_factory=list)
+    #: the stream entry's id (received batches only)
+    entry: bytes = b""
+
+    def __len__(self) -> int:
+        return len(self.urls) + len(self.edges)
+
+    def encode(self) -> bytes:
+        parts = [_COUNTS.pack(len(self.urls), len(self.edges))]
+        for url, aux in zip(self.urls, self.auxes, strict=True):
+            raw = url.encode()
+            parts += (_URL.pack(len(raw), len(aux)), raw, aux)
+        for src, dst in self.edges:
+            a, b = src.encode(), dst.encode()
+            parts += (_EDGE.pack(len(a), len(b)), a, b)
+        return b"".join(parts)
+
+    @classmethod
+    def decode(cls, partition: int, data: bytes, entry: bytes = b"") -> Batch:
+        batch = cls(partition, entry=entry)
+        count_urls, count_edges = _COUNTS.unpack_from(data)
+        at = _COUNTS.size
+        for _ in range(count_urls):
+            n, m = _URL.unpack_from(data, at)
+            at += _URL.size
+            batch.urls.append(data[at : at + n].decode())
+            batch.auxes.append(data[at + n : at + n + m])
+            at += n + m
+        for _ in range(count_edges):
+            n, m = _EDGE.unpack_from(data, at)
+            at += _EDGE.size
+            batch.edges.append((data[at : at + n].decode(), data[at + n : at + n + m].decode()))
+            at += n + m
+        if at != len(data):
+            raise ValueError(
+                f"a batch of partition {partition} has {len(data) - at} bytes too many"
+            )
+        return batch
+
+
+class Outbox:
+    """Per-partition buffers of what goes to other agents (see the module docstring).
+    Pure bookkeeping: :meth:`ready` says which batches are due; the caller sends them."""
+
+    def __init__(self, batch_max: int, batch_age: float) -> None:
+        self.batch_max = batch_max
+        self.batch_age = batch_age
+        self._open: dict[int, Batch] = {}
+        self._since: dict[int, float] = {}  # partition -> when its oldest record came
+        self.records = 0
+
+    def _batch(self, partition: int, now: float) -> Batch:
+        batch = self._open.get(partition)
+        if batch is None:
+            batch = self._open[partition] = Batch(partition)
+            self._since[partition] = now
+        return batch
+
+    def add_url(self, partition: int, url: str, aux: bytes, now: float) -> None:
+        batch = self._batch(partition, now)
+        batch.urls.append(url)
+        batch.auxes.append(aux)
+        self.records += 1
+
+    def add_edge(self, partition: int, source: str, target: str, now: float) -> None:
+        self._batch(partition, now).edges.append((source, target))
+        self.records += 1
+
+    def ready(self, now: float, everything: bool = False) -> list[Batch]:
+        """Take the batches that are full or old enough (all of them with ``everything``)."""
+        due = [
+            p
+            for p, batch in self._open.items()
+            if everything or len(batch) >= self.batch_max or now - self._since[p] >= self.batch_age
+        ]
+        taken = []
+        for p in due:
+            batch = self._open.pop(p)
+            del self._since[p]
+            self.records -= len(batch)
+            taken.append(batch)
+        return taken
+
+    def next_due(self) -> float | None:
+        """When the oldest open batch becomes due by age (None: nothing is buffered)."""
+        oldest = min(self._since.values(), default=None)
+        return None if oldest is None else oldest + self.batch_age
+
+
+class Exchange:
+    """One agent's side of the partition streams (blocking redis-py calls: the agent
+    runs them on its Redis thread)."""
+
+    def __init__(self, registry: CrawlRegistry, agent: str) -> None:
+        self.registry = registry
+        self.client: redis.Redis = registry.client
+        self.agent = agent
+        self._done = self.client.register_script(_DONE)
+
+    def stream(self, partition: int) -> str:
+        return self.registry.key("p", partition)
+
+    def create_groups(self, partitions: Iterable[int]) -> None:
+        """Each partition's stream and consumer group (idempotent)."""
+        pipe = self.client.pipeline(transaction=False)
+        for p in partitions:
+            pipe.xgroup_create(self.stream(p), GROUP, id="0", mkstream=True)
+        for result in pipe.execute(raise_on_error=False):
+            if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
+                raise result
+
+    def send(self, batches: Sequence[Batch]) -> None:
+        """Append ``batches`` to their partitions' streams, in one round trip."""
+        pipe = self.client.pipeline(transaction=False)
+        for batch in batches:
+            pipe.xadd(self.stream(batch.partition), {"v": LAYOUT_VERSION, "b": batch.encode()})
+        pipe.execute()
+
+    def read(self, partitions: Sequence[int], count: int, block_ms: int | None) -> list[Batch]:
+        """New batches of ``partitions`` (at most ``count`` per partition), waiting up to
+        ``block_ms`` for one (None: no wait)."""
+        if not partitions:
+            return []
+        found = self.client.xreadgroup(
+            GROUP, self.agent, {self.stream(p): ">" for p in partitions}, count, block_ms
+        )
+        return self._batches(found)
+
+    def pending(self, partitions: Sequence[int], count: int) -> list[Batch]:
+        """This agent's batches read but not acknowledged before it stopped (id 0)."""
+        if not partitions:
+            return []
+        found = self.client.xreadgroup(
+            GROUP, self.agent, {self.stream(p): "0" for p in partitions}, count
+        )
+        return self._batches(found)
+
+    def claim(self, partition: int, min_idle_ms: int, count: int) -> list[Batch]:
+        """Take the batches of ``partition`` another consumer read and never acknowledged
+        (a partition handed over by an agent that left)."""
+        _, entries, *_ = self.client.xautoclaim(
+            self.stream(partition), GROUP, self.agent, min_idle_ms, "0-0", count
+        )
+        return [self._batch(partition, entry, fields) for entry, fields in entries if fields]
+
+    def done(self, batches: Sequence[Batch]) -> int:
+        """Acknowledge and delete ``batches`` (durable at this agent now)."""
+        by_stream: dict[int, list[bytes]] = {}
+        for batch in batches:
+            by_stream.setdefault(batch.partition, []).append(batch.entry)
+        acked = 0
+        for p, entries in by_stream.items():
+            acked += int(self._done(keys=[self.stream(p)], args=[GROUP, *entries]))
+        return acked
+
+    def backlog(self, partitions: Iterable[int]) -> int:
+        """Entries in the streams of ``partitions`` (sent, not yet durable at the owner)."""
+        pipe = self.client.pipeline(transaction=False)
+        for p in partitions:
+            pipe.xlen(self.stream(p))
+        return sum(pipe.execute())
+
+    def _batches(self, found: Any) -> list[Batch]:
+        batches = []
+        for name, entries in found or ():
+            partition = int(name.decode().rsplit(":", 1)[1])
+            batches += [
+                self._batch(partition, entry, fields) for entry, fields in entries if fields
+            ]
+        return batches
+
+    @staticmethod
+    def _batch(partition: int, entry: bytes, fields: dict[bytes, bytes]) -> Batch:
+        version = int(fields[b"v"])
+        if version != LAYOUT_VERSION:
+            raise ValueError(
+                f"a batch of layout {version} in partition {partition}'s stream; this agent "
+                f"reads layout {LAYOUT_VERSION}"
+            )
+        return Batch.decode(partition, fields[b"b"], entry)

@@ -1,0 +1,118 @@
+"""A crawl's registry in a real redis-server: configuration, members, leases."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
+from irlscrapy.exceptions import AgentConflict, ConfigurationError
+from tests.redisserver import RedisServer
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def client(server: RedisServer) -> Iterator[redis.Redis]:
+    client = server.client()
+    client.flushall()
+    yield client
+    client.close()
+
+
+def registry(client: redis.Redis, partitions: int = 64, crawl: str = "c1") -> CrawlRegistry:
+    return CrawlRegistry(client, crawl, CrawlConfig(partitions))
+
+
+def test_the_first_agent_stores_the_configuration_and_the_others_must_agree(
+    client: redis.Redis,
+) -> None:
+    registry(client).ensure_config()
+    registry(client).ensure_config()  # the same: fine
+    with pytest.raises(ConfigurationError, match=r"partitions: the crawl's 64, this agent's 32"):
+        registry(client, partitions=32).ensure_config()
+    registry(client, partitions=32, crawl="c2").ensure_config()  # another crawl: its own
+    assert sorted(client.keys("*config")) == [
+        b"irl:{c1}:config",
+        b"irl:{c2}:config",
+    ]
+
+
+@pytest.mark.parametrize("bad", ["", "a:b", "a{b", "tab\t"])
+def test_a_crawl_id_that_would_break_the_key_layout_is_refused(
+    client: redis.Redis, bad: str
+) -> None:
+    with pytest.raises(ConfigurationError, match="IRL_CRAWL_ID"):
+        registry(client, crawl=bad)
+
+
+def test_members_stay_until_they_leave_whatever_their_leases(client: redis.Redis) -> None:
+    reg = registry(client)
+    a = reg.join("a", lease_s=0.3)
+    reg.join("b", lease_s=0.3)
+    assert reg.members() == ["a", "b"] and reg.alive("a") and reg.alive("b")
+    time.sleep(0.5)  # both "killed": their leases lapse, their partitions stay theirs
+    assert reg.members() == ["a", "b"] and not reg.alive("a")
+    assert reg.member("b")["pid"] > 0  # type: ignore[index]
+    reg.leave("a", a)
+    assert reg.members() == ["b"]
+
+
+def test_one_agent_id_cannot_run_twice(client: redis.Redis) -> None:
+    reg = registry(client)
+    token = reg.join("a", lease_s=5)
+    started = time.monotonic()
+    with pytest.raises(AgentConflict, match="agent 'a' of crawl 'c1' is already running"):
+        reg.join("a", lease_s=5, wait_s=0.3)
+    assert time.monotonic() - started >= 0.3
+    assert reg.renew("a", token, 5)  # the holder keeps it
+    reg.release("a", token)
+    assert reg.join("a", lease_s=5, wait_s=0)  # released: taken at once
+
+
+def test_a_killed_agent_restarted_takes_its_lease_once_it_lapses(server: RedisServer) -> None:
+    """The holder dies without releasing (kill -9): a restart with the same id waits up
+    to one lease, takes it when it lapses, and the dead token cannot renew any more."""
+    context = multiprocessing.get_context("spawn")
+    holder = context.Process(target=_hold_forever, args=(server.url,))
+    holder.start()
+    client = server.client()
+    client.flushall()
+    reg = registry(client)
+    deadline = time.monotonic() + 20
+    while not reg.alive("a"):
+        assert time.monotonic() < deadline, "the holder never took its lease"
+        time.sleep(0.05)
+    holder.kill()
+    holder.join()
+    started = time.monotonic()
+    token = reg.join("a", lease_s=1.0)
+    assert 0.2 < time.monotonic() - started < 1.5
+    assert reg.renew("a", token, 1.0)
+    assert not reg.renew("a", "the dead one's token", 1.0)
+    client.close()
+
+
+def _hold_forever(url: str) -> None:
+    reg = registry(redis.Redis.from_url(url))
+    token = reg.join("a", lease_s=1.0)
+    while reg.renew("a", token, 1.0):
+        time.sleep(0.1)
+
+
+def test_keys_of_a_crawl_share_one_cluster_slot(client: redis.Redis, tmp_path: Path) -> None:
+    reg = registry(client)
+    reg.ensure_config()
+    reg.join("a", lease_s=5)
+    keys = client.keys("irl:*")
+    assert len(keys) == 3 and all(k.startswith(b"irl:{c1}:") for k in keys)
