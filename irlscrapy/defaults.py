@@ -1,4 +1,6 @@
-"""Every ``IRL_*`` setting: its default, type, unit and meaning. The one place they live.
+"""Every ``IRL_*`` setting: its default, type, unit and meaning. The one place they live,
+but for the multi-agent mode's, declared in :mod:`irlscrapy.distributed.settings` and
+joined here.
 
 Components read them with :func:`get`, which applies the typed getter and this default,
 so a value of 0 set by the user always wins over the default (never ``if value:``).
@@ -8,20 +10,11 @@ The README's settings table is checked against :data:`SETTINGS` by the test suit
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from typing import Any
 
+from irlscrapy.distributed.settings import MULTI_AGENT_SETTINGS
 from irlscrapy.exceptions import ConfigurationError
-
-
-@dataclass(frozen=True)
-class Setting:
-    name: str
-    default: Any
-    type: str  # "int", "float", "bool", "str", "list"
-    unit: str
-    meaning: str
-
+from irlscrapy.settingspec import Setting
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -507,6 +500,7 @@ SETTINGS: tuple[Setting, ...] = (
         "10), set when the spider opens; 0: leave CPython's; extension "
         "irlscrapy.gctuning.GCTuning",
     ),
+    *MULTI_AGENT_SETTINGS,
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -165,6 +165,11 @@ class CrawlRegistry:
         )
         return bool(held)
 
+    def add_member(self, agent: str) -> None:
+        """Make ``agent`` a member before it first runs (IRL_AGENTS: the crawl's first
+        members, so ownership is fixed from the start whichever agent starts first)."""
+        self.client.hsetnx(self.key("members"), agent, json.dumps({"listed": time.time()}))
+
     def release(self, agent: str, token: str) -> None:
         """Give the lease up (the agent stops, and stays a member)."""
         self._release(keys=[self.key("lease", agent)], args=[token])

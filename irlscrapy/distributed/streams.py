@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from irlscrapy.distributed.registry import LAYOUT_VERSION, CrawlRegistry
 
@@ -162,7 +163,8 @@ class Exchange:
         self.agent = agent
         self._done = self.client.register_script(_DONE)
 
-    def stream(self, partition: int) -> str:
+    def stream(self, partition: int | str) -> str:
+        """The stream of ``partition`` ("": the prefix of every partition's stream)."""
         return self.registry.key("p", partition)
 
     def create_groups(self, partitions: Iterable[int]) -> None:
@@ -178,8 +180,13 @@ class Exchange:
         """Append ``batches`` to their partitions' streams, in one round trip."""
         pipe = self.client.pipeline(transaction=False)
         for batch in batches:
-            pipe.xadd(self.stream(batch.partition), {"v": LAYOUT_VERSION, "b": batch.encode()})
+            pipe.xadd(self.stream(batch.partition), self.fields(batch))
         pipe.execute()
+
+    @staticmethod
+    def fields(batch: Batch) -> dict[FieldT, EncodableT]:
+        """The stream entry of ``batch``."""
+        return {"v": LAYOUT_VERSION, "b": batch.encode()}
 
     def read(self, partitions: Sequence[int], count: int, block_ms: int | None) -> list[Batch]:
         """New batches of ``partitions`` (at most ``count`` per partition), waiting up to

@@ -57,6 +57,15 @@ class CrawlStop:
         )
         close_spider(self.crawler, DISK_FULL_REASON)
 
+    def give_up(self, message: str, reason: str) -> None:
+        """Something the crawl cannot go on without is gone for good: say what, and
+        close the spider with ``reason`` (the state stays resumable)."""
+        if self.stopped:
+            return
+        self.stopped = True
+        logger.error("irlscrapy: %s", message)
+        close_spider(self.crawler, reason)
+
     def failed(self, failure: Failure, what: str) -> None:
         """A store running off the entry points (a URLseen merge, STAR's refresh) failed."""
         if disk_full(failure.value):

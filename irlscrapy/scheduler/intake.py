@@ -41,7 +41,7 @@ import logging
 import struct
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
@@ -61,6 +61,9 @@ from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.pipeline import Frontier, RobotsFetch
 from irlscrapy.scheduler.requestcodec import encode_link, encode_request
 from irlscrapy.statedir import StateDirectory
+
+if TYPE_CHECKING:
+    from irlscrapy.distributed.agent import Agent
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +113,9 @@ class Intake:
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
         self.spider: Spider | None = None
         self.frontier: Frontier | None = None
+        #: the multi-agent mode's agent (irlscrapy.distributed.agent), set by the
+        #: scheduler: URLs of PLDs other agents own go to it instead of URLseen
+        self.agent: Agent | None = None
         #: (URLseen tag, its URLs stored) of the last batch found in the state on open
         self._stored_before_restart = (-1, 0)
         # set by open(): the dispatcher's side of the fetch lifecycle
@@ -211,12 +217,27 @@ class Intake:
                         frontier.push(payload, request.priority)
                 else:
                     aux = _AUX.pack(TO_HOST if own else TO_BEAST, request.priority) + payload
-                    self.urlseen.submit_requests([request], [aux])
-                    self.submitted()
+                    self._submit_request(request, aux)
         if token is not None:  # stored first, then the fetch it replaces is over
             self._fetch_over(token)
         self._ready()
         return True
+
+    def _submit_request(self, request: Request, aux: bytes) -> None:
+        """To URLseen, or (a GET of a PLD another agent owns) to its owner."""
+        if self.agent is not None and request.method == "GET" and not request.body:
+            # (a GET's key is its URL's: the agent requires a URL-only fingerprinter)
+            mine, _ = self.agent.route_urls([request.url], [aux])
+            if not mine:
+                return
+        self.urlseen.submit_requests([request], [aux])
+        self.submitted()
+
+    def receive(self, urls: list[str], auxes: list[bytes]) -> None:
+        """URLs another agent sent, for this one owns their PLDs: to URLseen, durable on
+        return (the agent acknowledges them to Redis after this)."""
+        self.urlseen.submit_urls(urls, auxes)
+        self.submitted()
 
     def _enqueue_direct(self, request: Request, token: int | None) -> bool:
         """A request of a scheme the frontier does not schedule (see ``direct``): kept
@@ -294,7 +315,12 @@ class Intake:
             self._ready()
             return
         head = _AUX.pack(TO_BEAST, priority)
-        self.urlseen.submit_urls(urls, [head + payload for payload in payloads])
+        auxes = [head + payload for payload in payloads]
+        if self.agent is not None:
+            urls, auxes = self.agent.route_urls(urls, auxes)
+            if not urls:
+                return
+        self.urlseen.submit_urls(urls, auxes)
         self.submitted()
 
     # -- URLseen -------------------------------------------------------------------------

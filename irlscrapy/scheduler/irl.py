@@ -17,8 +17,9 @@ from scrapy.http import Response
 from twisted.internet import defer
 
 from irlscrapy import defaults
+from irlscrapy.distributed.agent import Agent
 from irlscrapy.domains import PayLevelDomains
-from irlscrapy.exceptions import IrlscrapyError
+from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
@@ -88,6 +89,7 @@ class IRLScheduler(BaseScheduler):
         budgets: str = "star",
         indegree: PLDInDegree | None = None,
         governor: LoadGovernor | None = None,
+        agent: Agent | None = None,
     ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
@@ -101,6 +103,7 @@ class IRLScheduler(BaseScheduler):
         self.budgets = budgets  # IRL_BUDGETS: star, constant or off
         self.indegree = indegree  # STAR's in-degrees and budgets; None: STAR does not run
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
+        self.agent = agent  # this process's part in a multi-agent crawl; None: one process
         self.stop = CrawlStop(crawler, lambda: state.path)
         self.frontier: Frontier | None = None
         self.dispatcher: Dispatcher | None = None
@@ -121,6 +124,7 @@ class IRLScheduler(BaseScheduler):
             budgets=budget_mode(defaults.get(settings, "IRL_BUDGETS")),
             indegree=PLDInDegree.from_settings(settings, crawler.stats, reactor.seconds),
             governor=LoadGovernor.from_settings(settings),
+            agent=Agent.from_crawler(crawler, reactor),
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
         provide(crawler, scheduler, IRLScheduler)
@@ -150,7 +154,30 @@ class IRLScheduler(BaseScheduler):
                     "then start the crawl again"
                 ) from exc
             raise
+        if self.agent is not None:
+            self._join_crawl()
         return None
+
+    def _join_crawl(self) -> None:
+        """The multi-agent mode: wire the agent to the intake, STAR and the dispatcher,
+        then join the crawl in Redis."""
+        agent, intake, dispatcher = self.agent, self.intake, self.dispatcher
+        indegree = self.indegree
+        assert agent is not None and dispatcher is not None
+        if not self.urlseen.identity.url_only:
+            raise ConfigurationError(
+                "the multi-agent mode sends URLs to their owners, so requests must be keyed "
+                "by their URL: use Scrapy's default REQUEST_FINGERPRINTER_CLASS"
+            )
+        intake.agent = agent
+        agent.deliver_urls = intake.receive
+        if indegree is not None:
+            agent.deliver_edges = indegree.record_edges
+        agent.locally_idle = lambda: (
+            not dispatcher.has_pending_requests() and not len(dispatcher.ledger)
+        )
+        agent.on_fatal = lambda message: self.stop.give_up(message, "irlscrapy_agent_stopped")
+        agent.start()
 
     def _open(self, spider: Spider) -> None:
         state, hosts, indegree = self.state, self.hosts, self.indegree
@@ -212,6 +239,13 @@ class IRLScheduler(BaseScheduler):
         # cut that short), stay admitted in the journal: fetched again on resume.
         self.intake.close()
         self.waker.cancel()
+        if self.agent is not None:
+            stopping = self.agent.stop()
+            stopping.addBoth(lambda _: self._close(reason))
+            return stopping
+        return self._close(reason)
+
+    def _close(self, reason: str) -> defer.Deferred[None]:
         if self._lag_probe is not None:
             self._lag_probe.stop()
         done: defer.Deferred[None] = defer.Deferred()
@@ -238,7 +272,10 @@ class IRLScheduler(BaseScheduler):
 
     # -- Scrapy's scheduler interface ----------------------------------------------------
     def has_pending_requests(self) -> bool:
-        return self._dispatcher().has_pending_requests()
+        if self._dispatcher().has_pending_requests():
+            return True
+        agent = self.agent  # the crawl goes on until every agent is idle (agent.py)
+        return agent is not None and not self.stop.stopped and not agent.crawl_done
 
     def __len__(self) -> int:
         return len(self._dispatcher())
@@ -263,6 +300,8 @@ class IRLScheduler(BaseScheduler):
     def record_page(self, source: str, targets: set[str]) -> None:
         """STAR: a crawled page of PLD ``source`` links to the PLDs ``targets``."""
         if self.indegree is not None:
+            if self.agent is not None:
+                targets = set(self.agent.route_edges(source, targets))
             self.indegree.record_page(source, targets)
 
     def _left_downloader(self, request: Request, spider: Spider) -> None:

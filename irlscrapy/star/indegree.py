@@ -253,13 +253,25 @@ class PLDInDegree:
         self._page_keys.append(domain_key(source))
         self._page_names.append(source.encode())
         for target in set(targets):
-            if target != source:
-                self._edge_keys.append(edge_key(source, target))
-                self._edge_target_keys.append(domain_key(target))
-                self._edge_targets.append(target.encode())
+            self._add_edge(source, target)
         if len(self._edge_keys) + len(self._page_keys) >= SUBMIT_EVERY:
             self._submit()
         self.maybe_refresh()
+
+    def record_edges(self, edges: Iterable[tuple[str, str]]) -> None:
+        """PLD edges (source, target) that another agent of a multi-agent crawl saw on
+        its pages, for this agent owns their targets: counted as :meth:`record_page`
+        counts a page's, without the page; in the DRUM journal (durable) on return."""
+        for source, target in edges:
+            self._add_edge(source, target)
+        self._submit()
+        self.maybe_refresh()
+
+    def _add_edge(self, source: str, target: str) -> None:
+        if target != source:
+            self._edge_keys.append(edge_key(source, target))
+            self._edge_target_keys.append(domain_key(target))
+            self._edge_targets.append(target.encode())
 
     def _submit(self) -> None:
         assert self.edges is not None and self.indegree is not None, "open() first"

@@ -1,0 +1,439 @@
+"""The agent: this process's part in a multi-agent crawl (Cho's exchange mode, seeds/001;
+BUbiNG's identical agents, seeds/002).
+
+Theory of operation
+-------------------
+Every agent is a whole irlscrapy (DRUM, BEAST, STAR and the workbench on its own disk);
+Redis is the only thing the agents share, and it never holds the set of seen URLs.
+
+*Ownership.* A PLD's partition (:mod:`irlscrapy.distributed.partitions`) belongs to one
+member of the crawl (:mod:`irlscrapy.distributed.registry`). The intake asks
+:meth:`Agent.route_urls` before URLseen: the URLs of this agent's partitions go on to its
+URLseen as before; the others go to their owner's partition stream
+(:mod:`irlscrapy.distributed.streams`) in batches, each URL with the aux bytes the
+owner's intake stores with it (priority, depth, callback, referer). A URL sent
+recently is not sent again (:class:`irlscrapy.distributed.sentcache.SentCache`). STAR's
+PLD edges go the same way to the owner of the *target* PLD (:meth:`Agent.route_edges`),
+whose in-degree store counts them.
+
+*One exchange a tick.* Every :data:`TICK` seconds the agent does one round of Redis I/O
+on its Redis thread (the reactor never waits for Redis): publish its idle flag if it
+changed, send the batches that are due, acknowledge (and delete) the batches it made
+durable since the last tick, read new batches of its partitions, renew its lease every
+third of it, and, while it is idle, ask whether the whole crawl is done. Batches read
+are handed to the scheduler (:attr:`Agent.deliver_urls`, :attr:`Agent.deliver_edges`,
+:attr:`Agent.make_durable`) on the reactor, and acknowledged at the next tick: URLseen's
+``submit`` is durable on return, so a batch is acknowledged only once a kill -9 can no
+longer lose it. A batch read and not acknowledged is read again after a restart
+(:meth:`irlscrapy.distributed.streams.Exchange.pending`).
+
+*The end.* An agent is *idle* when it has nothing to fetch, nothing in flight, nothing
+buffered to send and nothing read but not acknowledged. The crawl is done when every
+member is idle and every partition stream is empty, read in one script
+(:data:`_CRAWL_DONE`). An agent publishes "not idle" before, in the same pipeline, it
+acknowledges a batch, and "idle" only after its last batch is sent, so the script never
+sees a moment where work exists but hides: a URL is either in a stream, or at an agent
+that says it is busy. Until the crawl is done, the scheduler reports pending requests,
+so Scrapy keeps every agent open.
+
+*Redis away.* A tick that fails keeps its batches and acknowledgements for the next
+one; the agent crawls its own partitions meanwhile. After :data:`REDIS_GIVE_UP` seconds
+without a successful tick the crawl stops, with its state resumable.
+
+Limits of this version (issue 20 continues): an agent that joins a running crawl, or
+leaves it, changes ownership without handing over the URLs already in the old owner's
+frontier or its URLseen's knowledge, so URLs of a moved partition may be fetched twice;
+per-IP politeness is per agent; outgoing batches are held in RAM while Redis is away.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import redis
+from twisted.internet import defer, task
+from twisted.python.failure import Failure
+
+from irlscrapy import defaults
+from irlscrapy.distributed.partitions import assignment, check_partitions, partition_of
+from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry, check_crawl_id
+from irlscrapy.distributed.sentcache import SentCache
+from irlscrapy.distributed.streams import Batch, Exchange, Outbox
+from irlscrapy.domains import PayLevelDomains, url_host
+from irlscrapy.dupefilters.urlkey import url_keys
+from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.workers import NicedWorker
+
+logger = logging.getLogger(__name__)
+
+#: Seconds between two rounds of Redis I/O.
+TICK = 0.5
+#: Batches read per partition per tick.
+READ_COUNT = 16
+#: Seconds without a successful exchange before the crawl stops.
+REDIS_GIVE_UP = 300.0
+#: KEYS[1] the members hash, KEYS[2] the idle flags; ARGV: the streams' key prefix, P.
+_CRAWL_DONE = """
+for _, member in ipairs(redis.call('HKEYS', KEYS[1])) do
+    if redis.call('HGET', KEYS[2], member) ~= '1' then
+        return 0
+    end
+end
+for p = 0, tonumber(ARGV[2]) - 1 do
+    if redis.call('XLEN', ARGV[1] .. p) > 0 then
+        return 0
+    end
+end
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    redis_url: str
+    crawl: str
+    agent: str
+    agents: tuple[str, ...]
+    partitions: int
+    lease: float
+    batch: int
+    age: float
+    cache_slots: int
+
+    @classmethod
+    def from_settings(cls, settings: Any, spider_name: str) -> AgentSettings | None:
+        """The multi-agent settings; None when IRL_REDIS_URL is empty (one process)."""
+        url = defaults.get(settings, "IRL_REDIS_URL")
+        if not url:
+            return None
+        agent = defaults.get(settings, "IRL_AGENT_ID")
+        if not agent:
+            raise ConfigurationError(
+                "IRL_REDIS_URL is set, so this is one agent of a multi-agent crawl: set "
+                "IRL_AGENT_ID to a name unique within the crawl, the same at every restart "
+                "of this agent (with its JOBDIR)"
+            )
+        agents = tuple(defaults.get(settings, "IRL_AGENTS"))
+        for name in (agent, *agents):
+            check_crawl_id(name)  # the same rules as the crawl id: it is part of keys
+        got = cls(
+            redis_url=url,
+            crawl=check_crawl_id(defaults.get(settings, "IRL_CRAWL_ID") or spider_name),
+            agent=agent,
+            agents=agents,
+            partitions=check_partitions(defaults.get(settings, "IRL_AGENT_PARTITIONS")),
+            lease=defaults.get(settings, "IRL_AGENT_LEASE"),
+            batch=defaults.get(settings, "IRL_EXCHANGE_BATCH"),
+            age=defaults.get(settings, "IRL_EXCHANGE_AGE"),
+            cache_slots=defaults.get(settings, "IRL_EXCHANGE_CACHE"),
+        )
+        if got.lease <= 3 * TICK:
+            raise ConfigurationError(f"IRL_AGENT_LEASE must exceed {3 * TICK:g} s")
+        if got.batch < 1 or got.age <= 0:
+            raise ConfigurationError("IRL_EXCHANGE_BATCH and IRL_EXCHANGE_AGE must be positive")
+        if got.cache_slots < 1 or got.cache_slots & (got.cache_slots - 1):
+            raise ConfigurationError("IRL_EXCHANGE_CACHE must be a power of two")
+        return got
+
+
+class Agent:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        plds: PayLevelDomains,
+        stats: Any,
+        clock: Any,
+        worker: Callable[..., defer.Deferred[Any]] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.id = settings.agent
+        self.plds = plds
+        self.stats = stats
+        self.clock = clock
+        self.worker = worker or NicedWorker("irl-redis", 0)
+        client = redis.Redis.from_url(settings.redis_url, socket_timeout=max(5.0, settings.lease))
+        self.registry = CrawlRegistry(client, settings.crawl, CrawlConfig(settings.partitions))
+        self.exchange = Exchange(self.registry, self.id)
+        self._crawl_done = self.registry.client.register_script(_CRAWL_DONE)
+        self.outbox = Outbox(settings.batch, settings.age)
+        self.sent = SentCache(settings.cache_slots)
+        # set by the scheduler before start()
+        self.deliver_urls: Callable[[list[str], list[bytes]], None] = lambda urls, auxes: None
+        self.deliver_edges: Callable[[list[tuple[str, str]]], None] = lambda edges: None
+        self.make_durable: Callable[[], None] = lambda: None
+        self.locally_idle: Callable[[], bool] = lambda: True
+        self.on_fatal: Callable[[str], None] = lambda reason: None
+        self.members: list[str] = []
+        self.owned: frozenset[int] = frozenset()
+        self.crawl_done = False
+        self._token = ""
+        self._owned_mask = np.zeros(settings.partitions, dtype=bool)
+        self._unsent: list[Batch] = []  # batches a failed tick could not send
+        self._durable: list[Batch] = []  # delivered, to acknowledge at the next tick
+        self._io_running = False
+        self._published_idle: bool | None = None
+        self._renew_at = 0.0
+        self._failing_since: float | None = None
+        self._loop: task.LoopingCall | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, clock: Any) -> Agent | None:
+        """The crawl's agent; None without IRL_REDIS_URL."""
+        name = getattr(crawler.spidercls, "name", None) or ""
+        settings = AgentSettings.from_settings(crawler.settings, name)
+        if settings is None:
+            return None
+        return cls(settings, PayLevelDomains.of(crawler), crawler.stats, clock)
+
+    # -- start and stop --------------------------------------------------------------------
+    def start(self) -> None:
+        """Join the crawl, read back what this agent left unacknowledged, and start
+        ticking. This is the one time the agent waits for Redis on the reactor: at open,
+        before the crawl starts (as the state directory's recovery does), and for up to
+        one lease if a killed process with this id still holds it."""
+        try:
+            self._joined(self._join())
+        except redis.RedisError as exc:
+            raise ConfigurationError(
+                f"agent {self.id!r} cannot join crawl {self.settings.crawl!r} at "
+                f"{self.settings.redis_url}: {exc}"
+            ) from exc
+
+    def _join(self) -> tuple[str, list[str], list[Batch]]:
+        s = self.settings
+        registry = self.registry
+        registry.ensure_config()
+        for name in s.agents:
+            registry.add_member(name)
+        token = registry.join(self.id, s.lease)
+        self.exchange.create_groups(range(s.partitions))
+        self.registry.client.hset(registry.key("idle"), self.id, "0")
+        members = registry.members()
+        owned = assignment(members, s.partitions)[self.id]
+        return token, members, self.exchange.pending(sorted(owned), 1 << 30)
+
+    def _joined(self, joined: tuple[str, list[str], list[Batch]]) -> None:
+        self._token, members, pending = joined
+        self._published_idle = False
+        self._set_members(members)
+        self._renew_at = self.clock.seconds() + self.settings.lease / 3
+        logger.info(
+            "Agent %s of crawl %s: %d partitions of %d, members %s",
+            self.id,
+            self.settings.crawl,
+            len(self.owned),
+            self.settings.partitions,
+            ", ".join(members),
+        )
+        if pending:
+            logger.info("Agent %s: %d batches read before a stop, again", self.id, len(pending))
+            self._deliver(pending)
+        self._loop = task.LoopingCall(self._tick)
+        self._loop.clock = self.clock
+        self._loop.start(TICK, now=True)
+
+    def stop(self) -> defer.Deferred[None]:
+        """Send everything buffered, acknowledge what is durable, give the lease up (the
+        agent stays a member: its partitions wait for its return)."""
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+        if not self._token:  # it never joined
+            return defer.succeed(None)
+        sends = self._unsent + self.outbox.ready(self.clock.seconds(), everything=True)
+        acks, self._unsent, self._durable = self._durable, [], []
+        d = self.worker(self._last_io, sends, acks)
+        d.addErrback(self._stop_failed, len(sends), len(acks))
+        return d
+
+    def _last_io(self, sends: list[Batch], acks: list[Batch]) -> None:
+        self._io(sends, acks, idle=None, renew=False)
+        if self._token:
+            self.registry.release(self.id, self._token)
+
+    def _stop_failed(self, failure: Failure, sends: int, acks: int) -> None:
+        logger.error(
+            "Agent %s could not reach Redis as it stopped (%s): %d batches unsent, %d "
+            "unacknowledged (delivered again at the restart: URLseen drops what it knows)",
+            self.id,
+            failure.getErrorMessage(),
+            sends,
+            acks,
+        )
+
+    # -- routing (on the reactor) ----------------------------------------------------------
+    def partition_of_host(self, host: str) -> int:
+        return partition_of(self.plds(host), self.settings.partitions)
+
+    def route_urls(
+        self, urls: Sequence[str], auxes: Sequence[bytes]
+    ) -> tuple[list[str], list[bytes]]:
+        """The URLs (and auxes) this agent owns; the others go to the outbox."""
+        parts = np.fromiter(
+            (self.partition_of_host(url_host(u)) for u in urls), dtype=np.int64, count=len(urls)
+        )
+        mine = self._owned_mask[parts]
+        if mine.all():
+            return list(urls), list(auxes)
+        foreign = np.flatnonzero(~mine)
+        send = self.sent.first_sends(url_keys([urls[i] for i in foreign.tolist()]))
+        now = self.clock.seconds()
+        for i in foreign[send].tolist():
+            self.outbox.add_url(int(parts[i]), urls[i], auxes[i], now)
+        self.stats.inc_value("irl/agent/urls_out", int(send.sum()))
+        self.stats.inc_value("irl/agent/urls_out_cached", len(foreign) - int(send.sum()))
+        kept = np.flatnonzero(mine).tolist()
+        return [urls[i] for i in kept], [auxes[i] for i in kept]
+
+    def route_edges(self, source: str, targets: Iterable[str]) -> list[str]:
+        """The PLDs of ``targets`` this agent owns; the edges to the others go to the
+        outbox, for the target's owner to count."""
+        now = self.clock.seconds()
+        mine = []
+        for target in targets:
+            p = partition_of(target, self.settings.partitions)
+            if self._owned_mask[p]:
+                mine.append(target)
+            else:
+                self.outbox.add_edge(p, source, target, now)
+        return mine
+
+    @property
+    def busy(self) -> bool:
+        """Something is buffered to send, or delivered and not yet acknowledged."""
+        return bool(self.outbox.records or self._unsent or self._durable)
+
+    # -- the tick --------------------------------------------------------------------------
+    def _tick(self) -> None:
+        if self._io_running:
+            return
+        now = self.clock.seconds()
+        sends = self._unsent + self.outbox.ready(now)
+        acks = self._durable
+        self._unsent, self._durable = [], []
+        idle = not sends and not acks and not self.outbox.records and self.locally_idle()
+        renew = now >= self._renew_at
+        self._io_running = True
+        d = self.worker(self._io, sends, acks, idle, renew)
+        d.addCallbacks(
+            self._io_done,
+            self._io_failed,
+            callbackArgs=(sends, acks, idle, renew),
+            errbackArgs=(sends, acks),
+        )
+
+    def _io(
+        self, sends: list[Batch], acks: list[Batch], idle: bool | None, renew: bool
+    ) -> tuple[list[Batch], list[str] | None, bool, bool]:
+        """One round of Redis I/O (on the Redis thread); see the module docstring."""
+        registry, exchange = self.registry, self.exchange
+        pipe = registry.client.pipeline(transaction=False)
+        if idle is not None and idle != self._published_idle:
+            pipe.hset(registry.key("idle"), self.id, "1" if idle else "0")
+        for batch in sends:
+            pipe.xadd(exchange.stream(batch.partition), exchange.fields(batch))
+        if len(pipe):
+            pipe.execute()
+        if idle is not None:
+            self._published_idle = idle
+        exchange.done(acks)
+        if idle is None:
+            return [], None, True, False
+        batches = exchange.read(sorted(self.owned), READ_COUNT, None)
+        held, members = True, None
+        if renew:
+            held = registry.renew(self.id, self._token, self.settings.lease)
+            members = registry.members()
+        done = False
+        if idle and not batches:
+            done = bool(
+                self._crawl_done(
+                    keys=[registry.key("members"), registry.key("idle")],
+                    args=[exchange.stream(""), self.settings.partitions],
+                )
+            )
+        return batches, members, held, done
+
+    def _io_done(
+        self,
+        result: tuple[list[Batch], list[str] | None, bool, bool],
+        sends: list[Batch],
+        acks: list[Batch],
+        idle: bool,
+        renew: bool,
+    ) -> None:
+        self._io_running = False
+        self._failing_since = None
+        batches, members, held, done = result
+        stats = self.stats
+        if sends:
+            stats.inc_value("irl/agent/batches_out", len(sends))
+        if acks:
+            stats.inc_value("irl/agent/batches_in", len(acks))
+        if renew:
+            self._renew_at = self.clock.seconds() + self.settings.lease / 3
+            if not held:
+                self.on_fatal(
+                    f"agent {self.id!r} lost its lease in Redis to another process with the "
+                    "same IRL_AGENT_ID: this one stops (its JOBDIR is resumable)"
+                )
+                return
+            if members is not None and members != self.members:
+                logger.warning(
+                    "Agent %s: the crawl's members changed from %s to %s; partitions move "
+                    "without their URLs (see irlscrapy.distributed.agent)",
+                    self.id,
+                    ", ".join(self.members),
+                    ", ".join(members),
+                )
+                self._set_members(members)
+        if batches:
+            self._deliver(batches)
+        self.crawl_done = done
+
+    def _io_failed(self, failure: Failure, sends: list[Batch], acks: list[Batch]) -> None:
+        self._io_running = False
+        self._unsent = sends + self._unsent
+        self._durable = acks + self._durable
+        now = self.clock.seconds()
+        if self._failing_since is None:
+            self._failing_since = now
+            logger.warning(
+                "Agent %s cannot reach Redis (%s): crawling its own partitions, holding %d "
+                "batches to send",
+                self.id,
+                failure.getErrorMessage(),
+                len(self._unsent),
+            )
+        self.stats.inc_value("irl/agent/redis_errors")
+        if now - self._failing_since >= REDIS_GIVE_UP:
+            self.on_fatal(
+                f"Redis at {self.settings.redis_url} has been unreachable for "
+                f"{REDIS_GIVE_UP:g} s ({failure.getErrorMessage()}): the crawl stops; its "
+                "JOBDIR is resumable once Redis is back"
+            )
+
+    def _deliver(self, batches: list[Batch]) -> None:
+        urls: list[str] = []
+        auxes: list[bytes] = []
+        edges: list[tuple[str, str]] = []
+        for batch in batches:
+            urls += batch.urls
+            auxes += batch.auxes
+            edges += batch.edges
+        self.stats.inc_value("irl/agent/urls_in", len(urls))
+        if urls:
+            self.deliver_urls(urls, auxes)
+        if edges:
+            self.deliver_edges(edges)
+        self.make_durable()
+        self._durable += batches
+
+    def _set_members(self, members: list[str]) -> None:
+        self.members = members
+        self.owned = assignment(members, self.settings.partitions).get(self.id, frozenset())
+        self._owned_mask[:] = False
+        self._owned_mask[list(self.owned)] = True
