@@ -24,7 +24,9 @@ def free_port() -> int:
 
 
 class RedisServer:
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, persistent: bool = False) -> None:
+        """``persistent``: an append-only file fsynced at every write, so a Redis stopped
+        and started again has everything it had (as a production Redis is set up)."""
         binary = shutil.which("redis-server")
         if binary is None:
             raise RuntimeError(
@@ -34,6 +36,8 @@ class RedisServer:
         self.directory = directory
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None
+        self.persistence = ["--appendonly", "yes", "--appendfsync", "always"] if persistent else [
+            "--appendonly", "no"]  # fmt: skip
 
     @property
     def url(self) -> str:
@@ -44,7 +48,7 @@ class RedisServer:
         with (self.directory / "redis.log").open("ab") as log:
             self.process = subprocess.Popen(
                 [self.binary, "--bind", LOOPBACK, "--port", str(self.port), "--save", "",
-                 "--appendonly", "no", "--dir", str(self.directory), "--loglevel", "warning",
+                 *self.persistence, "--dir", str(self.directory), "--loglevel", "warning",
                  "--protected-mode", "no"],
                 stdout=log,
                 stderr=subprocess.STDOUT,

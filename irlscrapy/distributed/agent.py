@@ -28,13 +28,16 @@ longer lose it. A batch read and not acknowledged is read again after a restart
 (:meth:`irlscrapy.distributed.streams.Exchange.pending`).
 
 *The end.* An agent is *idle* when it has nothing to fetch, nothing in flight, nothing
-buffered to send and nothing read but not acknowledged. The crawl is done when every
-member is idle and every partition stream is empty, read in one script
-(:data:`_CRAWL_DONE`). An agent publishes "not idle" before, in the same pipeline, it
-acknowledges a batch, and "idle" only after its last batch is sent, so the script never
-sees a moment where work exists but hides: a URL is either in a stream, or at an agent
-that says it is busy. Until the crawl is done, the scheduler reports pending requests,
-so Scrapy keeps every agent open.
+buffered to send and nothing read but not acknowledged: when a crawl of one process
+would close. The crawl is done when every member is idle and every partition stream is
+empty, read in one script (:data:`_CRAWL_DONE`). An agent publishes "not idle" before,
+in the same pipeline, it acknowledges a batch, and "idle" only after its last batch is
+sent; and from the moment it decides it is idle it takes up no work of its own until
+Redis has its "not idle" (:attr:`Agent.quiesce`: the parked URLs of a host whose
+retirement ends meanwhile wait for the next tick, which publishes "not idle", then go
+back to BEAST). So the script never sees a moment where work exists but hides: a URL is
+either in a stream, or at an agent that says it is busy. Until the crawl
+is done, the scheduler reports pending requests, so Scrapy keeps every agent open.
 
 *Redis away.* A tick that fails keeps its batches and acknowledgements for the next
 one; the agent crawls its own partitions meanwhile. After :data:`REDIS_GIVE_UP` seconds
@@ -51,6 +54,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -59,6 +63,7 @@ from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
 from irlscrapy import defaults
+from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.distributed.partitions import assignment, check_partitions, partition_of
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry, check_crawl_id
 from irlscrapy.distributed.sentcache import SentCache
@@ -76,19 +81,28 @@ TICK = 0.5
 READ_COUNT = 16
 #: Seconds without a successful exchange before the crawl stops.
 REDIS_GIVE_UP = 300.0
-#: KEYS[1] the members hash, KEYS[2] the idle flags; ARGV: the streams' key prefix, P.
+#: Seconds between checkpoints of the outbox's journal: the whole outbox is sent, and
+#: the journal's older files go once Redis has it (irlscrapy.distributed.outboxjournal).
+CHECKPOINT_S = 10.0
+#: KEYS[1] the members hash, KEYS[2] the idle flags; ARGV: the streams' key prefix, P,
+#: this agent's id. Returns {the crawl is done, every other agent is idle and every
+#: stream empty}.
 _CRAWL_DONE = """
+local me, others = 1, 1
 for _, member in ipairs(redis.call('HKEYS', KEYS[1])) do
     if redis.call('HGET', KEYS[2], member) ~= '1' then
-        return 0
+        if member == ARGV[3] then me = 0 else others = 0 end
     end
 end
-for p = 0, tonumber(ARGV[2]) - 1 do
-    if redis.call('XLEN', ARGV[1] .. p) > 0 then
-        return 0
+if others == 1 then
+    for p = 0, tonumber(ARGV[2]) - 1 do
+        if redis.call('XLEN', ARGV[1] .. p) > 0 then
+            others = 0
+            break
+        end
     end
 end
-return 1
+return {me * others, others}
 """
 
 
@@ -166,10 +180,18 @@ class Agent:
         self.deliver_edges: Callable[[list[tuple[str, str]]], None] = lambda edges: None
         self.make_durable: Callable[[], None] = lambda: None
         self.locally_idle: Callable[[], bool] = lambda: True
+        self.fetching: Callable[[], bool] = lambda: False  # fetches in flight?
+        #: quiesce(True): this agent is about to say it is idle; until quiesce(False),
+        #: called once Redis has its "not idle" or a batch has come, it must find no work
+        #: of its own (work it finds meanwhile waits, and makes locally_idle() false)
+        self.quiesce: Callable[[bool], None] = lambda idle: None
         self.on_fatal: Callable[[str], None] = lambda reason: None
         self.members: list[str] = []
         self.owned: frozenset[int] = frozenset()
         self.crawl_done = False
+        #: every other agent is idle and every stream empty (as of the last tick that
+        #: asked): only then may this one give up on hosts that keep failing
+        self.others_done = False
         self._token = ""
         self._owned_mask = np.zeros(settings.partitions, dtype=bool)
         self._unsent: list[Batch] = []  # batches a failed tick could not send
@@ -179,6 +201,9 @@ class Agent:
         self._renew_at = 0.0
         self._failing_since: float | None = None
         self._loop: task.LoopingCall | None = None
+        self.journal: OutboxJournal | None = None  # the outbox on disk (start())
+        self._checkpoint_at = 0.0
+        self._retired: list[Path] = []  # journal files to delete once a send succeeds
 
     @classmethod
     def from_crawler(cls, crawler: Any, clock: Any) -> Agent | None:
@@ -190,11 +215,19 @@ class Agent:
         return cls(settings, PayLevelDomains.of(crawler), crawler.stats, clock)
 
     # -- start and stop --------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, directory: Path) -> None:
         """Join the crawl, read back what this agent left unacknowledged, and start
         ticking. This is the one time the agent waits for Redis on the reactor: at open,
         before the crawl starts (as the state directory's recovery does), and for up to
         one lease if a killed process with this id still holds it."""
+        self.journal = OutboxJournal(directory)
+        now = self.clock.seconds()
+        for batch in self.journal.open():  # sent again: the owners drop what they have
+            for url, aux in zip(batch.urls, batch.auxes, strict=True):
+                self.outbox.add_url(batch.partition, url, aux, now)
+            for source, target in batch.edges:
+                self.outbox.add_edge(batch.partition, source, target, now)
+        self._checkpoint_at = now + CHECKPOINT_S
         try:
             self._joined(self._join())
         except redis.RedisError as exc:
@@ -241,12 +274,15 @@ class Agent:
         agent stays a member: its partitions wait for its return)."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        if not self._token:  # it never joined
+        journal = self.journal
+        if not self._token or journal is None:  # it never joined
             return defer.succeed(None)
         sends = self._unsent + self.outbox.ready(self.clock.seconds(), everything=True)
         acks, self._unsent, self._durable = self._durable, [], []
         d = self.worker(self._last_io, sends, acks)
-        d.addErrback(self._stop_failed, len(sends), len(acks))
+        d.addCallbacks(
+            lambda _: journal.remove_all(), self._stop_failed, errbackArgs=(len(sends), len(acks))
+        )
         return d
 
     def _last_io(self, sends: list[Batch], acks: list[Batch]) -> None:
@@ -255,9 +291,11 @@ class Agent:
             self.registry.release(self.id, self._token)
 
     def _stop_failed(self, failure: Failure, sends: int, acks: int) -> None:
+        if self.journal is not None:
+            self.journal.close()  # its files are sent at the next start
         logger.error(
             "Agent %s could not reach Redis as it stopped (%s): %d batches unsent, %d "
-            "unacknowledged (delivered again at the restart: URLseen drops what it knows)",
+            "unacknowledged (both again at the restart: URLseen drops what it knows)",
             self.id,
             failure.getErrorMessage(),
             sends,
@@ -281,8 +319,14 @@ class Agent:
         foreign = np.flatnonzero(~mine)
         send = self.sent.first_sends(url_keys([urls[i] for i in foreign.tolist()]))
         now = self.clock.seconds()
+        routed: dict[int, Batch] = {}
         for i in foreign[send].tolist():
-            self.outbox.add_url(int(parts[i]), urls[i], auxes[i], now)
+            p = int(parts[i])
+            self.outbox.add_url(p, urls[i], auxes[i], now)
+            batch = routed.setdefault(p, Batch(p))
+            batch.urls.append(urls[i])
+            batch.auxes.append(auxes[i])
+        self._journal(routed)
         self.stats.inc_value("irl/agent/urls_out", int(send.sum()))
         self.stats.inc_value("irl/agent/urls_out_cached", len(foreign) - int(send.sum()))
         kept = np.flatnonzero(mine).tolist()
@@ -293,13 +337,23 @@ class Agent:
         outbox, for the target's owner to count."""
         now = self.clock.seconds()
         mine = []
+        routed: dict[int, Batch] = {}
         for target in targets:
             p = partition_of(target, self.settings.partitions)
             if self._owned_mask[p]:
                 mine.append(target)
             else:
                 self.outbox.add_edge(p, source, target, now)
+                routed.setdefault(p, Batch(p)).edges.append((source, target))
+        self._journal(routed)
         return mine
+
+    def _journal(self, routed: dict[int, Batch]) -> None:
+        """On disk before the page that found them is done (a kill -9 loses none)."""
+        if routed:
+            assert self.journal is not None, "start() first"
+            for batch in routed.values():
+                self.journal.append(batch)
 
     @property
     def busy(self) -> bool:
@@ -311,23 +365,37 @@ class Agent:
         if self._io_running:
             return
         now = self.clock.seconds()
-        sends = self._unsent + self.outbox.ready(now)
+        checkpoint = now >= self._checkpoint_at and self.journal is not None
+        if checkpoint:
+            assert self.journal is not None
+            self._checkpoint_at = now + CHECKPOINT_S
+            self._retired += self.journal.checkpoint()
+        sends = self._unsent + self.outbox.ready(now, everything=checkpoint)
+        retired = list(self._retired)
         acks = self._durable
         self._unsent, self._durable = [], []
         idle = not sends and not acks and not self.outbox.records and self.locally_idle()
+        if idle:
+            self.quiesce(True)  # (ended only once "not idle" is in Redis: _io_done)
         renew = now >= self._renew_at
         self._io_running = True
-        d = self.worker(self._io, sends, acks, idle, renew)
+        check = idle or not self.fetching()
+        d = self.worker(self._io, sends, acks, idle, renew, check)
         d.addCallbacks(
             self._io_done,
             self._io_failed,
-            callbackArgs=(sends, acks, idle, renew),
+            callbackArgs=(sends, acks, idle, renew, retired),
             errbackArgs=(sends, acks),
         )
 
     def _io(
-        self, sends: list[Batch], acks: list[Batch], idle: bool | None, renew: bool
-    ) -> tuple[list[Batch], list[str] | None, bool, bool]:
+        self,
+        sends: list[Batch],
+        acks: list[Batch],
+        idle: bool | None,
+        renew: bool,
+        check: bool = False,
+    ) -> tuple[list[Batch], list[str] | None, bool, tuple[bool, bool]]:
         """One round of Redis I/O (on the Redis thread); see the module docstring."""
         registry, exchange = self.registry, self.exchange
         pipe = registry.client.pipeline(transaction=False)
@@ -341,33 +409,38 @@ class Agent:
             self._published_idle = idle
         exchange.done(acks)
         if idle is None:
-            return [], None, True, False
+            return [], None, True, (False, False)
         batches = exchange.read(sorted(self.owned), READ_COUNT, None)
         held, members = True, None
         if renew:
             held = registry.renew(self.id, self._token, self.settings.lease)
             members = registry.members()
-        done = False
-        if idle and not batches:
-            done = bool(
-                self._crawl_done(
-                    keys=[registry.key("members"), registry.key("idle")],
-                    args=[exchange.stream(""), self.settings.partitions],
-                )
+        done = (False, False)
+        if check and not batches:
+            both = self._crawl_done(
+                keys=[registry.key("members"), registry.key("idle")],
+                args=[exchange.stream(""), self.settings.partitions, self.id],
             )
+            done = (bool(both[0]), bool(both[1]))
         return batches, members, held, done
 
     def _io_done(
         self,
-        result: tuple[list[Batch], list[str] | None, bool, bool],
+        result: tuple[list[Batch], list[str] | None, bool, tuple[bool, bool]],
         sends: list[Batch],
         acks: list[Batch],
         idle: bool,
         renew: bool,
+        retired: list[Path],
     ) -> None:
         self._io_running = False
         self._failing_since = None
+        for path in retired:  # what they held is in Redis now
+            path.unlink(missing_ok=True)
+            self._retired.remove(path)
         batches, members, held, done = result
+        if not idle:
+            self.quiesce(False)
         stats = self.stats
         if sends:
             stats.inc_value("irl/agent/batches_out", len(sends))
@@ -392,7 +465,7 @@ class Agent:
                 self._set_members(members)
         if batches:
             self._deliver(batches)
-        self.crawl_done = done
+        self.crawl_done, self.others_done = done
 
     def _io_failed(self, failure: Failure, sends: list[Batch], acks: list[Batch]) -> None:
         self._io_running = False
@@ -417,6 +490,7 @@ class Agent:
             )
 
     def _deliver(self, batches: list[Batch]) -> None:
+        self.quiesce(False)
         urls: list[str] = []
         auxes: list[bytes] = []
         edges: list[tuple[str, str]] = []

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,6 +131,9 @@ class Dispatcher:
         #: the clock's time a host last answered (or the crawl opened, or new URLs were
         #: stored): a finite crawl that is blocked gives up give_up_after past it
         self.progress_at = waker.clock.seconds()
+        #: may a blocked finite crawl give up now? A multi-agent crawl's agent may only
+        #: once every other agent is idle: until then the crawl makes progress elsewhere
+        self.may_give_up: Callable[[], bool] = lambda: True
         self._admission_due = 0.0  # the clock's time admission may run again
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
         self._hungry_due = 0.0  # the clock's time _idle may admit past the horizon again
@@ -274,11 +278,15 @@ class Dispatcher:
         if idle and self._blocked():
             due = frontier.next_due()
             deadline = self.progress_at + self._give_up_wait()
+            may_give_up = self.may_give_up()
+            if not may_give_up:  # look again in a second (the agent's ticks are twice that)
+                deadline = max(deadline, now + 1.0)
             waits_on_failures = due is None or frontier.waits_on_failures(now)
             if (
                 not self.continuous
                 and waits_on_failures
                 and (due is None or due > deadline or now >= deadline)
+                and may_give_up
             ):
                 self._give_up()
             elif due is not None:

@@ -162,8 +162,8 @@ class IRLScheduler(BaseScheduler):
         """The multi-agent mode: wire the agent to the intake, STAR and the dispatcher,
         then join the crawl in Redis."""
         agent, intake, dispatcher = self.agent, self.intake, self.dispatcher
-        indegree = self.indegree
-        assert agent is not None and dispatcher is not None
+        indegree, frontier = self.indegree, self.frontier
+        assert agent is not None and dispatcher is not None and frontier is not None
         if not self.urlseen.identity.url_only:
             raise ConfigurationError(
                 "the multi-agent mode sends URLs to their owners, so requests must be keyed "
@@ -174,10 +174,26 @@ class IRLScheduler(BaseScheduler):
         if indegree is not None:
             agent.deliver_edges = indegree.record_edges
         agent.locally_idle = lambda: (
-            not dispatcher.has_pending_requests() and not len(dispatcher.ledger)
+            not (
+                dispatcher.has_pending_requests()
+                or len(dispatcher.ledger)
+                or frontier.parked.replay_waits  # (found while it said it was idle)
+            )
         )
+        agent.fetching = lambda: bool(len(dispatcher.ledger))
+        dispatcher.may_give_up = lambda: agent.others_done
+        agent.quiesce = self._quiesce
         agent.on_fatal = lambda message: self.stop.give_up(message, "irlscrapy_agent_stopped")
-        agent.start()
+        assert self.state.path is not None
+        agent.start(self.state.path / "agent")
+
+    def _quiesce(self, idle: bool) -> None:
+        """The agent says it is idle (True), or busy again: parked URLs wait meanwhile,
+        then go back to BEAST, and the engine is woken for them."""
+        assert self.frontier is not None
+        self.frontier.hold_parked(idle)
+        if not idle:
+            self.waker.wake()
 
     def _open(self, spider: Spider) -> None:
         state, hosts, indegree = self.state, self.hosts, self.indegree

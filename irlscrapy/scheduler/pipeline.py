@@ -581,6 +581,11 @@ class Frontier:
         if retirement_ended:
             self.replay_parked()
 
+    def hold_parked(self, hold: bool) -> None:
+        """Start or end a hold on replays of parked URLs (ParkedStore.hold)."""
+        if self.parked.hold(hold):
+            self.replay_parked()
+
     def replay_parked(self, older: list[Any] | None = None) -> int:
         """Parked URLs (of ``older`` generations, else the current one) back to BEAST."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,9 @@ from .conftest import (
 )
 
 CRAWL_TIMEOUT_S = 240
+PARTITIONS = 16
+#: the agents' lease in these tests: a restarted agent waits up to this for its dead one
+LEASE_S = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +62,9 @@ def start_web(log: Path) -> InVitroProcess:
 def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, agents: list[str],
                jobdir: Path) -> list[str]:  # fmt: skip
     """``scrapy crawl broad`` of the web at ``info`` as agent ``agent`` of ``crawl``."""
-    settings = {
+    settings = {  # after the web's own, as `-a seeds=invitro` has them below the command's
         **info["settings"],
+        **dict(setting.split("=", 1) for setting in QUICK_IRL),
         "DOWNLOAD_TIMEOUT": TINY_DOWNLOAD_TIMEOUT,
         "TELNETCONSOLE_ENABLED": 0,
         "IRL_REPORT_DIR": "",
@@ -69,37 +74,86 @@ def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, age
         "IRL_CRAWL_ID": crawl,
         "IRL_AGENT_ID": agent,
         "IRL_AGENTS": ",".join(agents),
-        "IRL_AGENT_PARTITIONS": 16,
+        "IRL_AGENT_PARTITIONS": PARTITIONS,
     }
     args = [sys.executable, "-m", "scrapy", "crawl", "broad", "-a",
             "seeds=" + ",".join(info["seeds"])]  # fmt: skip
-    for setting in QUICK_IRL:
-        args += ["-s", setting]
     for name, value in settings.items():
         args += ["-s", f"{name}={value}"]
     return args
 
 
-def crawl_with_agents(
-    info: dict[str, Any], redis_url: str, crawl: str, agents: list[str], work: Path
-) -> list[subprocess.CompletedProcess[str]]:
-    env = {**os.environ, **info["env"]}
-    running = [
-        subprocess.Popen(
-            agent_args(info, redis_url, crawl, agent, agents, work / agent),
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for agent in agents
-    ]
-    results = []
-    for process in running:
-        out, err = process.communicate(timeout=CRAWL_TIMEOUT_S)
-        results.append(subprocess.CompletedProcess(process.args, process.returncode, out, err))
-    return results
+class AgentRun:
+    """Agents of one crawl as ``scrapy crawl`` processes, each started (and restarted)
+    with its own JOBDIR under ``work``; their stderr in ``work/<agent>-<n>.err``."""
+
+    def __init__(self, info: dict[str, Any], redis_url: str, crawl: str, agents: list[str],
+                 work: Path, *settings: str) -> None:  # fmt: skip
+        self.info, self.redis_url, self.crawl = info, redis_url, crawl
+        self.agents, self.work, self.settings = agents, work, settings
+        self.env = {**os.environ, **info["env"]}
+        self.processes: dict[str, subprocess.Popen[str]] = {}
+        self.runs: dict[str, list[Path]] = defaultdict(list)
+
+    def start(self, agent: str) -> None:
+        err = self.work / f"{agent}-{len(self.runs[agent])}.err"
+        self.runs[agent].append(err)
+        args = agent_args(self.info, self.redis_url, self.crawl, agent, self.agents,
+                          self.work / agent)  # fmt: skip
+        for setting in self.settings:
+            args += ["-s", setting]
+        with err.open("w") as stderr:
+            self.processes[agent] = subprocess.Popen(
+                args, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=stderr, text=True
+            )
+
+    def kill(self, agent: str) -> None:
+        self.processes[agent].kill()
+        self.processes[agent].wait()
+
+    def wait(self) -> None:
+        """Wait for every agent to end; each run that was not killed ended well."""
+        deadline = time.monotonic() + CRAWL_TIMEOUT_S
+        for agent, process in self.processes.items():
+            try:
+                process.wait(max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for other in self.processes.values():
+                    other.kill()
+                raise AssertionError(f"agent {agent} did not end: {self.last_err(agent)}") from None
+            assert process.returncode == 0, self.last_err(agent)
+            err = self.runs[agent][-1].read_text()
+            assert "Traceback" not in err, err[-3000:]
+            assert_never_idle_with_work(err)
+
+    def last_err(self, agent: str) -> str:
+        return self.runs[agent][-1].read_text()[-3000:]
+
+
+def wait_for_pages(log: Path, pages: int) -> None:
+    deadline = time.monotonic() + CRAWL_TIMEOUT_S
+    while len(downloads(log)) < pages:
+        assert time.monotonic() < deadline, "the crawl never got that far"
+        time.sleep(0.2)
+
+
+def assert_ground_truth_and_owners(log: Path, agents: str) -> None:
+    """The pages downloaded are the ground truth, each fetched by the owner of its PLD
+    only (no overlap between agents), and every agent fetched some."""
+    truth = reachable(InVitroWeb(TINY, SEED), IRL_POLICY)
+    downloaded = set(downloads(log))
+    assert downloaded == truth, {
+        "extra": sorted(downloaded - truth)[:10],
+        "missing": sorted(truth - downloaded)[:10],
+    }
+    who = fetched_by(log)
+    wrong = {
+        url: fetchers
+        for url, fetchers in who.items()
+        if fetchers != {user_agent(owner(partition_of(pld(url_host(url)), PARTITIONS), agents))}
+    }
+    assert not wrong, sorted(wrong.items())[:10]
+    assert {a for fetchers in who.values() for a in fetchers} == {user_agent(a) for a in agents}
 
 
 def fetched_by(log: Path) -> dict[str, set[str]]:
@@ -112,44 +166,68 @@ def fetched_by(log: Path) -> dict[str, set[str]]:
     return who
 
 
-@pytest.fixture(scope="module")
-def three_agents(
-    redis_server: RedisServer, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[list[subprocess.CompletedProcess[str]], Path]:
-    work = tmp_path_factory.mktemp("agents3")
-    log = work / "requests.jsonl"
+def test_three_agents_crawl_the_ground_truth_with_no_overlap(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    log = tmp_path / "requests.jsonl"
     web = start_web(log)
     try:
-        results = crawl_with_agents(web.info, redis_server.url, "three", ["a", "b", "c"], work)
+        run = AgentRun(web.info, redis_server.url, "three", ["a", "b", "c"], tmp_path)
+        for agent in run.agents:
+            run.start(agent)
+        run.wait()
     finally:
         web.stop()
-    return results, log
-
-
-def test_three_agents_crawl_the_ground_truth_with_no_overlap(
-    three_agents: tuple[list[subprocess.CompletedProcess[str]], Path],
-) -> None:
-    results, log = three_agents
-    for result in results:
-        assert result.returncode == 0, result.stderr[-3000:]
-        assert "Traceback" not in result.stderr, result.stderr[-3000:]
-        assert_never_idle_with_work(result.stderr)
-    truth = reachable(InVitroWeb(TINY, SEED), IRL_POLICY)
-    downloaded = set(downloads(log))
-    assert downloaded == truth, {
-        "extra": sorted(downloaded - truth)[:10],
-        "missing": sorted(truth - downloaded)[:10],
-    }
-    overlap = {url: agents for url, agents in fetched_by(log).items() if len(agents) > 1}
-    assert not overlap, sorted(overlap.items())[:10]
+    assert_ground_truth_and_owners(log, "abc")
     assert_repeats_are_retries(read_log(log))
-    # each URL was fetched by the owner of its PLD's partition, and each agent owns some
-    wrong = {
-        url: agents
-        for url, agents in fetched_by(log).items()
-        if agents != {user_agent(owner(partition_of(pld(url_host(url)), 16), "abc"))}
-    }
-    assert not wrong, sorted(wrong.items())[:10]
-    assert {a for agents in fetched_by(log).values() for a in agents} == {
-        user_agent(a) for a in "abc"
-    }
+
+
+def test_an_agent_killed_and_restarted_loses_nothing(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """kill -9 of one of two agents mid-crawl, then a restart with its id and JOBDIR:
+    it waits for its dead lease, reads again what it had not made durable, and the
+    crawl completes with no page lost and none fetched by the other agent."""
+    log = tmp_path / "requests.jsonl"
+    web = start_web(log)
+    try:
+        run = AgentRun(web.info, redis_server.url, "killed", ["a", "b"], tmp_path,
+                       f"IRL_AGENT_LEASE={LEASE_S}")  # fmt: skip
+        run.start("a")
+        run.start("b")
+        wait_for_pages(log, 800)
+        run.kill("b")
+        time.sleep(1.0)  # batches for b wait in its streams meanwhile
+        run.start("b")
+        run.wait()
+    finally:
+        web.stop()
+    assert_ground_truth_and_owners(log, "ab")
+    assert "Agent b of crawl killed" in run.runs["b"][1].read_text()
+
+
+def test_redis_away_for_ten_seconds_loses_nothing(tmp_path: Path) -> None:
+    """Redis stopped mid-crawl for 10 s, then started again (with its append-only
+    file, as a production Redis): the agents crawl their own partitions meanwhile,
+    hold what they send, catch up, and the crawl completes with nothing lost."""
+    server = RedisServer(tmp_path / "redis", persistent=True).start()
+    log = tmp_path / "requests.jsonl"
+    web = start_web(log)
+    try:
+        run = AgentRun(web.info, server.url, "outage", ["a", "b"], tmp_path,
+                       f"IRL_AGENT_LEASE={LEASE_S}")  # fmt: skip
+        run.start("a")
+        run.start("b")
+        wait_for_pages(log, 600)
+        server.stop()
+        during = len(downloads(log))
+        time.sleep(10)
+        assert len(downloads(log)) > during, "the agents stopped crawling while Redis was away"
+        server.start()
+        run.wait()
+    finally:
+        web.stop()
+        server.stop()
+    assert_ground_truth_and_owners(log, "ab")
+    for agent in "ab":
+        assert "cannot reach Redis" in run.runs[agent][0].read_text()

@@ -32,6 +32,23 @@ def test_parked_records_are_replayed_once_after_a_restart(tmp_path: Path) -> Non
     third.close()
 
 
+def test_a_hold_defers_replays_to_its_end(tmp_path: Path) -> None:
+    """An idle agent holds replays: a retirement that ends meanwhile pushes nothing, and
+    the end of the hold says a replay waits; a hold with nothing asked for says not."""
+    store = ParkedStore(tmp_path)
+    store.open()
+    store.park(b"one")
+    pushed: list[bytes] = []
+    assert not store.hold(True)
+    assert store.replay(pushed.append) == 0 and pushed == [] and store.count == 1
+    assert store.replay_waits
+    assert store.hold(False) and not store.replay_waits  # the caller replays now
+    assert store.replay(pushed.append) == 1 and pushed == [b"one"]
+    store.hold(True)
+    assert not store.hold(False)
+    store.close()
+
+
 def test_a_retirement_that_ends_replays_the_current_generation(tmp_path: Path) -> None:
     store = ParkedStore(tmp_path)
     store.open()

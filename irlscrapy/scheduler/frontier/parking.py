@@ -54,6 +54,8 @@ class ParkedStore:
         self._writer: RecordWriter | None = None
         self._generation = 0
         self.count = 0  # parked URLs in the files, not replayed yet
+        self._held = False  # see hold()
+        self.replay_waits = False  # a replay was asked for during the hold
 
     def open(self) -> list[Path]:
         """Start a new generation; return the older ones (to replay)."""
@@ -80,6 +82,9 @@ class ParkedStore:
         """Push every parked record (of ``older``, else of the current generation, which
         is then replaced by a new one); delete what was pushed; return how many."""
         if older is None:
+            if self._held:
+                self.replay_waits = self.replay_waits or bool(self.count)
+                return 0
             if not self.count:
                 return 0
             self.close()
@@ -96,6 +101,18 @@ class ParkedStore:
                 pushed += 1
             path.unlink()
         return pushed
+
+    def hold(self, on: bool) -> bool:
+        """Hold replays of the current generation, or end the hold; True when it ends
+        with a replay asked for meanwhile (the caller replays now). A multi-agent crawl's
+        agent holds them while it says it is idle: it must take up no work of its own
+        until it has said it is busy again (irlscrapy.distributed.agent);
+        ``replay_waits`` tells it that work waits."""
+        waited = self.replay_waits and not on
+        self._held = on
+        if not on:
+            self.replay_waits = False
+        return waited
 
     def _path(self, generation: int) -> Path:
         return self.directory / f"parked-{generation}.rec"
