@@ -40,7 +40,7 @@ import secrets
 import socket
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -115,10 +115,10 @@ class CrawlRegistry:
         """Store this agent's configuration if the crawl has none; refuse a different one."""
         mine = self.config.to_json()
         self.client.set(self.key("config"), mine, nx=True)
-        stored = self.client.get(self.key("config"))
+        stored = self._get(self.key("config"))
         if stored is None:  # deleted in between: try once more
             self.client.set(self.key("config"), mine, nx=True)
-            stored = self.client.get(self.key("config"))
+            stored = self._get(self.key("config"))
         if stored is None:
             raise ConfigurationError(f"crawl {self.crawl!r}: its configuration keeps vanishing")
         theirs = json.loads(stored)
@@ -181,16 +181,20 @@ class CrawlRegistry:
             self.release(agent, token)
         else:
             self.client.delete(self.key("lease", agent))
-        self.client.hdel(self.key("members"), agent)
+        self.client.execute_command("HDEL", self.key("members"), agent)
 
     def members(self) -> list[str]:
         """The agent ids that own partitions, sorted."""
-        names = self.client.hkeys(self.key("members"))
-        return sorted(name.decode() if isinstance(name, bytes) else name for name in names)
+        names = cast(list[bytes], self.client.hkeys(self.key("members")))
+        return sorted(name.decode() for name in names)
 
     def member(self, agent: str) -> dict[str, Any] | None:
-        raw = self.client.hget(self.key("members"), agent)
+        raw = cast(bytes | None, self.client.hget(self.key("members"), agent))
         return None if raw is None else dict(json.loads(raw))
+
+    def _get(self, key: str) -> bytes | None:
+        # (redis-py's stubs type a reply as sync or async, by version: cast to the sync)
+        return cast(bytes | None, self.client.get(key))
 
     def alive(self, agent: str) -> bool:
         """Does a process hold ``agent``'s lease now?"""

@@ -210,9 +210,10 @@ class Exchange:
     def claim(self, partition: int, min_idle_ms: int, count: int) -> list[Batch]:
         """Take the batches of ``partition`` another consumer read and never acknowledged
         (a partition handed over by an agent that left)."""
-        _, entries, *_ = self.client.xautoclaim(
+        reply: Any = self.client.xautoclaim(  # (typed sync or async, by redis-py version)
             self.stream(partition), GROUP, self.agent, min_idle_ms, "0-0", count
         )
+        _, entries, *_ = reply
         return [self._batch(partition, entry, fields) for entry, fields in entries if fields]
 
     def done(self, batches: Sequence[Batch]) -> int:
