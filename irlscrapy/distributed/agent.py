@@ -21,11 +21,11 @@ on its Redis thread (the reactor never waits for Redis): publish its idle flag i
 changed, send the batches that are due, acknowledge (and delete) the batches it made
 durable since the last tick, read new batches of its partitions, renew its lease every
 third of it, and, while it is idle, ask whether the whole crawl is done. Batches read
-are handed to the scheduler (:attr:`Agent.deliver_urls`, :attr:`Agent.deliver_edges`,
-:attr:`Agent.make_durable`) on the reactor, and acknowledged at the next tick: URLseen's
-``submit`` is durable on return, so a batch is acknowledged only once a kill -9 can no
-longer lose it. A batch read and not acknowledged is read again after a restart
-(:meth:`irlscrapy.distributed.streams.Exchange.pending`).
+are handed to the scheduler (:attr:`Agent.deliver_urls`, :attr:`Agent.deliver_edges`)
+on the reactor, and acknowledged at the next tick: both store durably before they
+return (URLseen's and STAR's DRUM journals), so a batch is acknowledged only once a
+kill -9 can no longer lose it. A batch read and not acknowledged is read again after a
+restart (:meth:`irlscrapy.distributed.streams.Exchange.pending`).
 
 *The end.* An agent is *idle* when it has nothing to fetch, nothing in flight, nothing
 buffered to send and nothing read but not acknowledged: when a crawl of one process
@@ -36,8 +36,8 @@ sent; and from the moment it decides it is idle it takes up no work of its own u
 Redis has its "not idle" (:attr:`Agent.quiesce`: the parked URLs of a host whose
 retirement ends meanwhile wait for the next tick, which publishes "not idle", then go
 back to BEAST). So the script never sees a moment where work exists but hides: a URL is
-either in a stream, or at an agent that says it is busy. Until the crawl
-is done, the scheduler reports pending requests, so Scrapy keeps every agent open.
+either in a stream, or at an agent that says it is busy. Until the crawl is done, the
+scheduler reports pending requests, so Scrapy keeps every agent open.
 
 *Redis away.* A tick that fails keeps its batches and acknowledgements for the next
 one; the agent crawls its own partitions meanwhile. After :data:`REDIS_GIVE_UP` seconds
@@ -178,7 +178,6 @@ class Agent:
         # set by the scheduler before start()
         self.deliver_urls: Callable[[list[str], list[bytes]], None] = lambda urls, auxes: None
         self.deliver_edges: Callable[[list[tuple[str, str]]], None] = lambda edges: None
-        self.make_durable: Callable[[], None] = lambda: None
         self.locally_idle: Callable[[], bool] = lambda: True
         self.fetching: Callable[[], bool] = lambda: False  # fetches in flight?
         #: quiesce(True): this agent is about to say it is idle; until quiesce(False),
@@ -223,10 +222,7 @@ class Agent:
         self.journal = OutboxJournal(directory)
         now = self.clock.seconds()
         for batch in self.journal.open():  # sent again: the owners drop what they have
-            for url, aux in zip(batch.urls, batch.auxes, strict=True):
-                self.outbox.add_url(batch.partition, url, aux, now)
-            for source, target in batch.edges:
-                self.outbox.add_edge(batch.partition, source, target, now)
+            self.outbox.add(batch, now)
         self._checkpoint_at = now + CHECKPOINT_S
         try:
             self._joined(self._join())
@@ -318,15 +314,13 @@ class Agent:
             return list(urls), list(auxes)
         foreign = np.flatnonzero(~mine)
         send = self.sent.first_sends(url_keys([urls[i] for i in foreign.tolist()]))
-        now = self.clock.seconds()
         routed: dict[int, Batch] = {}
         for i in foreign[send].tolist():
             p = int(parts[i])
-            self.outbox.add_url(p, urls[i], auxes[i], now)
             batch = routed.setdefault(p, Batch(p))
             batch.urls.append(urls[i])
             batch.auxes.append(auxes[i])
-        self._journal(routed)
+        self._route(routed)
         self.stats.inc_value("irl/agent/urls_out", int(send.sum()))
         self.stats.inc_value("irl/agent/urls_out_cached", len(foreign) - int(send.sum()))
         kept = np.flatnonzero(mine).tolist()
@@ -335,7 +329,6 @@ class Agent:
     def route_edges(self, source: str, targets: Iterable[str]) -> list[str]:
         """The PLDs of ``targets`` this agent owns; the edges to the others go to the
         outbox, for the target's owner to count."""
-        now = self.clock.seconds()
         mine = []
         routed: dict[int, Batch] = {}
         for target in targets:
@@ -343,22 +336,19 @@ class Agent:
             if self._owned_mask[p]:
                 mine.append(target)
             else:
-                self.outbox.add_edge(p, source, target, now)
                 routed.setdefault(p, Batch(p)).edges.append((source, target))
-        self._journal(routed)
+        self._route(routed)
         return mine
 
-    def _journal(self, routed: dict[int, Batch]) -> None:
-        """On disk before the page that found them is done (a kill -9 loses none)."""
+    def _route(self, routed: dict[int, Batch]) -> None:
+        """To the outbox, and on disk first: before the page that found them is done,
+        so a kill -9 loses none."""
         if routed:
             assert self.journal is not None, "start() first"
+            now = self.clock.seconds()
             for batch in routed.values():
                 self.journal.append(batch)
-
-    @property
-    def busy(self) -> bool:
-        """Something is buffered to send, or delivered and not yet acknowledged."""
-        return bool(self.outbox.records or self._unsent or self._durable)
+                self.outbox.add(batch, now)
 
     # -- the tick --------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -401,8 +391,7 @@ class Agent:
         pipe = registry.client.pipeline(transaction=False)
         if idle is not None and idle != self._published_idle:
             pipe.hset(registry.key("idle"), self.id, "1" if idle else "0")
-        for batch in sends:
-            pipe.xadd(exchange.stream(batch.partition), exchange.fields(batch))
+        exchange.queue(pipe, sends)
         if len(pipe):
             pipe.execute()
         if idle is not None:
@@ -503,7 +492,6 @@ class Agent:
             self.deliver_urls(urls, auxes)
         if edges:
             self.deliver_edges(edges)
-        self.make_durable()
         self._durable += batches
 
     def _set_members(self, members: list[str]) -> None:

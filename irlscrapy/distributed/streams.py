@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
 
 from irlscrapy.distributed.registry import LAYOUT_VERSION, CrawlRegistry
@@ -122,15 +123,13 @@ class Outbox:
             self._since[partition] = now
         return batch
 
-    def add_url(self, partition: int, url: str, aux: bytes, now: float) -> None:
-        batch = self._batch(partition, now)
-        batch.urls.append(url)
-        batch.auxes.append(aux)
-        self.records += 1
-
-    def add_edge(self, partition: int, source: str, target: str, now: float) -> None:
-        self._batch(partition, now).edges.append((source, target))
-        self.records += 1
+    def add(self, routed: Batch, now: float) -> None:
+        """Add the URLs and edges of ``routed`` to its partition's open batch."""
+        batch = self._batch(routed.partition, now)
+        batch.urls += routed.urls
+        batch.auxes += routed.auxes
+        batch.edges += routed.edges
+        self.records += len(routed)
 
     def ready(self, now: float, everything: bool = False) -> list[Batch]:
         """Take the batches that are full or old enough (all of them with ``everything``)."""
@@ -179,14 +178,14 @@ class Exchange:
     def send(self, batches: Sequence[Batch]) -> None:
         """Append ``batches`` to their partitions' streams, in one round trip."""
         pipe = self.client.pipeline(transaction=False)
-        for batch in batches:
-            pipe.xadd(self.stream(batch.partition), self.fields(batch))
+        self.queue(pipe, batches)
         pipe.execute()
 
-    @staticmethod
-    def fields(batch: Batch) -> dict[FieldT, EncodableT]:
-        """The stream entry of ``batch``."""
-        return {"v": LAYOUT_VERSION, "b": batch.encode()}
+    def queue(self, pipe: Pipeline, batches: Sequence[Batch]) -> None:
+        """Queue the appends of ``batches`` on ``pipe`` (the caller executes it)."""
+        for batch in batches:
+            fields: dict[FieldT, EncodableT] = {"v": LAYOUT_VERSION, "b": batch.encode()}
+            pipe.xadd(self.stream(batch.partition), fields)
 
     def read(self, partitions: Sequence[int], count: int, block_ms: int | None) -> list[Batch]:
         """New batches of ``partitions`` (at most ``count`` per partition), waiting up to

@@ -1,9 +1,7 @@
-"""The partition streams in a real redis-server: batches sent, read by the owner,
+"""The partition streams in a real redis-redis_server: batches sent, read by the owner,
 delivered again until acknowledged, claimed after a handover, deleted when done."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 import redis
@@ -12,28 +10,12 @@ from hypothesis import strategies as st
 
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.streams import Batch, Exchange, Outbox
-from tests.redisserver import RedisServer
 
 PARTITIONS = 8
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    client = server.client()
-    client.flushall()
-    yield client
-    client.close()
-
-
-def exchange(client: redis.Redis, agent: str) -> Exchange:
-    ex = Exchange(CrawlRegistry(client, "c", CrawlConfig(PARTITIONS)), agent)
+def exchange(redis_client: redis.Redis, agent: str) -> Exchange:
+    ex = Exchange(CrawlRegistry(redis_client, "c", CrawlConfig(PARTITIONS)), agent)
     ex.create_groups(range(PARTITIONS))
     return ex
 
@@ -57,20 +39,19 @@ def test_a_batch_decodes_to_what_was_encoded(
 
 def test_the_outbox_makes_a_batch_when_full_or_old() -> None:
     box = Outbox(batch_max=3, batch_age=1.0)
-    box.add_url(1, "http://a.com/1", b"x", now=0.0)
-    box.add_url(2, "http://b.com/1", b"y", now=0.5)
+    box.add(Batch(1, ["http://a.com/1"], [b"x"]), now=0.0)
+    box.add(Batch(2, ["http://b.com/1"], [b"y"]), now=0.5)
     assert box.ready(now=0.9) == [] and box.next_due() == 1.0
-    box.add_url(1, "http://a.com/2", b"x", now=0.9)
-    box.add_edge(1, "c.com", "a.com", now=0.9)
+    box.add(Batch(1, ["http://a.com/2"], [b"x"], [("c.com", "a.com")]), now=0.9)
     full = box.ready(now=0.95)
     assert [(b.partition, len(b)) for b in full] == [(1, 3)] and box.records == 1
     assert [b.partition for b in box.ready(now=1.5)] == [2] and box.next_due() is None
-    box.add_edge(4, "c.com", "d.com", now=2.0)
+    box.add(Batch(4, edges=[("c.com", "d.com")]), now=2.0)
     assert [b.partition for b in box.ready(now=2.0, everything=True)] == [4]
 
 
-def test_the_owner_reads_what_others_send_and_done_deletes_it(client: redis.Redis) -> None:
-    sender, owner = exchange(client, "a"), exchange(client, "b")
+def test_the_owner_reads_what_others_send_and_done_deletes_it(redis_client: redis.Redis) -> None:
+    sender, owner = exchange(redis_client, "a"), exchange(redis_client, "b")
     sender.send(
         [Batch(5, ["http://x.com/"], [b"\x00aux"], [("y.com", "x.com")]), Batch(6, ["u"], [b""])]
     )
@@ -82,16 +63,16 @@ def test_the_owner_reads_what_others_send_and_done_deletes_it(client: redis.Redi
     assert owner.backlog([5, 6]) == 2
     assert owner.done(got) == 1
     assert owner.backlog([5, 6]) == 1 and owner.pending([5], count=10) == []
-    assert client.xlen(owner.stream(5)) == 0  # deleted: Redis holds only the backlog
+    assert redis_client.xlen(owner.stream(5)) == 0  # deleted: Redis holds only the backlog
 
 
-def test_an_agent_killed_before_done_gets_its_batches_again(client: redis.Redis) -> None:
-    sender = exchange(client, "a")
+def test_an_agent_killed_before_done_gets_its_batches_again(redis_client: redis.Redis) -> None:
+    sender = exchange(redis_client, "a")
     sender.send([Batch(1, [f"http://h.com/{n}"], [b""]) for n in range(5)])
-    first = exchange(client, "b")
+    first = exchange(redis_client, "b")
     read = first.read([1], count=3, block_ms=None)
     first.done(read[:1])  # one made durable, then kill -9
-    restarted = exchange(client, "b")
+    restarted = exchange(redis_client, "b")
     again = restarted.pending([1], count=100)
     assert [b.urls for b in again] == [b.urls for b in read[1:]]
     rest = restarted.read([1], count=100, block_ms=None)
@@ -99,19 +80,19 @@ def test_an_agent_killed_before_done_gets_its_batches_again(client: redis.Redis)
 
 
 def test_a_partition_handed_over_takes_the_old_owners_pending_batches(
-    client: redis.Redis,
+    redis_client: redis.Redis,
 ) -> None:
-    exchange(client, "a").send([Batch(2, ["http://p.com/"], [b""])])
-    old = exchange(client, "old")
+    exchange(redis_client, "a").send([Batch(2, ["http://p.com/"], [b""])])
+    old = exchange(redis_client, "old")
     assert len(old.read([2], count=10, block_ms=None)) == 1  # read, never acknowledged
-    new = exchange(client, "new")
+    new = exchange(redis_client, "new")
     claimed = new.claim(2, min_idle_ms=0, count=10)
     assert [b.urls for b in claimed] == [["http://p.com/"]]
     assert new.done(claimed) == 1 and new.backlog([2]) == 0
 
 
-def test_a_batch_of_another_layout_is_refused(client: redis.Redis) -> None:
-    owner = exchange(client, "b")
-    client.xadd(owner.stream(0), {"v": 99, "b": Batch(0).encode()})
+def test_a_batch_of_another_layout_is_refused(redis_client: redis.Redis) -> None:
+    owner = exchange(redis_client, "b")
+    redis_client.xadd(owner.stream(0), {"v": 99, "b": Batch(0).encode()})
     with pytest.raises(ValueError, match="layout 99"):
         owner.read([0], count=1, block_ms=None)

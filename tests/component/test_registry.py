@@ -1,10 +1,9 @@
-"""A crawl's registry in a real redis-server: configuration, members, leases."""
+"""A crawl's registry in a real redis-redis_server: configuration, members, leases."""
 
 from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,34 +14,19 @@ from irlscrapy.exceptions import AgentConflict, ConfigurationError
 from tests.redisserver import RedisServer
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
-def client(server: RedisServer) -> Iterator[redis.Redis]:
-    client = server.client()
-    client.flushall()
-    yield client
-    client.close()
-
-
-def registry(client: redis.Redis, partitions: int = 64, crawl: str = "c1") -> CrawlRegistry:
-    return CrawlRegistry(client, crawl, CrawlConfig(partitions))
+def registry(redis_client: redis.Redis, partitions: int = 64, crawl: str = "c1") -> CrawlRegistry:
+    return CrawlRegistry(redis_client, crawl, CrawlConfig(partitions))
 
 
 def test_the_first_agent_stores_the_configuration_and_the_others_must_agree(
-    client: redis.Redis,
+    redis_client: redis.Redis,
 ) -> None:
-    registry(client).ensure_config()
-    registry(client).ensure_config()  # the same: fine
+    registry(redis_client).ensure_config()
+    registry(redis_client).ensure_config()  # the same: fine
     with pytest.raises(ConfigurationError, match=r"partitions: the crawl's 64, this agent's 32"):
-        registry(client, partitions=32).ensure_config()
-    registry(client, partitions=32, crawl="c2").ensure_config()  # another crawl: its own
-    assert sorted(client.keys("*config")) == [
+        registry(redis_client, partitions=32).ensure_config()
+    registry(redis_client, partitions=32, crawl="c2").ensure_config()  # another crawl: its own
+    assert sorted(redis_client.keys("*config")) == [
         b"irl:{c1}:config",
         b"irl:{c2}:config",
     ]
@@ -50,14 +34,14 @@ def test_the_first_agent_stores_the_configuration_and_the_others_must_agree(
 
 @pytest.mark.parametrize("bad", ["", "a:b", "a{b", "tab\t"])
 def test_a_crawl_id_that_would_break_the_key_layout_is_refused(
-    client: redis.Redis, bad: str
+    redis_client: redis.Redis, bad: str
 ) -> None:
     with pytest.raises(ConfigurationError, match="IRL_CRAWL_ID"):
-        registry(client, crawl=bad)
+        registry(redis_client, crawl=bad)
 
 
-def test_members_stay_until_they_leave_whatever_their_leases(client: redis.Redis) -> None:
-    reg = registry(client)
+def test_members_stay_until_they_leave_whatever_their_leases(redis_client: redis.Redis) -> None:
+    reg = registry(redis_client)
     a = reg.join("a", lease_s=0.3)
     reg.join("b", lease_s=0.3)
     assert reg.members() == ["a", "b"] and reg.alive("a") and reg.alive("b")
@@ -68,8 +52,8 @@ def test_members_stay_until_they_leave_whatever_their_leases(client: redis.Redis
     assert reg.members() == ["b"]
 
 
-def test_one_agent_id_cannot_run_twice(client: redis.Redis) -> None:
-    reg = registry(client)
+def test_one_agent_id_cannot_run_twice(redis_client: redis.Redis) -> None:
+    reg = registry(redis_client)
     token = reg.join("a", lease_s=5)
     started = time.monotonic()
     with pytest.raises(AgentConflict, match="agent 'a' of crawl 'c1' is already running"):
@@ -80,15 +64,15 @@ def test_one_agent_id_cannot_run_twice(client: redis.Redis) -> None:
     assert reg.join("a", lease_s=5, wait_s=0)  # released: taken at once
 
 
-def test_a_killed_agent_restarted_takes_its_lease_once_it_lapses(server: RedisServer) -> None:
+def test_a_killed_agent_restarted_takes_its_lease_once_it_lapses(redis_server: RedisServer) -> None:
     """The holder dies without releasing (kill -9): a restart with the same id waits up
     to one lease, takes it when it lapses, and the dead token cannot renew any more."""
     context = multiprocessing.get_context("spawn")
-    holder = context.Process(target=_hold_forever, args=(server.url,))
+    holder = context.Process(target=_hold_forever, args=(redis_server.url,))
     holder.start()
-    client = server.client()
-    client.flushall()
-    reg = registry(client)
+    redis_client = redis_server.client()
+    redis_client.flushall()
+    reg = registry(redis_client)
     deadline = time.monotonic() + 20
     while not reg.alive("a"):
         assert time.monotonic() < deadline, "the holder never took its lease"
@@ -100,7 +84,7 @@ def test_a_killed_agent_restarted_takes_its_lease_once_it_lapses(server: RedisSe
     assert 0.2 < time.monotonic() - started < 1.5
     assert reg.renew("a", token, 1.0)
     assert not reg.renew("a", "the dead one's token", 1.0)
-    client.close()
+    redis_client.close()
 
 
 def _hold_forever(url: str) -> None:
@@ -110,9 +94,9 @@ def _hold_forever(url: str) -> None:
         time.sleep(0.1)
 
 
-def test_keys_of_a_crawl_share_one_cluster_slot(client: redis.Redis, tmp_path: Path) -> None:
-    reg = registry(client)
+def test_keys_of_a_crawl_share_one_cluster_slot(redis_client: redis.Redis, tmp_path: Path) -> None:
+    reg = registry(redis_client)
     reg.ensure_config()
     reg.join("a", lease_s=5)
-    keys = client.keys("irl:*")
+    keys = redis_client.keys("irl:*")
     assert len(keys) == 3 and all(k.startswith(b"irl:{c1}:") for k in keys)

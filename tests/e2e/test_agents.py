@@ -9,11 +9,8 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from irlscrapy.distributed.partitions import owner, partition_of
 from irlscrapy.domains import pld, url_host
@@ -40,13 +37,6 @@ CRAWL_TIMEOUT_S = 240
 PARTITIONS = 16
 #: the agents' lease in these tests: a restarted agent waits up to this for its dead one
 LEASE_S = 3.0
-
-
-@pytest.fixture(scope="module")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
-    yield server
-    server.stop()
 
 
 def user_agent(agent: str) -> str:
