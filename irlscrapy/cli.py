@@ -4,9 +4,11 @@ irlscrapy invitro serve --profile P --seed S [--log FILE]
     serve an in-vitro web; prints one JSON line (see irlscrapy.invitro.serve)
 irlscrapy invitro urls --profile P --seed S --count N [--policy rfc9309|scrapy]
     print the first N HTML page URLs a breadth-first crawl of that web downloads
-irlscrapy report JOBDIR [--out DIR]
+irlscrapy report JOBDIR [JOBDIR ...] [--out DIR]
     write the report of a finished crawl (its JOBDIR or IRL_STATE_DIR): report.html with
-    PNG plots, and report.json, into DIR (default JOBDIR/report); prints the page's path
+    PNG plots, and report.json, into DIR (default JOBDIR/report); prints the page's path.
+    Several JOBDIRs, those of a multi-agent crawl's agents, make one report of the whole
+    crawl (--out required)
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from irlscrapy.exceptions import IrlscrapyError
+from irlscrapy.exceptions import IrlscrapyError, ReportError
 from irlscrapy.invitro.profiles import PROFILES
 
 
@@ -38,8 +40,18 @@ def _parser() -> argparse.ArgumentParser:
     urls.add_argument("--count", type=int, required=True)
     urls.add_argument("--policy", choices=("rfc9309", "scrapy"), default="scrapy")
     report = commands.add_parser("report", help="write a finished crawl's report")
-    report.add_argument("jobdir", type=Path, help="the crawl's JOBDIR (or IRL_STATE_DIR)")
-    report.add_argument("--out", type=Path, help="output directory (default JOBDIR/report)")
+    report.add_argument(
+        "jobdirs",
+        type=Path,
+        nargs="+",
+        metavar="JOBDIR",
+        help="the crawl's JOBDIR (or IRL_STATE_DIR); several: every agent's of one crawl",
+    )
+    report.add_argument(
+        "--out",
+        type=Path,
+        help="output directory (default JOBDIR/report; several JOBDIRs: required)",
+    )
     return parser
 
 
@@ -47,9 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "report":
-            from irlscrapy.report.render import write_report
-
-            print(write_report(args.jobdir, args.out or args.jobdir / "report"))
+            print(_report(args.jobdirs, args.out))
         elif args.action == "serve":
             from irlscrapy.invitro.serve import serve
 
@@ -60,6 +70,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"irlscrapy: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _report(jobdirs: list[Path], out: Path | None) -> Path:
+    from irlscrapy.report.render import write_agents_report, write_report
+
+    if len(jobdirs) == 1:
+        return write_report(jobdirs[0], out or jobdirs[0] / "report")
+    if out is None:
+        raise ReportError(
+            f"{len(jobdirs)} JOBDIRs make one report of the whole crawl, which belongs to "
+            "none of them: give --out DIR for it"
+        )
+    return write_agents_report(jobdirs, out)
 
 
 def _urls(profile: str, seed: int, count: int, policy: str) -> None:

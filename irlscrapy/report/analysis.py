@@ -10,6 +10,15 @@
 - :func:`uniqueness` (Fig. 7(a)): the probability of uniqueness ``p``, the share of the
   URLs checked against URLseen between two lines that were new, plotted against the
   pages crawled by the end of the interval. Intervals without checks have no ``p``.
+- :func:`on_grid` sums several timelines (a multi-agent crawl's agents, sampled at
+  different instants) on one time grid: each counter's growth between two lines of one
+  run is spread evenly over the time between them, and added to the grid's bins in
+  proportion to their overlap. A bin's rate (:func:`grid_rates`) is its growth over the
+  seconds of it during which some timeline ran, so it is the sum of the timelines' rates
+  averaged over the bin; a timeline that did not run in part of a bin adds nothing
+  there, and a bin no timeline covers is left out. :func:`grid_uniqueness` is ``p`` per
+  bin, over the URLs every timeline checked in it, against the pages all of them had
+  crawled by its end.
 - :class:`InDegreeBins` (Fig. 7(b)): PLDs grouped by in-degree in powers of two
   (``[1, 1]``, ``[2, 3]``, ``[4, 7]``, ...; in-degree 0 on its own), with the count, the
   mean and the median of pages crawled per PLD of each bin. Every PLD STAR counted is
@@ -25,7 +34,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
@@ -118,6 +127,87 @@ def overall_uniqueness(unique_urls: float, duplicates: float) -> float | None:
     return unique_urls / checked if checked > 0 else None
 
 
+class GridBin(NamedTuple):
+    end: float  # the bin's end (the last line's time, if that is earlier)
+    seconds: float  # of the bin, the time during which some timeline ran
+    pages: float  # growth within the bin, summed over the timelines
+    unique_urls: float
+    duplicates: float
+    bytes: float
+
+
+def on_grid(timelines: Sequence[Sequence[Sample]], width: float) -> list[GridBin]:
+    """Several timelines (each in file order) summed on bins of ``width`` seconds from
+    the earliest line (see the module docstring); bins no timeline covers left out."""
+    assert width > 0
+    intervals = [
+        (a, b)
+        for samples in timelines
+        for a, b in itertools.pairwise(samples)
+        if a.run == b.run and b.t > a.t
+    ]
+    if not intervals:
+        return []
+    origin = min(a.t for a, _ in intervals)
+    last = max(b.t for _, b in intervals)
+    grown: dict[int, list[float]] = {}  # bin -> [seconds, *COUNTERS]
+    for a, b in intervals:
+        growth = [getattr(b, name) - getattr(a, name) for name in COUNTERS]
+        for i, overlap in _overlaps(a.t - origin, b.t - origin, width):
+            row = grown.setdefault(i, [0.0] * (1 + len(COUNTERS)))
+            for j, g in enumerate(growth, 1):
+                row[j] += g * overlap / (b.t - a.t)
+    for start, stop in _union([(a.t, b.t) for a, b in intervals]):
+        for i, overlap in _overlaps(start - origin, stop - origin, width):
+            grown.setdefault(i, [0.0] * (1 + len(COUNTERS)))[0] += overlap
+    return [GridBin(min(origin + (i + 1) * width, last), *grown[i]) for i in sorted(grown)]
+
+
+def _overlaps(start: float, stop: float, width: float) -> list[tuple[int, float]]:
+    """(bin, seconds) of ``[start, stop)`` in each bin ``[i * width, (i + 1) * width)``."""
+    out = []
+    i = int(start // width)
+    while i * width < stop:
+        overlap = min(stop, (i + 1) * width) - max(start, i * width)
+        if overlap > 0:
+            out.append((i, overlap))
+        i += 1
+    return out
+
+
+def _union(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of ``intervals`` as disjoint intervals, in order."""
+    out: list[tuple[float, float]] = []
+    for start, stop in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], stop))
+        else:
+            out.append((start, stop))
+    return out
+
+
+def covered_seconds(intervals: list[tuple[float, float]]) -> float:
+    """Seconds during which at least one of ``intervals`` runs."""
+    return sum(stop - start for start, stop in _union(intervals))
+
+
+def grid_rates(bins: Sequence[GridBin]) -> list[Rate]:
+    """Pages/s and bits/s of each bin: the sum of the timelines' rates (Fig. 6)."""
+    return [Rate(b.end, b.pages / b.seconds, 8 * b.bytes / b.seconds) for b in bins if b.seconds]
+
+
+def grid_uniqueness(bins: Sequence[GridBin]) -> list[Uniqueness]:
+    """``p`` of each bin that checked URLs, against the pages crawled by its end."""
+    points = []
+    pages = 0.0
+    for b in bins:
+        pages += b.pages
+        checked = b.unique_urls + b.duplicates
+        if checked > 0:
+            points.append(Uniqueness(pages, b.unique_urls / checked, checked))
+    return points
+
+
 class Bin(NamedTuple):
     low: int  # in-degrees low..high (inclusive)
     high: int
@@ -180,10 +270,9 @@ def _median(counter: Counter[int], n: int) -> float:
     return (found[0] + found[1]) / 2
 
 
-def host_delays(politeness: Politeness, budgets: Iterable[int], others: int) -> dict[float, int]:
-    """PLDs by the host delay their budget implies: ``budgets`` of the PLDs with a budget
-    of their own, ``others`` PLDs with the default budget."""
-    counts: Counter[float] = Counter(politeness.host(b) for b in budgets)
-    if others:
-        counts[politeness.host(politeness.default_budget)] += others
+def host_delays(politeness: Politeness, budgets: Mapping[int, int]) -> dict[float, int]:
+    """PLDs by the host delay their budget implies, from ``budgets``: budget -> PLDs."""
+    counts: Counter[float] = Counter()
+    for budget, plds in budgets.items():
+        counts[politeness.host(budget)] += plds
     return dict(sorted(counts.items()))

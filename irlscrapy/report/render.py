@@ -1,5 +1,6 @@
 """The crawl report: ``report.html``, its PNG plots and ``report.json``, from a finished
-crawl's records (:mod:`irlscrapy.report.reader`).
+crawl's records (:mod:`irlscrapy.report.reader`), or from the records of every agent of
+a multi-agent crawl, as one report of the whole crawl.
 
 What it shows, after seeds/003 section VIII:
 
@@ -14,12 +15,22 @@ What it shows, after seeds/003 section VIII:
   only raise it; their counts are in the robots.txt and stats tables).
 
 Whole-crawl figures sum the last timeline line of every run (Scrapy's counters restart
-with each run); ``stats.json`` holds the last run's full Scrapy stats, shown at the end.
-Every plot's numbers are in a table under it and in ``report.json``
-(``{"summary": {...}, "status": {...}, "content_types": {...}, "robots": {...},
-"download_rate": [[t, pages/s, bits/s], ...], "uniqueness": [[pages, p, checked], ...],
-"in_degree_bins": [[low, high, plds, pages, mean, median], ...], "top_plds": [[rank,
-pld, in-degree, budget, pages], ...], "host_delays": {seconds: PLDs}}``).
+with each run); ``stats.json`` holds the last run's full Scrapy stats, shown at the end
+(:mod:`irlscrapy.report.data`). Every plot's numbers are in a table under it and in
+``report.json`` (``{"summary": {...}, "status": {...}, "content_types": {...}, "robots":
+{...}, "download_rate": [[t, pages/s, bits/s], ...], "uniqueness": [[pages, p, checked],
+...], "in_degree_bins": [[low, high, plds, pages, mean, median], ...], "top_plds":
+[[rank, pld, in-degree, budget, pages], ...], "host_delays": {seconds: PLDs}}``).
+
+*Several agents* (:func:`write_agents_report`, ``irlscrapy report JOBDIR JOBDIR ...
+--out DIR``): the JOBDIRs of one multi-agent crawl's agents make one report, combined as
+:mod:`irlscrapy.report.merge` says: counters summed over the agents, the download rate
+and ``p`` summed on a common time grid (``grid_seconds`` per bin), the per-PLD tables
+over the union of the agents' PLDs (each agent owns disjoint PLDs), each agent's
+restarts marked in its colour, and a table of the agents. ``report.json`` then has
+``"state_dirs"`` in place of ``"state_dir"``, an ``"agents"`` list (agent, state_dir,
+runs, restarts, pages, finish_reason, star) and ``"grid_seconds"``; the summary adds
+``agents`` and, with STAR, ``shared_plds``. The stats table has a column per agent.
 
 matplotlib is imported here only (Agg, no display), so a crawl never loads it.
 """
@@ -29,11 +40,13 @@ from __future__ import annotations
 import datetime
 import html
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from irlscrapy.report import analysis
-from irlscrapy.report.reader import CrawlRecords, Meter, read_crawl
+from irlscrapy.report.data import report_data
+from irlscrapy.report.merge import agent_names, agents_data
+from irlscrapy.report.reader import Meter, read_crawl, read_crawls
 
 REPORT = "report.html"
 REPORT_JSON = "report.json"
@@ -41,20 +54,9 @@ PNG_RATE = "download_rate.png"
 PNG_UNIQUENESS = "uniqueness.png"
 PNG_PLDS = "pages_per_pld.png"
 PNG_DELAYS = "host_delays.png"
-#: Timeline lines kept for the rate and ``p`` (longer crawls average over longer windows).
-POINTS = 500
-#: Settings shown under "Politeness in force".
-POLITENESS_SETTINGS = (
-    "IRL_HOST_DELAY",
-    "IRL_HOST_DELAY_MIN",
-    "IRL_IP_DELAY",
-    "IRL_IP_DELAY_MIN",
-    "IRL_BEAST_BUDGET",
-    "IRL_STAR_MAX_BUDGET",
-    "IRL_ROBOTS_MAX_CRAWL_DELAY",
-    "CONCURRENT_REQUESTS",
-    "ROBOTSTXT_OBEY",
-)
+
+#: The Scrapy stats table: its title, one column per crawl (name, stats.json's stats).
+StatsTable = tuple[str, list[tuple[str, dict[str, Any] | None]]]
 
 
 def write_report(
@@ -63,87 +65,32 @@ def write_report(
     """Read the crawl at ``state_dir`` and write its report into ``out``; returns the
     HTML page's path. ``check_lock``: see read_crawl."""
     crawl = read_crawl(state_dir, meter, check_lock=check_lock)
+    stats: StatsTable = (f"Scrapy stats (run {crawl.stats_run})", [("value", crawl.stats)])
+    return _write(report_data(crawl), stats, out)
+
+
+def write_agents_report(state_dirs: Sequence[Path], out: Path, meter: Meter | None = None) -> Path:
+    """Read the crawls of a multi-agent crawl's agents at ``state_dirs`` and write one
+    report of the whole crawl into ``out`` (see the module docstring); returns the HTML
+    page's path."""
+    crawls, star = read_crawls(state_dirs, meter)
+    names = agent_names(crawls)
+    columns = [(name, crawl.stats) for name, crawl in zip(names, crawls, strict=True)]
+    stats: StatsTable = ("Scrapy stats (each agent's last closed run)", columns)
+    return _write(agents_data(crawls, star), stats, out)
+
+
+def _write(data: dict[str, Any], stats: StatsTable, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    data = report_data(crawl)
-    _plots(crawl, data, out)
+    _plots(data, out)
     (out / REPORT_JSON).write_text(json.dumps(data, indent=1), encoding="utf-8")
     page = out / REPORT
-    page.write_text(_html(crawl, data), encoding="utf-8")
+    page.write_text(_html(data, stats), encoding="utf-8")
     return page
 
 
-def _last_lines(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    last: dict[int, dict[str, Any]] = {}
-    for line in lines:
-        last[line["run"]] = line
-    return list(last.values())
-
-
-def run_total(lines: list[dict[str, Any]], name: str) -> float:
-    """Figure ``name`` summed over the last line of every run."""
-    return sum(line.get(name, 0) for line in _last_lines(lines))
-
-
-def run_counts(lines: list[dict[str, Any]], name: str) -> dict[str, float]:
-    """The counts of dict ``name`` summed over the last line of every run."""
-    total: dict[str, float] = {}
-    for line in _last_lines(lines):
-        for key, count in line.get(name, {}).items():
-            total[key] = total.get(key, 0) + count
-    return dict(sorted(total.items()))
-
-
-def report_data(crawl: CrawlRecords) -> dict[str, Any]:
-    """The numbers of every table and plot (``report.json``)."""
-    lines = crawl.lines
-    samples = analysis.stitch(analysis.thin(crawl.samples, POINTS))  # thin keeps run ends
-    unique, duplicates = run_total(lines, "unique_urls"), run_total(lines, "duplicates")
-    stats = crawl.stats or {}
-    summary: dict[str, Any] = {
-        "pages": run_total(lines, "pages"),
-        "unique_urls": unique,
-        "duplicates": duplicates,
-        "p": analysis.overall_uniqueness(unique, duplicates),
-        "links": run_total(lines, "links"),
-        "requests": run_total(lines, "requests"),
-        "download_errors": run_total(lines, "download_errors"),
-        "bytes": run_total(lines, "bytes"),
-        "seconds_crawling": run_total(lines, "uptime"),
-        "runs": crawl.runs,
-        "finish_reason": stats.get("finish_reason") if crawl.stats_run == crawl.runs else None,
-    }
-    invitro_pages = run_total(lines, "invitro_pages")
-    if invitro_pages:  # the in-vitro web's ground truth: which pages were of spam farms
-        summary["spam_pages"] = run_total(lines, "spam_pages")
-        summary["spam_share"] = summary["spam_pages"] / invitro_pages
-    data: dict[str, Any] = {
-        "state_dir": str(crawl.state_dir),
-        "summary": summary,
-        "notes": crawl.notes,
-        "restarts": crawl.restarts,
-        "status": run_counts(lines, "status"),
-        "content_types": run_counts(lines, "content_types"),
-        "robots": run_counts(lines, "robots"),
-        "download_rate": [list(r) for r in analysis.download_rates(samples)],
-        "uniqueness": [list(u) for u in analysis.uniqueness(samples)],
-        "start": samples[0].t,
-        "politeness": {k: crawl.settings.get(k) for k in POLITENESS_SETTINGS},
-        "star": crawl.star is not None,
-        "in_degree_bins": [],
-        "top_plds": [],
-        "host_delays": {},
-    }
-    if crawl.star is not None:
-        summary["plds"] = crawl.star.plds
-        summary["crawled_plds"] = crawl.star.crawled_plds
-        data["in_degree_bins"] = [list(b) for b in crawl.star.bins.bins()]
-        data["top_plds"] = [list(row) for row in crawl.star.leaders]
-        data["host_delays"] = {str(k): v for k, v in crawl.star.host_delays.items()}
-    return data
-
-
 # -- plots -----------------------------------------------------------------------------
-def _plots(crawl: CrawlRecords, data: dict[str, Any], out: Path) -> None:
+def _plots(data: dict[str, Any], out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -151,7 +98,9 @@ def _plots(crawl: CrawlRecords, data: dict[str, Any], out: Path) -> None:
 
     start = data["start"]
     unit, seconds = time_unit(data["download_rate"][-1][0] - start if data["download_rate"] else 0)
-    restarts = [(t - start) / seconds for t in data["restarts"]]
+    # (agent, restarts); one crawl's are unlabelled
+    marks = [(a["agent"], a["restarts"]) for a in data["agents"]] if "agents" in data else []
+    marks = marks or [("", data["restarts"])]
 
     fig = Figure(figsize=(8, 4), layout="constrained")
     ax = fig.subplots()
@@ -163,8 +112,14 @@ def _plots(crawl: CrawlRecords, data: dict[str, Any], out: Path) -> None:
     right = ax.twinx()
     right.plot(times, [r[2] / 1e6 for r in rates], color="tab:orange", label="Mbit/s")
     right.set_ylabel("Mbit/s")
-    for x in restarts:
-        ax.axvline(x, color="grey", linestyle="--")
+    for i, (agent, restarts) in enumerate(marks):
+        for j, t in enumerate(restarts):
+            ax.axvline(
+                (t - start) / seconds,
+                color=f"C{i + 2}" if agent else "grey",
+                linestyle="--",
+                label=f"restart of {agent}" if agent and j == 0 else None,
+            )
     ax.set_title("Download rate (Fig. 6)")
     fig.legend(loc="upper right")
     fig.savefig(out / PNG_RATE, dpi=100)
@@ -218,21 +173,46 @@ def time_unit(span: float) -> tuple[str, float]:
 
 
 # -- HTML ------------------------------------------------------------------------------
-def _html(crawl: CrawlRecords, data: dict[str, Any]) -> str:
+def _html(data: dict[str, Any], stats: StatsTable) -> str:
     e = html.escape
     s = data["summary"]
+    written = e(datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
+    restarts = f", {len(data['restarts'])} restart(s) (dashed lines)" if data["restarts"] else ""
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>irlscrapy crawl report"
         "</title><style>body{font-family:sans-serif;max-width:60em;margin:auto}"
         "table{border-collapse:collapse;margin:0.5em 0}td,th{border:1px solid #ccc;"
         "padding:2px 8px;text-align:right}th{text-align:left}.note{color:#a00}</style>"
         "</head><body>",
-        f"<h1>Crawl report</h1><p>State directory <code>{e(data['state_dir'])}</code>; "
-        f"{s['runs']} run(s)"
-        + (f", {len(data['restarts'])} restart(s) (dashed lines)" if data["restarts"] else "")
-        + f"; written {e(datetime.datetime.now(datetime.UTC).isoformat(timespec='seconds'))}."
-        "</p>",
     ]
+    if "agents" in data:
+        parts.append(
+            f"<h1>Crawl report</h1><p>One crawl of {len(data['agents'])} agents, from their "
+            f"state directories; {s['runs']} run(s){restarts}; written {written}.</p>"
+        )
+        parts.append(
+            _table(
+                ("agent", "state directory", "runs", "restarts", "pages", "finish reason"),
+                [
+                    (
+                        e(a["agent"]),
+                        f"<code>{e(a['state_dir'])}</code>",
+                        _fmt(a["runs"]),
+                        _fmt(len(a["restarts"])),
+                        _fmt(a["pages"]),
+                        e(_fmt(a["finish_reason"])),
+                    )
+                    for a in data["agents"]
+                ],
+                keys=[a["agent"] for a in data["agents"]],
+                table_id="agents",
+            )
+        )
+    else:
+        parts.append(
+            f"<h1>Crawl report</h1><p>State directory <code>{e(data['state_dir'])}</code>; "
+            f"{s['runs']} run(s){restarts}; written {written}.</p>"
+        )
     parts += [f"<p class='note'>{e(note)}</p>" for note in data["notes"]]
     parts.append("<h2>Summary</h2>")
     parts.append(
@@ -249,7 +229,13 @@ def _html(crawl: CrawlRecords, data: dict[str, Any]) -> str:
             f"{_fmt(s['spam_pages'])}, {s['spam_share']:.2%} of the pages the spider handled."
             "</p>"
         )
-    parts.append(f"<h2>Download rate</h2><img src='{PNG_RATE}' alt='download rate'>")
+    parts.append("<h2>Download rate</h2>")
+    if "grid_seconds" in data:
+        parts.append(
+            f"<p>The sum of the agents' rates, averaged over {data['grid_seconds']:g} s "
+            "bins of wall-clock time.</p>"
+        )
+    parts.append(f"<img src='{PNG_RATE}' alt='download rate'>")
     parts.append(
         _table(
             ("seconds since start", "pages/s", "Mbit/s"),
@@ -338,12 +324,15 @@ def _html(crawl: CrawlRecords, data: dict[str, Any]) -> str:
                 table_id="host_delays",
             )
         )
-    if crawl.stats is not None:
-        parts.append(f"<h2>Scrapy stats (run {crawl.stats_run})</h2>")
+    title, all_columns = stats
+    columns = [(name, table) for name, table in all_columns if table is not None]
+    if columns:
+        names = sorted({k for _, table in columns for k in table})
+        parts.append(f"<h2>{e(title)}</h2>")
         parts.append(
             _table(
-                ("stat", "value"),
-                [(e(k), e(_fmt(v))) for k, v in sorted(crawl.stats.items())],
+                ("stat", *(e(name) for name, _ in columns)),
+                [(e(k), *(e(_fmt(table.get(k))) for _, table in columns)) for k in names],
                 table_id="stats",
             )
         )

@@ -1,6 +1,7 @@
 """The crawl report from real in-vitro crawls: a crawl with a JOBDIR, stopped and resumed,
 then ``irlscrapy report JOBDIR``; and the demo's way, without JOBDIR, the report written
-at close into IRL_REPORT_DIR. The report's numbers must equal the crawls' own stats."""
+at close into IRL_REPORT_DIR. The report's numbers must equal the crawls' own stats.
+And ``irlscrapy report`` over two agents' JOBDIRs (made by hand: no crawl)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import pytest
 
 from irlscrapy.report.render import PNG_DELAYS, PNG_PLDS, PNG_RATE, PNG_UNIQUENESS
+from tests.reportdirs import TWO_AGENTS, write_two_agents
 
 from .conftest import QUICK_IRL, ROOT, crawl_tiny
 
@@ -171,3 +173,23 @@ def test_the_demo_writes_the_report_at_close_without_a_jobdir(
     assert state_dir.name.startswith("irlscrapy-state-")
     assert not state_dir.exists()  # the temporary state directory is gone
     assert (report_dir / PNG_PLDS).read_bytes().startswith(PNG_MAGIC)
+
+
+def test_the_command_reports_several_agents_jobdirs_as_one_crawl(tmp_path: Path) -> None:
+    """No crawl: two agents' records made by hand (tests/reportdirs.py)."""
+    a, b = write_two_agents(tmp_path)
+    command = [sys.executable, "-m", "irlscrapy", "report", str(a), str(b)]
+    refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "give --out DIR" in refused.stderr
+    out = tmp_path / "out"
+    report = subprocess.run(
+        [*command, "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert report.stdout.strip() == str(out / "report.html")
+    data = json.loads((out / "report.json").read_text())
+    assert data["summary"]["pages"] == TWO_AGENTS["pages"]
+    assert data["download_rate"] == TWO_AGENTS["download_rate"]
+    assert [agent["agent"] for agent in data["agents"]] == ["a", "b"]
+    for name in (PNG_RATE, PNG_UNIQUENESS, PNG_PLDS, PNG_DELAYS):
+        assert (out / name).read_bytes().startswith(PNG_MAGIC), name

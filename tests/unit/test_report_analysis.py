@@ -153,7 +153,7 @@ def test_host_delays_count_plds_by_the_delay_their_budget_implies() -> None:
         host_delay=40.0, host_delay_min=2.0, ip_delay=1.0, ip_delay_min=0.1, default_budget=10
     )
     # budget 20 halves tau_h; 10,000 hits the floor; the default keeps 40 s
-    assert host_delays(politeness, [20, 10_000, 10_000], others=5) == {2.0: 2, 20.0: 1, 40.0: 5}
+    assert host_delays(politeness, {20: 1, 10_000: 2, 10: 5}) == {2.0: 2, 20.0: 1, 40.0: 5}
 
 
 class FakeClock:
