@@ -61,8 +61,8 @@ class RedisServer:
                 return self
             except redis.ConnectionError:
                 if self.process.poll() is not None or time.monotonic() > deadline:
-                    log = (self.directory / "redis.log").read_text()
-                    raise RuntimeError(f"redis-server did not start: {log[-2000:]}") from None
+                    written = (self.directory / "redis.log").read_text()
+                    raise RuntimeError(f"redis-server did not start: {written[-2000:]}") from None
                 time.sleep(0.02)
             finally:
                 client.close()

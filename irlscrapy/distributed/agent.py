@@ -81,8 +81,9 @@ TICK = 0.5
 READ_COUNT = 16
 #: Seconds without a successful exchange before the crawl stops.
 REDIS_GIVE_UP = 300.0
-#: Seconds between checkpoints of the outbox's journal: the whole outbox is sent, and
-#: the journal's older files go once Redis has it (irlscrapy.distributed.outboxjournal).
+#: Seconds between checkpoints of the outbox's journal: it starts a new file, and the
+#: older ones go once everything routed before the checkpoint is in Redis (within
+#: IRL_EXCHANGE_AGE; irlscrapy.distributed.outboxjournal).
 CHECKPOINT_S = 10.0
 #: KEYS[1] the members hash, KEYS[2] the idle flags; ARGV: the streams' key prefix, P,
 #: this agent's id. Returns {the crawl is done, every other agent is idle and every
@@ -149,8 +150,8 @@ class AgentSettings:
             raise ConfigurationError(f"IRL_AGENT_LEASE must exceed {3 * TICK:g} s")
         if got.batch < 1 or got.age <= 0:
             raise ConfigurationError("IRL_EXCHANGE_BATCH and IRL_EXCHANGE_AGE must be positive")
-        if got.cache_slots < 1 or got.cache_slots & (got.cache_slots - 1):
-            raise ConfigurationError("IRL_EXCHANGE_CACHE must be a power of two")
+        if got.cache_slots < 0 or got.cache_slots & (got.cache_slots - 1):
+            raise ConfigurationError("IRL_EXCHANGE_CACHE must be 0 (off) or a power of two")
         return got
 
 
@@ -174,7 +175,7 @@ class Agent:
         self.exchange = Exchange(self.registry, self.id)
         self._crawl_done = self.registry.client.register_script(_CRAWL_DONE)
         self.outbox = Outbox(settings.batch, settings.age)
-        self.sent = SentCache(settings.cache_slots)
+        self.sent = SentCache(settings.cache_slots) if settings.cache_slots else None
         # set by the scheduler before start()
         self.deliver_urls: Callable[[list[str], list[bytes]], None] = lambda urls, auxes: None
         self.deliver_edges: Callable[[list[tuple[str, str]]], None] = lambda edges: None
@@ -202,7 +203,9 @@ class Agent:
         self._loop: task.LoopingCall | None = None
         self.journal: OutboxJournal | None = None  # the outbox on disk (start())
         self._checkpoint_at = 0.0
-        self._retired: list[Path] = []  # journal files to delete once a send succeeds
+        #: (when, the journal's files a checkpoint then retired): deleted once no record
+        #: routed before then is left to send
+        self._retiring: list[tuple[float, list[Path]]] = []
 
     @classmethod
     def from_crawler(cls, crawler: Any, clock: Any) -> Agent | None:
@@ -313,7 +316,10 @@ class Agent:
         if mine.all():
             return list(urls), list(auxes)
         foreign = np.flatnonzero(~mine)
-        send = self.sent.first_sends(url_keys([urls[i] for i in foreign.tolist()]))
+        if self.sent is None:
+            send = np.ones(len(foreign), dtype=bool)
+        else:
+            send = self.sent.first_sends(url_keys([urls[i] for i in foreign.tolist()]))
         routed: dict[int, Batch] = {}
         for i in foreign[send].tolist():
             p = int(parts[i])
@@ -355,16 +361,16 @@ class Agent:
         if self._io_running:
             return
         now = self.clock.seconds()
-        checkpoint = now >= self._checkpoint_at and self.journal is not None
-        if checkpoint:
-            assert self.journal is not None
+        if now >= self._checkpoint_at and self.journal is not None:
             self._checkpoint_at = now + CHECKPOINT_S
-            self._retired += self.journal.checkpoint()
-        sends = self._unsent + self.outbox.ready(now, everything=checkpoint)
-        retired = list(self._retired)
+            self._retiring.append((now, self.journal.checkpoint()))
+        locally_idle = self.locally_idle()
+        # with nothing of its own to fetch, the agent sends what it holds at once: the
+        # crawl's last rounds of exchange wait for no batch age
+        sends = self._unsent + self.outbox.ready(now, everything=locally_idle)
         acks = self._durable
         self._unsent, self._durable = [], []
-        idle = not sends and not acks and not self.outbox.records and self.locally_idle()
+        idle = not sends and not acks and not self.outbox.records and locally_idle
         if idle:
             self.quiesce(True)  # (ended only once "not idle" is in Redis: _io_done)
         renew = now >= self._renew_at
@@ -374,7 +380,7 @@ class Agent:
         d.addCallbacks(
             self._io_done,
             self._io_failed,
-            callbackArgs=(sends, acks, idle, renew, retired),
+            callbackArgs=(sends, acks, idle, renew),
             errbackArgs=(sends, acks),
         )
 
@@ -420,13 +426,10 @@ class Agent:
         acks: list[Batch],
         idle: bool,
         renew: bool,
-        retired: list[Path],
     ) -> None:
         self._io_running = False
         self._failing_since = None
-        for path in retired:  # what they held is in Redis now
-            path.unlink(missing_ok=True)
-            self._retired.remove(path)
+        self._retire_journal()
         batches, members, held, done = result
         if not idle:
             self.quiesce(False)
@@ -455,6 +458,14 @@ class Agent:
         if batches:
             self._deliver(batches)
         self.crawl_done, self.others_done = done
+
+    def _retire_journal(self) -> None:
+        """Delete the journal's files whose records are all in Redis: those a checkpoint
+        retired before the oldest record still buffered came (the others were sent)."""
+        oldest = self.outbox.oldest()
+        while self._retiring and (oldest is None or oldest > self._retiring[0][0]):
+            for path in self._retiring.pop(0)[1]:
+                path.unlink(missing_ok=True)
 
     def _io_failed(self, failure: Failure, sends: list[Batch], acks: list[Batch]) -> None:
         self._io_running = False

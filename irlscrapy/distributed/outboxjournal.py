@@ -6,12 +6,13 @@ cannot lose them, every routed record is appended to this journal first (an
 :mod:`irlscrapy.recordfile`, flushed to the OS on return, as DRUM's journal).
 
 Generations ``outbox-<n>.rec``: appends go to the newest. A *checkpoint* starts a new
-generation and retires the older ones; the agent sends its whole outbox at a
-checkpoint and deletes the retired files once Redis has the batches. On open, records
+generation and retires the older ones; the agent deletes the retired files once every
+record routed before the checkpoint is in Redis (its batch is sent by age, within
+``IRL_EXCHANGE_AGE``). On open, records
 left by a previous run are read back to be sent again (the owner's URLseen drops those
 that arrived before), copied into the new generation before the old files go, so they
-are on disk at every instant. The files hold the outbox of one checkpoint interval,
-and of the time Redis was away (the spill the multi-agent mode needs).
+are on disk at every instant. The files hold the outbox of a checkpoint interval and a
+batch age, and of the time Redis was away (the spill the multi-agent mode needs).
 
 Record: ``partition: u16be`` then a batch of that partition
 (:meth:`irlscrapy.distributed.streams.Batch.encode`).

@@ -74,6 +74,6 @@ MULTI_AGENT_SETTINGS: tuple[Setting, ...] = (
         "int",
         "slots (power of two)",
         "the cache of URLs recently sent to other agents (8 bytes a slot): a popular URL "
-        "is sent once while it stays there (Cho's replication)",
+        "is sent once while it stays there (Cho's replication); 0: off",
     ),
 )

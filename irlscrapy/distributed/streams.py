@@ -146,10 +146,9 @@ class Outbox:
             taken.append(batch)
         return taken
 
-    def next_due(self) -> float | None:
-        """When the oldest open batch becomes due by age (None: nothing is buffered)."""
-        oldest = min(self._since.values(), default=None)
-        return None if oldest is None else oldest + self.batch_age
+    def oldest(self) -> float | None:
+        """When the oldest record still buffered came (None: nothing is buffered)."""
+        return min(self._since.values(), default=None)
 
 
 class Exchange:

@@ -41,11 +41,11 @@ def test_the_outbox_makes_a_batch_when_full_or_old() -> None:
     box = Outbox(batch_max=3, batch_age=1.0)
     box.add(Batch(1, ["http://a.com/1"], [b"x"]), now=0.0)
     box.add(Batch(2, ["http://b.com/1"], [b"y"]), now=0.5)
-    assert box.ready(now=0.9) == [] and box.next_due() == 1.0
+    assert box.ready(now=0.9) == [] and box.oldest() == 0.0
     box.add(Batch(1, ["http://a.com/2"], [b"x"], [("c.com", "a.com")]), now=0.9)
     full = box.ready(now=0.95)
     assert [(b.partition, len(b)) for b in full] == [(1, 3)] and box.records == 1
-    assert [b.partition for b in box.ready(now=1.5)] == [2] and box.next_due() is None
+    assert [b.partition for b in box.ready(now=1.5)] == [2] and box.oldest() is None
     box.add(Batch(4, edges=[("c.com", "d.com")]), now=2.0)
     assert [b.partition for b in box.ready(now=2.0, everything=True)] == [4]
 

@@ -12,6 +12,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from irlscrapy.distributed.partitions import owner, partition_of
 from irlscrapy.domains import pld, url_host
 from irlscrapy.invitro.process import InVitroProcess
@@ -32,6 +34,7 @@ from .conftest import (
     downloads,
     read_log,
 )
+from .startruth import TOP, assert_counts_equal, star_counts, star_truth
 
 CRAWL_TIMEOUT_S = 240
 PARTITIONS = 16
@@ -156,20 +159,39 @@ def fetched_by(log: Path) -> dict[str, set[str]]:
     return who
 
 
-def test_three_agents_crawl_the_ground_truth_with_no_overlap(
-    redis_server: RedisServer, tmp_path: Path
+@pytest.mark.parametrize(("agents", "budgets"), [("a", "off"), ("abc", "star")])
+def test_agents_crawl_the_ground_truth_with_no_overlap_and_count_star_at_owners(
+    redis_server: RedisServer, tmp_path: Path, agents: str, budgets: str
 ) -> None:
+    """One agent, and three: the same pages, the ground truth's, each fetched by its
+    PLD's owner only; and every PLD's in-degree and pages in STAR's store of its owner
+    (and of no other agent) equal the counts over the union of the pages crawled.
+
+    The one agent crawls with ``IRL_BUDGETS = "off"``: STAR still counts, and no PLD
+    gets a larger budget; that it still fetches the ground truth, as the crawls with
+    budgets do (here and in tests/e2e/test_irl_crawl.py), says budgets order a crawl
+    and never drop a URL."""
     log = tmp_path / "requests.jsonl"
     web = start_web(log)
     try:
-        run = AgentRun(web.info, redis_server.url, "three", ["a", "b", "c"], tmp_path)
+        run = AgentRun(web.info, redis_server.url, f"crawl-{agents}", list(agents), tmp_path,
+                       f"IRL_STAR_TOP_DOMAINS={TOP}", f"IRL_BUDGETS={budgets}")  # fmt: skip
         for agent in run.agents:
             run.start(agent)
         run.wait()
     finally:
         web.stop()
-    assert_ground_truth_and_owners(log, "abc")
+    larger_budgets = ["'irl/star/budget/1001-10000'" in run.runs[a][-1].read_text() for a in agents]
+    assert any(larger_budgets) == (budgets == "star")
+    assert_ground_truth_and_owners(log, agents)
     assert_repeats_are_retries(read_log(log))
+    counted: dict[str, tuple[int, int]] = {}
+    for agent in agents:
+        at_agent = star_counts(tmp_path / agent / "star")
+        foreign = [p for p in at_agent if owner(partition_of(p, PARTITIONS), agents) != agent]
+        assert not foreign, (agent, foreign[:10])
+        counted.update(at_agent)
+    assert_counts_equal(counted, star_truth())
 
 
 def test_kill_9_and_redis_away_lose_nothing(tmp_path: Path) -> None:
