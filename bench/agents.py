@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
 from common import REPO, RESULTS, emit
 from crawl import (
     IRL_SETTINGS,
@@ -145,10 +146,10 @@ def redis_sample(client: Any, t: float, unique: int) -> RedisSample:
     return RedisSample(t, memory["used_memory"], sum(by_command.values()), net, unique, by_command)
 
 
-def run_crawl(name: str, cpus: list[int | None], server_cpu: int | None, seconds: float | None,
+def run_crawl(name: str, cpus: list[int | None], server_cpu: int | None, seconds: float,
               unique: int | None, extra: dict[str, str]) -> Crawl:  # fmt: skip
     """Agents ``a``, ``b``, ... (one per entry of ``cpus``, pinned there unless None), until
-    ``seconds`` of the first agent's clock have passed or they know ``unique`` URLs."""
+    the scaling window has passed on every agent's clock and they know ``unique`` URLs."""
     work = RESULTS / f"agents-{name}"
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
@@ -171,7 +172,15 @@ def run_crawl(name: str, cpus: list[int | None], server_cpu: int | None, seconds
                     )  # fmt: skip
                 agents.append(AgentProcess(agent, process, work / f"{agent}.jsonl", log))
             crawl = Crawl(name, agents)
+            assert web.pid is not None and server.process is not None
+            others = {"web": psutil.Process(web.pid), "redis": psutil.Process(server.process.pid)}
+            cpu0 = {k: sum(p.cpu_times()[:2]) for k, p in others.items()}
+            started = time.monotonic()
             _watch(crawl, client, seconds, unique)
+            wall = time.monotonic() - started
+            for k, p in others.items():
+                emit(BENCH_NAME, f"{k}_cores", round((sum(p.cpu_times()[:2]) - cpu0[k]) / wall, 3),
+                     "cores", crawl=name)  # fmt: skip
             _stop(agents)
             crawl.redis.append(redis_sample(client, time.monotonic(), _unique(agents)))
     finally:
@@ -194,7 +203,7 @@ def _unique(agents: list[AgentProcess]) -> int:
     return sum(int(s[-1]["unique"]) if (s := a.read_samples()) else 0 for a in agents)
 
 
-def _watch(crawl: Crawl, client: Any, seconds: float | None, unique: int | None) -> None:
+def _watch(crawl: Crawl, client: Any, seconds: float, unique: int | None) -> None:
     started = time.monotonic()
     last_progress = 0.0
     while time.monotonic() - started < WALL_S:
@@ -215,9 +224,7 @@ def _watch(crawl: Crawl, client: Any, seconds: float | None, unique: int | None)
             pages = sum(int(s[-1]["pages"]) if s else 0 for s in samples)
             print(f"{crawl.name}: {clock:.0f} s, {pages} pages, {known} unique URLs, Redis "
                   f"{sample.used_memory / 2**20:.1f} MiB", file=sys.stderr)  # fmt: skip
-        if seconds is not None and clock >= WARMUP_S + seconds + 2:
-            return
-        if unique is not None and known >= unique:
+        if clock >= WARMUP_S + seconds + 2 and (unique is None or known >= unique):
             return
     print(f"{crawl.name}: wall limit {WALL_S:g} s reached", file=sys.stderr)
 
@@ -245,11 +252,14 @@ def scaling(one: Crawl, two: Crawl, seconds: float) -> None:
     single_pages, single_cpu = window(one.agents[0], seconds)
     single_rate = single_pages / seconds
     emit(BENCH_NAME, "pages_per_s", round(single_rate, 1), "pages/s", crawl="one")
+    emit(BENCH_NAME, "agent_cores", round(single_cpu / seconds, 3), "cores", crawl="one")
     total = 0.0
     for agent in two.agents:
         pages, cpu = window(agent, seconds)
         total += pages
         emit(BENCH_NAME, "pages_per_s", round(pages / seconds, 1), "pages/s", crawl="two",
+             agent=agent.name)  # fmt: skip
+        emit(BENCH_NAME, "agent_cores", round(cpu / seconds, 3), "cores", crawl="two",
              agent=agent.name)  # fmt: skip
         emit(BENCH_NAME, "cpu_per_page_to_single_ratio",
              round((cpu / pages) / (single_cpu / single_pages), 3), "ratio",
@@ -322,7 +332,7 @@ def main() -> int:
     emit(BENCH_NAME, "setup", PARTITIONS, "partitions", profile=PROFILE, seed=SEED,
          window_s=seconds, unique=unique, cores=sorted(os.sched_getaffinity(0)))  # fmt: skip
     one = run_crawl("one", [1], SERVER_CPU, seconds, None, {})
-    two = run_crawl("two", [0, 1], None, None, unique, {})
+    two = run_crawl("two", [0, 1], None, seconds, unique, {})
     nocache = run_crawl("nocache", [0, 1], None, seconds, None, {"IRL_EXCHANGE_CACHE": "0"})
     scaling(one, two, seconds)
     communication(one)

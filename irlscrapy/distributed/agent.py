@@ -67,7 +67,7 @@ from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.distributed.partitions import assignment, check_partitions, partition_of
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry, check_crawl_id
 from irlscrapy.distributed.sentcache import SentCache
-from irlscrapy.distributed.streams import Batch, Exchange, Outbox
+from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
 from irlscrapy.domains import PayLevelDomains, url_host
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.exceptions import ConfigurationError
@@ -76,9 +76,12 @@ from irlscrapy.workers import NicedWorker
 logger = logging.getLogger(__name__)
 
 #: Seconds between two rounds of Redis I/O.
-TICK = 0.5
+TICK = 1.0
 #: Batches read per partition per tick.
 READ_COUNT = 16
+#: Hosts whose partition is kept (a dict, cleared when full: a PLD lookup and a hash per
+#: URL otherwise).
+PARTITION_CACHE_HOSTS = 1 << 16
 #: Seconds without a successful exchange before the crawl stops.
 REDIS_GIVE_UP = 300.0
 #: Seconds between checkpoints of the outbox's journal: it starts a new file, and the
@@ -194,7 +197,8 @@ class Agent:
         self.others_done = False
         self._token = ""
         self._owned_mask = np.zeros(settings.partitions, dtype=bool)
-        self._unsent: list[Batch] = []  # batches a failed tick could not send
+        self._partitions: dict[str, int] = {}  # host -> partition, a bounded cache
+        self._unsent: list[Outgoing] = []  # batches a failed tick could not send
         self._durable: list[Batch] = []  # delivered, to acknowledge at the next tick
         self._io_running = False
         self._published_idle: bool | None = None
@@ -224,8 +228,8 @@ class Agent:
         one lease if a killed process with this id still holds it."""
         self.journal = OutboxJournal(directory)
         now = self.clock.seconds()
-        for batch in self.journal.open():  # sent again: the owners drop what they have
-            self.outbox.add(batch, now)
+        for partition, chunk in self.journal.open():  # sent again: owners drop what they have
+            self.outbox.add(partition, chunk, now)
         self._checkpoint_at = now + CHECKPOINT_S
         try:
             self._joined(self._join())
@@ -284,7 +288,7 @@ class Agent:
         )
         return d
 
-    def _last_io(self, sends: list[Batch], acks: list[Batch]) -> None:
+    def _last_io(self, sends: list[Outgoing], acks: list[Batch]) -> None:
         self._io(sends, acks, idle=None, renew=False)
         if self._token:
             self.registry.release(self.id, self._token)
@@ -303,7 +307,12 @@ class Agent:
 
     # -- routing (on the reactor) ----------------------------------------------------------
     def partition_of_host(self, host: str) -> int:
-        return partition_of(self.plds(host), self.settings.partitions)
+        found = self._partitions.get(host)
+        if found is None:
+            if len(self._partitions) >= PARTITION_CACHE_HOSTS:
+                self._partitions.clear()
+            found = self._partitions[host] = partition_of(self.plds(host), self.settings.partitions)
+        return found
 
     def route_urls(
         self, urls: Sequence[str], auxes: Sequence[bytes]
@@ -352,9 +361,10 @@ class Agent:
         if routed:
             assert self.journal is not None, "start() first"
             now = self.clock.seconds()
-            for batch in routed.values():
-                self.journal.append(batch)
-                self.outbox.add(batch, now)
+            for p, batch in routed.items():
+                chunk = batch.encode()
+                self.journal.append(p, chunk)
+                self.outbox.add(p, chunk, now)
 
     # -- the tick --------------------------------------------------------------------------
     def _tick(self) -> None:
@@ -386,7 +396,7 @@ class Agent:
 
     def _io(
         self,
-        sends: list[Batch],
+        sends: list[Outgoing],
         acks: list[Batch],
         idle: bool | None,
         renew: bool,
@@ -422,7 +432,7 @@ class Agent:
     def _io_done(
         self,
         result: tuple[list[Batch], list[str] | None, bool, tuple[bool, bool]],
-        sends: list[Batch],
+        sends: list[Outgoing],
         acks: list[Batch],
         idle: bool,
         renew: bool,
@@ -467,7 +477,7 @@ class Agent:
             for path in self._retiring.pop(0)[1]:
                 path.unlink(missing_ok=True)
 
-    def _io_failed(self, failure: Failure, sends: list[Batch], acks: list[Batch]) -> None:
+    def _io_failed(self, failure: Failure, sends: list[Outgoing], acks: list[Batch]) -> None:
         self._io_running = False
         self._unsent = sends + self._unsent
         self._durable = acks + self._durable

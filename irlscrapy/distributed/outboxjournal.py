@@ -14,8 +14,8 @@ that arrived before), copied into the new generation before the old files go, so
 are on disk at every instant. The files hold the outbox of a checkpoint interval and a
 batch age, and of the time Redis was away (the spill the multi-agent mode needs).
 
-Record: ``partition: u16be`` then a batch of that partition
-(:meth:`irlscrapy.distributed.streams.Batch.encode`).
+Record: ``partition: u16be`` then a chunk bound for that partition
+(:meth:`irlscrapy.distributed.streams.Batch.encode`), the bytes the outbox sends.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
-from irlscrapy.distributed.streams import Batch
 from irlscrapy.recordfile import RecordWriter, repair, scan
 
 _PARTITION = struct.Struct(">H")
@@ -35,9 +34,9 @@ class OutboxJournal:
         self._writer: RecordWriter | None = None
         self._generation = 0
 
-    def open(self) -> list[Batch]:
-        """Start a new generation; return the batches a previous run left unsent (they
-        are in the new generation already)."""
+    def open(self) -> list[tuple[int, bytes]]:
+        """Start a new generation; return the (partition, chunk) a previous run left
+        unsent (they are in the new generation already)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         older = self._generations()
         self._generation = _number(older[-1]) + 1 if older else 0
@@ -52,8 +51,8 @@ class OutboxJournal:
             path.unlink()
         return left
 
-    def append(self, batch: Batch) -> None:
-        self._append(_PARTITION.pack(batch.partition) + batch.encode())
+    def append(self, partition: int, chunk: bytes) -> None:
+        self._append(_PARTITION.pack(partition) + chunk)
 
     def checkpoint(self) -> list[Path]:
         """Start a new generation; return the older ones (the caller deletes them once
@@ -95,6 +94,6 @@ def _number(path: Path) -> int:
     return int(path.stem.rsplit("-", 1)[1])
 
 
-def _decode(record: bytes) -> Batch:
+def _decode(record: bytes) -> tuple[int, bytes]:
     (partition,) = _PARTITION.unpack_from(record)
-    return Batch.decode(partition, record[_PARTITION.size :])
+    return partition, record[_PARTITION.size :]

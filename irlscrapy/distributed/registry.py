@@ -49,7 +49,7 @@ from irlscrapy.exceptions import AgentConflict, ConfigurationError
 
 #: The version of the registry's and the streams' layout in Redis (DO NOT CHANGE the
 #: meaning of a version: agents of different layouts must not share a crawl).
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: a batch is chunks end to end
 
 # KEYS[1] the lease, KEYS[2] the members hash; ARGV: token, ttl ms, agent id, member JSON.
 # Take the lease if it is free, renew it if it is ours; 0 if another token holds it.

@@ -63,10 +63,11 @@ MULTI_AGENT_SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "IRL_EXCHANGE_AGE",
-        2.0,
+        10.0,
         "float",
         "seconds",
-        "a partition's batch is sent when this old, even if not full",
+        "a partition's batch is sent when this old, even if not full (at once when the agent "
+        "has nothing of its own to fetch): Redis commands per page fall as it grows",
     ),
     Setting(
         "IRL_EXCHANGE_CACHE",

@@ -8,14 +8,16 @@ Each partition ``p`` has one stream, ``irl:{c}:p:{p}``, with one consumer group,
 
 *Sending.* :class:`Outbox` buffers, per partition, the URLs (each with the aux bytes the
 owner's intake stores with it) and the PLD edges (source PLD, target PLD) STAR counts at
-the target's owner. A partition's buffer becomes a batch when it holds ``batch_max``
-records or its oldest is ``batch_age`` seconds old; one batch is one ``XADD`` (one
-command for hundreds of URLs: the communication overhead of exchange mode is per
-batch, not per link).
+the target's owner, as the *chunks* the agent routed them in, encoded once (the same
+bytes go to the agent's outbox journal). A partition's buffer becomes a batch
+(:class:`Outgoing`) when it holds ``batch_max`` records or its oldest is ``batch_age``
+seconds old; one batch is one ``XADD`` of its chunks end to end (one command for
+hundreds of URLs: the communication overhead of exchange mode is per batch, not per
+link).
 
 *Receiving.* :meth:`Exchange.read` takes new batches of the agent's partitions with
 ``XREADGROUP``; a batch stays in the group's pending list until :meth:`Exchange.done`
-acknowledges and deletes it (one script: ``XACK`` then ``XDEL``), which the agent calls
+acknowledges and deletes it (one script for all: ``XACK`` then ``XDEL``), which the agent calls
 only once the batch's URLs are durable in its own URLseen and BEAST. So a batch is
 delivered at least once, and the owner's URLseen makes discovery exactly-once across
 agents. After a kill -9, the restarted agent reads its own pending batches again first
@@ -28,7 +30,8 @@ crawl's size, and Redis never holds the set of seen URLs.
 
 Batch encoding (the stream entry's field ``b``; ``v`` is the layout version)::
 
-    batch   := count_urls: u32be, count_edges: u32be, url*, edge*
+    batch   := chunk+
+    chunk   := count_urls: u32be, count_edges: u32be, url*, edge*
     url     := len_url: u16be, len_aux: u32be, url: utf-8, aux
     edge    := len_src: u16be, len_dst: u16be, src: utf-8, dst: utf-8
 """
@@ -50,10 +53,17 @@ GROUP = "owner"
 _COUNTS = struct.Struct(">II")
 _URL = struct.Struct(">HI")
 _EDGE = struct.Struct(">HH")
-# KEYS[1] the stream; ARGV: the group, then entry ids. Acknowledge, then delete them.
+# KEYS: streams; ARGV: the group, then per stream the count of its entry ids and the
+# ids. Acknowledge, then delete them: one command for a tick's acknowledgements.
 _DONE = """
-local acked = redis.call('XACK', KEYS[1], ARGV[1], unpack(ARGV, 2))
-redis.call('XDEL', KEYS[1], unpack(ARGV, 2))
+local at, acked = 2, 0
+for _, stream in ipairs(KEYS) do
+    local n = tonumber(ARGV[at])
+    local ids = {unpack(ARGV, at + 1, at + n)}
+    acked = acked + redis.call('XACK', stream, ARGV[1], unpack(ids))
+    redis.call('XDEL', stream, unpack(ids))
+    at = at + n + 1
+end
 return acked
 """
 
@@ -73,6 +83,7 @@ class Batch:
         return len(self.urls) + len(self.edges)
 
     def encode(self) -> bytes:
+        """One chunk (see the module docstring)."""
         parts = [_COUNTS.pack(len(self.urls), len(self.edges))]
         for url, aux in zip(self.urls, self.auxes, strict=True):
             raw = url.encode()
@@ -84,25 +95,60 @@ class Batch:
 
     @classmethod
     def decode(cls, partition: int, data: bytes, entry: bytes = b"") -> Batch:
+        """The records of ``data``'s chunks, in order."""
         batch = cls(partition, entry=entry)
-        count_urls, count_edges = _COUNTS.unpack_from(data)
-        at = _COUNTS.size
+        at = 0
+        try:
+            while 0 <= at < len(data):
+                at = batch._decode_chunk(data, at)
+        except struct.error:
+            at = -1
+        if at != len(data):
+            raise ValueError(f"a batch of partition {partition} ends inside a record")
+        return batch
+
+    def _decode_chunk(self, data: bytes, at: int) -> int:
+        """Decode the chunk at ``at``; return where it ends (-1: past the end of data)."""
+        count_urls, count_edges = _COUNTS.unpack_from(data, at)
+        at += _COUNTS.size
         for _ in range(count_urls):
             n, m = _URL.unpack_from(data, at)
             at += _URL.size
-            batch.urls.append(data[at : at + n].decode())
-            batch.auxes.append(data[at + n : at + n + m])
+            if at + n + m > len(data):
+                return -1
+            self.urls.append(data[at : at + n].decode())
+            self.auxes.append(data[at + n : at + n + m])
             at += n + m
         for _ in range(count_edges):
             n, m = _EDGE.unpack_from(data, at)
             at += _EDGE.size
-            batch.edges.append((data[at : at + n].decode(), data[at + n : at + n + m].decode()))
+            if at + n + m > len(data):
+                return -1
+            self.edges.append((data[at : at + n].decode(), data[at + n : at + n + m].decode()))
             at += n + m
-        if at != len(data):
-            raise ValueError(
-                f"a batch of partition {partition} has {len(data) - at} bytes too many"
-            )
-        return batch
+        return at
+
+
+def chunk_records(chunk: bytes) -> int:
+    """The URLs and edges in an encoded chunk."""
+    count_urls, count_edges = _COUNTS.unpack_from(chunk)
+    return int(count_urls + count_edges)
+
+
+@dataclass
+class Outgoing:
+    """A batch on its way: encoded chunks bound for one partition's stream."""
+
+    partition: int
+    chunks: list[bytes] = field(default_factory=list)
+    records: int = 0
+
+    def __len__(self) -> int:
+        return self.records
+
+    def add(self, chunk: bytes) -> None:
+        self.chunks.append(chunk)
+        self.records += chunk_records(chunk)
 
 
 class Outbox:
@@ -112,26 +158,21 @@ class Outbox:
     def __init__(self, batch_max: int, batch_age: float) -> None:
         self.batch_max = batch_max
         self.batch_age = batch_age
-        self._open: dict[int, Batch] = {}
+        self._open: dict[int, Outgoing] = {}
         self._since: dict[int, float] = {}  # partition -> when its oldest record came
         self.records = 0
 
-    def _batch(self, partition: int, now: float) -> Batch:
+    def add(self, partition: int, chunk: bytes, now: float) -> None:
+        """Add an encoded chunk (:meth:`Batch.encode`) to ``partition``'s open batch."""
         batch = self._open.get(partition)
         if batch is None:
-            batch = self._open[partition] = Batch(partition)
+            batch = self._open[partition] = Outgoing(partition)
             self._since[partition] = now
-        return batch
+        before = batch.records
+        batch.add(chunk)
+        self.records += batch.records - before
 
-    def add(self, routed: Batch, now: float) -> None:
-        """Add the URLs and edges of ``routed`` to its partition's open batch."""
-        batch = self._batch(routed.partition, now)
-        batch.urls += routed.urls
-        batch.auxes += routed.auxes
-        batch.edges += routed.edges
-        self.records += len(routed)
-
-    def ready(self, now: float, everything: bool = False) -> list[Batch]:
+    def ready(self, now: float, everything: bool = False) -> list[Outgoing]:
         """Take the batches that are full or old enough (all of them with ``everything``)."""
         due = [
             p
@@ -174,16 +215,17 @@ class Exchange:
             if isinstance(result, Exception) and "BUSYGROUP" not in str(result):
                 raise result
 
-    def send(self, batches: Sequence[Batch]) -> None:
+    def send(self, batches: Sequence[Outgoing]) -> None:
         """Append ``batches`` to their partitions' streams, in one round trip."""
         pipe = self.client.pipeline(transaction=False)
         self.queue(pipe, batches)
         pipe.execute()
 
-    def queue(self, pipe: Pipeline, batches: Sequence[Batch]) -> None:
+    def queue(self, pipe: Pipeline, batches: Sequence[Outgoing]) -> None:
         """Queue the appends of ``batches`` on ``pipe`` (the caller executes it)."""
         for batch in batches:
-            fields: dict[FieldT, EncodableT] = {"v": LAYOUT_VERSION, "b": batch.encode()}
+            data = b"".join(batch.chunks)
+            fields: dict[FieldT, EncodableT] = {"v": LAYOUT_VERSION, "b": data}
             pipe.xadd(self.stream(batch.partition), fields)
 
     def read(self, partitions: Sequence[int], count: int, block_ms: int | None) -> list[Batch]:
@@ -216,13 +258,15 @@ class Exchange:
 
     def done(self, batches: Sequence[Batch]) -> int:
         """Acknowledge and delete ``batches`` (durable at this agent now)."""
+        if not batches:
+            return 0
         by_stream: dict[int, list[bytes]] = {}
         for batch in batches:
             by_stream.setdefault(batch.partition, []).append(batch.entry)
-        acked = 0
-        for p, entries in by_stream.items():
-            acked += int(self._done(keys=[self.stream(p)], args=[GROUP, *entries]))
-        return acked
+        args: list[EncodableT] = [GROUP]
+        for entries in by_stream.values():
+            args += [len(entries), *entries]
+        return int(self._done(keys=[self.stream(p) for p in by_stream], args=args))
 
     def backlog(self, partitions: Iterable[int]) -> int:
         """Entries in the streams of ``partitions`` (sent, not yet durable at the owner)."""

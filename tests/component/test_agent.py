@@ -48,7 +48,7 @@ def make_agent(
     def make(cache_slots: int = 1 << 10, busy: bool = True) -> tuple[Agent, task.Clock]:
         settings = AgentSettings(
             redis_url=redis_server.url, crawl="c", agent="a", agents=("a", "b"),
-            partitions=PARTITIONS, lease=3.0, batch=1000, age=AGE, cache_slots=cache_slots,
+            partitions=PARTITIONS, lease=3.5, batch=1000, age=AGE, cache_slots=cache_slots,
         )  # fmt: skip
         clock = task.Clock()
         agent = Agent(

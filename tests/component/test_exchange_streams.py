@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
-from irlscrapy.distributed.streams import Batch, Exchange, Outbox
+from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
 
 PARTITIONS = 8
 
@@ -18,6 +18,12 @@ def exchange(redis_client: redis.Redis, agent: str) -> Exchange:
     ex = Exchange(CrawlRegistry(redis_client, "c", CrawlConfig(PARTITIONS)), agent)
     ex.create_groups(range(PARTITIONS))
     return ex
+
+
+def outgoing(batch: Batch) -> Outgoing:
+    sent = Outgoing(batch.partition)
+    sent.add(batch.encode())
+    return sent
 
 
 names = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=30)
@@ -33,27 +39,40 @@ def test_a_batch_decodes_to_what_was_encoded(
     batch = Batch(3, [u for u, _ in urls], [a for _, a in urls], edges)
     again = Batch.decode(3, batch.encode())
     assert (again.urls, again.auxes, again.edges) == (batch.urls, batch.auxes, batch.edges)
-    with pytest.raises(ValueError, match="bytes too many"):
+    twice = Batch.decode(3, batch.encode() * 2)  # a batch is chunks end to end
+    assert (twice.urls, twice.edges) == (batch.urls * 2, batch.edges * 2)
+    with pytest.raises(ValueError, match="ends inside a record"):
         Batch.decode(3, batch.encode() + b"x")
+    if urls or edges:
+        with pytest.raises(ValueError, match="ends inside a record"):
+            Batch.decode(3, batch.encode()[:-1])
+
+
+def add(box: Outbox, batch: Batch, now: float) -> None:
+    box.add(batch.partition, batch.encode(), now)
 
 
 def test_the_outbox_makes_a_batch_when_full_or_old() -> None:
     box = Outbox(batch_max=3, batch_age=1.0)
-    box.add(Batch(1, ["http://a.com/1"], [b"x"]), now=0.0)
-    box.add(Batch(2, ["http://b.com/1"], [b"y"]), now=0.5)
+    add(box, Batch(1, ["http://a.com/1"], [b"x"]), now=0.0)
+    add(box, Batch(2, ["http://b.com/1"], [b"y"]), now=0.5)
     assert box.ready(now=0.9) == [] and box.oldest() == 0.0
-    box.add(Batch(1, ["http://a.com/2"], [b"x"], [("c.com", "a.com")]), now=0.9)
+    add(box, Batch(1, ["http://a.com/2"], [b"x"], [("c.com", "a.com")]), now=0.9)
     full = box.ready(now=0.95)
     assert [(b.partition, len(b)) for b in full] == [(1, 3)] and box.records == 1
+    assert Batch.decode(1, b"".join(full[0].chunks)).urls == ["http://a.com/1", "http://a.com/2"]
     assert [b.partition for b in box.ready(now=1.5)] == [2] and box.oldest() is None
-    box.add(Batch(4, edges=[("c.com", "d.com")]), now=2.0)
+    add(box, Batch(4, edges=[("c.com", "d.com")]), now=2.0)
     assert [b.partition for b in box.ready(now=2.0, everything=True)] == [4]
 
 
 def test_the_owner_reads_what_others_send_and_done_deletes_it(redis_client: redis.Redis) -> None:
     sender, owner = exchange(redis_client, "a"), exchange(redis_client, "b")
     sender.send(
-        [Batch(5, ["http://x.com/"], [b"\x00aux"], [("y.com", "x.com")]), Batch(6, ["u"], [b""])]
+        [
+            outgoing(Batch(5, ["http://x.com/"], [b"\x00aux"], [("y.com", "x.com")])),
+            outgoing(Batch(6, ["u"], [b""])),
+        ]
     )
     got = owner.read([5], count=10, block_ms=None)
     assert len(got) == 1 and got[0].urls == ["http://x.com/"] and got[0].auxes == [b"\x00aux"]
@@ -68,7 +87,7 @@ def test_the_owner_reads_what_others_send_and_done_deletes_it(redis_client: redi
 
 def test_an_agent_killed_before_done_gets_its_batches_again(redis_client: redis.Redis) -> None:
     sender = exchange(redis_client, "a")
-    sender.send([Batch(1, [f"http://h.com/{n}"], [b""]) for n in range(5)])
+    sender.send([outgoing(Batch(1, [f"http://h.com/{n}"], [b""])) for n in range(5)])
     first = exchange(redis_client, "b")
     read = first.read([1], count=3, block_ms=None)
     first.done(read[:1])  # one made durable, then kill -9
@@ -82,7 +101,7 @@ def test_an_agent_killed_before_done_gets_its_batches_again(redis_client: redis.
 def test_a_partition_handed_over_takes_the_old_owners_pending_batches(
     redis_client: redis.Redis,
 ) -> None:
-    exchange(redis_client, "a").send([Batch(2, ["http://p.com/"], [b""])])
+    exchange(redis_client, "a").send([outgoing(Batch(2, ["http://p.com/"], [b""]))])
     old = exchange(redis_client, "old")
     assert len(old.read([2], count=10, block_ms=None)) == 1  # read, never acknowledged
     new = exchange(redis_client, "new")

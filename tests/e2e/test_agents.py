@@ -39,7 +39,7 @@ from .startruth import TOP, assert_counts_equal, star_counts, star_truth
 CRAWL_TIMEOUT_S = 240
 PARTITIONS = 16
 #: the agents' lease in these tests: a restarted agent waits up to this for its dead one
-LEASE_S = 3.0
+LEASE_S = 3.5
 
 
 def user_agent(agent: str) -> str:
@@ -68,6 +68,8 @@ def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, age
         "IRL_AGENT_ID": agent,
         "IRL_AGENTS": ",".join(agents),
         "IRL_AGENT_PARTITIONS": PARTITIONS,
+        # the tiny web's links chain pages across agents: a hop waits for a batch's age
+        "IRL_EXCHANGE_AGE": 1,
     }
     args = [sys.executable, "-m", "scrapy", "crawl", "broad", "-a",
             "seeds=" + ",".join(info["seeds"])]  # fmt: skip

@@ -9,20 +9,25 @@ from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.distributed.streams import Batch
 
 
-def urls(batches: list[Batch]) -> list[tuple[int, str]]:
-    return [(b.partition, u) for b in batches for u in b.urls]
+def urls(chunks: list[tuple[int, bytes]]) -> list[tuple[int, str]]:
+    return [(p, u) for p, chunk in chunks for u in Batch.decode(p, chunk).urls]
+
+
+def append(journal: OutboxJournal, batch: Batch) -> None:
+    journal.append(batch.partition, batch.encode())
 
 
 def test_what_a_killed_run_routed_is_read_back_and_stays_on_disk(tmp_path: Path) -> None:
     journal = OutboxJournal(tmp_path)
     assert journal.open() == []
-    journal.append(Batch(3, ["http://a.com/"], [b"aux"], [("b.com", "a.com")]))
-    journal.append(Batch(7, ["http://c.com/"], [b""]))
+    append(journal, Batch(3, ["http://a.com/"], [b"aux"], [("b.com", "a.com")]))
+    append(journal, Batch(7, ["http://c.com/"], [b""]))
     # kill -9: nothing closed
     rerun = OutboxJournal(tmp_path)
     left = rerun.open()
     assert urls(left) == [(3, "http://a.com/"), (7, "http://c.com/")]
-    assert left[0].edges == [("b.com", "a.com")] and left[0].auxes == [b"aux"]
+    first = Batch.decode(*left[0])
+    assert first.edges == [("b.com", "a.com")] and first.auxes == [b"aux"]
     third = OutboxJournal(tmp_path)  # killed again before sending: still there
     assert urls(third.open()) == urls(left)
     for each in (journal, rerun, third):
@@ -32,9 +37,9 @@ def test_what_a_killed_run_routed_is_read_back_and_stays_on_disk(tmp_path: Path)
 def test_a_checkpoint_retires_the_older_generations(tmp_path: Path) -> None:
     journal = OutboxJournal(tmp_path)
     journal.open()
-    journal.append(Batch(1, ["http://a.com/"], [b""]))
+    append(journal, Batch(1, ["http://a.com/"], [b""]))
     retired = journal.checkpoint()
-    journal.append(Batch(2, ["http://b.com/"], [b""]))
+    append(journal, Batch(2, ["http://b.com/"], [b""]))
     assert len(retired) == 1 and retired[0].exists()
     for path in retired:  # their batches were sent
         path.unlink()

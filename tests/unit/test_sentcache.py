@@ -12,11 +12,12 @@ from irlscrapy.distributed.sentcache import SentCache
 keys = st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 40), max_size=60)
 
 
-@given(st.lists(keys, max_size=6))
-def test_a_key_is_sent_unless_it_is_in_its_slot(batches: list[list[int]]) -> None:
+@given(st.lists(keys, max_size=6), st.sampled_from([0, 8, 100]))
+def test_a_key_is_sent_unless_it_is_in_its_slot(batches: list[list[int]], small: int) -> None:
     """Model: a dict slot -> key. Every key not in its slot is sent once per batch, and
-    then holds the slot; key 0 is always sent."""
+    then holds the slot; key 0 is always sent. (Vectorised, one by one, and mixed.)"""
     cache = SentCache(16)
+    cache.small = small
     model: dict[int, int] = {}
     for batch in batches:
         array = np.array(batch, dtype=np.uint64)
