@@ -9,6 +9,12 @@ irlscrapy report JOBDIR [JOBDIR ...] [--out DIR]
     PNG plots, and report.json, into DIR (default JOBDIR/report); prints the page's path.
     Several JOBDIRs, those of a multi-agent crawl's agents, make one report of the whole
     crawl (--out required)
+irlscrapy agents seed --redis URL --crawl ID [--partitions P] SEEDS
+    send seed URLs (URL,URL,... or a file of one URL per line) to a multi-agent crawl's
+    owners; a new crawl is created with P partitions (IRL_AGENT_PARTITIONS)
+irlscrapy agents status --redis URL --crawl ID [--json]
+    the crawl's agents: alive or not, partitions, pages and rates, URLs exchanged,
+    outbox, and the exchange lag (batches sent to each and not yet read, the oldest's age)
 """
 
 from __future__ import annotations
@@ -52,6 +58,18 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="output directory (default JOBDIR/report; several JOBDIRs: required)",
     )
+    agents = commands.add_parser("agents", help="a multi-agent crawl")
+    sub = agents.add_subparsers(dest="action", required=True)
+    seed = sub.add_parser("seed", help="send seed URLs to the crawl's agents")
+    status = sub.add_parser("status", help="show the crawl's agents")
+    for p in (seed, status):
+        p.add_argument("--redis", required=True, help="the crawl's IRL_REDIS_URL")
+        p.add_argument("--crawl", required=True, help="the crawl's IRL_CRAWL_ID")
+    seed.add_argument(
+        "--partitions", type=int, help="P of a new crawl (default IRL_AGENT_PARTITIONS's)"
+    )
+    seed.add_argument("seeds", help="URL,URL,... or a file of one URL per line")
+    status.add_argument("--json", action="store_true", help="one JSON object per agent")
     return parser
 
 
@@ -60,6 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "report":
             print(_report(args.jobdirs, args.out))
+        elif args.command == "agents":
+            from irlscrapy.distributed.commands import seed, status
+
+            if args.action == "seed":
+                print(seed(args.redis, args.crawl, args.seeds, args.partitions))
+            else:
+                print(status(args.redis, args.crawl, args.json))
         elif args.action == "serve":
             from irlscrapy.invitro.serve import serve
 

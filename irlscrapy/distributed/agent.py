@@ -18,7 +18,8 @@ whose in-degree store counts them.
 
 *One exchange a tick.* Every :data:`TICK` seconds the agent does one round of Redis I/O
 on its Redis thread (the reactor never waits for Redis): publish its idle flag if it
-changed, send the batches that are due, acknowledge (and delete) the batches it made
+changed (and, every few seconds, its status: :mod:`irlscrapy.distributed.status`), send
+the batches that are due, acknowledge (and delete) the batches it made
 durable since the last tick, read new batches of its partitions, renew its lease every
 third of it, and, while it is idle, ask whether the whole crawl is done. Batches read
 are handed to the scheduler (:attr:`Agent.deliver_urls`, :attr:`Agent.deliver_edges`)
@@ -26,6 +27,11 @@ on the reactor, and acknowledged at the next tick: both store durably before the
 return (URLseen's and STAR's DRUM journals), so a batch is acknowledged only once a
 kill -9 can no longer lose it. A batch read and not acknowledged is read again after a
 restart (:meth:`irlscrapy.distributed.streams.Exchange.pending`).
+
+*The beginning.* A crawl begins with its first URL: an agent routing one (its seeds)
+says so in Redis (``seeded``), as ``irlscrapy agents seed`` does
+(:mod:`irlscrapy.distributed.seeding`). Until then the crawl is not done, so agents
+started before their seeds wait for them.
 
 *The end.* An agent is *idle* when it has nothing to fetch, nothing in flight, nothing
 buffered to send and nothing read but not acknowledged: when a crawl of one process
@@ -52,6 +58,8 @@ per-IP politeness is per agent; outgoing batches are held in RAM while Redis is 
 from __future__ import annotations
 
 import logging
+import math
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,6 +75,7 @@ from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.distributed.partitions import assignment, check_partitions, partition_of
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry, check_crawl_id
 from irlscrapy.distributed.sentcache import SentCache
+from irlscrapy.distributed.status import STATUS_EVERY, AgentStatus
 from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
 from irlscrapy.domains import PayLevelDomains, url_host
 from irlscrapy.dupefilters.urlkey import url_keys
@@ -88,10 +97,13 @@ REDIS_GIVE_UP = 300.0
 #: older ones go once everything routed before the checkpoint is in Redis (within
 #: IRL_EXCHANGE_AGE; irlscrapy.distributed.outboxjournal).
 CHECKPOINT_S = 10.0
-#: KEYS[1] the members hash, KEYS[2] the idle flags; ARGV: the streams' key prefix, P,
-#: this agent's id. Returns {the crawl is done, every other agent is idle and every
-#: stream empty}.
+#: KEYS[1] the members hash, KEYS[2] the idle flags, KEYS[3] the "seeded" flag; ARGV: the
+#: streams' key prefix, P, this agent's id. Returns {the crawl is done, every other agent
+#: is idle and every stream empty}; a crawl that never had a URL is not done.
 _CRAWL_DONE = """
+if redis.call('EXISTS', KEYS[3]) == 0 then
+    return {0, 0}
+end
 local me, others = 1, 1
 for _, member in ipairs(redis.call('HKEYS', KEYS[1])) do
     if redis.call('HGET', KEYS[2], member) ~= '1' then
@@ -210,6 +222,10 @@ class Agent:
         #: (when, the journal's files a checkpoint then retired): deleted once no record
         #: routed before then is left to send
         self._retiring: list[tuple[float, list[Path]]] = []
+        self._status_at = 0.0  # when the next status record is due
+        self._last_pages = (0.0, 0)  # (when, pages) of the previous one
+        self._routed = False  # this agent routed a URL: the crawl has begun
+        self._seeded_published = False  # Redis knows it
 
     @classmethod
     def from_crawler(cls, crawler: Any, clock: Any) -> Agent | None:
@@ -239,7 +255,7 @@ class Agent:
                 f"{self.settings.redis_url}: {exc}"
             ) from exc
 
-    def _join(self) -> tuple[str, list[str], list[Batch]]:
+    def _join(self) -> tuple[str, list[str], list[Batch], bool]:
         s = self.settings
         registry = self.registry
         registry.ensure_config()
@@ -250,10 +266,11 @@ class Agent:
         self.registry.client.hset(registry.key("idle"), self.id, "0")
         members = registry.members()
         owned = assignment(members, s.partitions)[self.id]
-        return token, members, self.exchange.pending(sorted(owned), 1 << 30)
+        seeded = bool(self.registry.client.exists(registry.key("seeded")))
+        return token, members, self.exchange.pending(sorted(owned), 1 << 30), seeded
 
-    def _joined(self, joined: tuple[str, list[str], list[Batch]]) -> None:
-        self._token, members, pending = joined
+    def _joined(self, joined: tuple[str, list[str], list[Batch], bool]) -> None:
+        self._token, members, pending, seeded = joined
         self._published_idle = False
         self._set_members(members)
         self._renew_at = self.clock.seconds() + self.settings.lease / 3
@@ -265,6 +282,12 @@ class Agent:
             self.settings.partitions,
             ", ".join(members),
         )
+        if not seeded:
+            logger.info(
+                "Crawl %s has no URLs yet: it begins with the first agent given seeds, or "
+                "with `irlscrapy agents seed`; until then the agents wait",
+                self.settings.crawl,
+            )
         if pending:
             logger.info("Agent %s: %d batches read before a stop, again", self.id, len(pending))
             self._deliver(pending)
@@ -318,6 +341,7 @@ class Agent:
         self, urls: Sequence[str], auxes: Sequence[bytes]
     ) -> tuple[list[str], list[bytes]]:
         """The URLs (and auxes) this agent owns; the others go to the outbox."""
+        self._routed = True
         parts = np.fromiter(
             (self.partition_of_host(url_host(u)) for u in urls), dtype=np.int64, count=len(urls)
         )
@@ -377,7 +401,9 @@ class Agent:
         locally_idle = self.locally_idle()
         # with nothing of its own to fetch, the agent sends what it holds at once: the
         # crawl's last rounds of exchange wait for no batch age
-        sends = self._unsent + self.outbox.ready(now, everything=locally_idle)
+        # batches by age: no more a tick than the open ones over the ticks in an age
+        aged = math.ceil(len(self.outbox) * TICK / self.settings.age)
+        sends = self._unsent + self.outbox.ready(now, everything=locally_idle, aged=aged)
         acks = self._durable
         self._unsent, self._durable = [], []
         idle = not sends and not acks and not self.outbox.records and locally_idle
@@ -386,7 +412,11 @@ class Agent:
         renew = now >= self._renew_at
         self._io_running = True
         check = idle or not self.fetching()
-        d = self.worker(self._io, sends, acks, idle, renew, check)
+        status = None
+        if now >= self._status_at:
+            self._status_at = now + STATUS_EVERY
+            status = self._status(now, idle)
+        d = self.worker(self._io, sends, acks, idle, renew, check, status)
         d.addCallbacks(
             self._io_done,
             self._io_failed,
@@ -401,15 +431,22 @@ class Agent:
         idle: bool | None,
         renew: bool,
         check: bool = False,
+        status: AgentStatus | None = None,
     ) -> tuple[list[Batch], list[str] | None, bool, tuple[bool, bool]]:
         """One round of Redis I/O (on the Redis thread); see the module docstring."""
         registry, exchange = self.registry, self.exchange
         pipe = registry.client.pipeline(transaction=False)
         if idle is not None and idle != self._published_idle:
             pipe.hset(registry.key("idle"), self.id, "1" if idle else "0")
+        seeding = self._routed and not self._seeded_published
+        if seeding:
+            pipe.set(registry.key("seeded"), "1", nx=True)
+        if status is not None:
+            pipe.hset(registry.key("status"), self.id, status.to_json())
         exchange.queue(pipe, sends)
         if len(pipe):
             pipe.execute()
+        self._seeded_published |= seeding
         if idle is not None:
             self._published_idle = idle
         exchange.done(acks)
@@ -423,7 +460,7 @@ class Agent:
         done = (False, False)
         if check and not batches:
             both = self._crawl_done(
-                keys=[registry.key("members"), registry.key("idle")],
+                keys=[registry.key("members"), registry.key("idle"), registry.key("seeded")],
                 args=[exchange.stream(""), self.settings.partitions, self.id],
             )
             done = (bool(both[0]), bool(both[1]))
@@ -468,6 +505,40 @@ class Agent:
         if batches:
             self._deliver(batches)
         self.crawl_done, self.others_done = done
+
+    def figures(self) -> dict[str, int]:
+        """For the progress line and the status endpoint (irlscrapy.report.figures)."""
+        failing = self._failing_since
+        return {
+            "agent_partitions": len(self.owned),
+            "agent_members": len(self.members),
+            "agent_outbox": self.outbox.records,
+            "agent_unsent_batches": len(self._unsent),
+            "agent_redis_failing_seconds": (
+                0 if failing is None else int(self.clock.seconds() - failing)
+            ),
+        }
+
+    def _status(self, now: float, idle: bool) -> AgentStatus:
+        def stat(name: str) -> int:
+            return int(self.stats.get_value(name, 0))
+
+        pages = stat("response_received_count")
+        then, before = self._last_pages
+        self._last_pages = (now, pages)
+        return AgentStatus(
+            t=time.time(),
+            pages=pages,
+            pages_per_s=(pages - before) / (now - then) if then and now > then else 0.0,
+            urls_out=stat("irl/agent/urls_out"),
+            urls_in=stat("irl/agent/urls_in"),
+            batches_out=stat("irl/agent/batches_out"),
+            batches_in=stat("irl/agent/batches_in"),
+            outbox=self.outbox.records,
+            unsent=len(self._unsent),
+            idle=idle,
+            redis_errors=stat("irl/agent/redis_errors"),
+        )
 
     def _retire_journal(self) -> None:
         """Delete the journal's files whose records are all in Redis: those a checkpoint

@@ -86,6 +86,12 @@ class CrawlConfig:
         return json.dumps(asdict(self), sort_keys=True)
 
 
+def stored_config(client: redis.Redis, crawl: str) -> CrawlConfig | None:
+    """The configuration crawl ``crawl`` was started with (None: no such crawl)."""
+    raw = cast(bytes | None, client.get(f"irl:{{{check_crawl_id(crawl)}}}:config"))
+    return None if raw is None else CrawlConfig(**json.loads(raw))
+
+
 def check_crawl_id(crawl: str) -> str:
     if not crawl or any(c in crawl for c in "{}:") or not crawl.isprintable():
         raise ConfigurationError(

@@ -172,13 +172,27 @@ class Outbox:
         batch.add(chunk)
         self.records += batch.records - before
 
-    def ready(self, now: float, everything: bool = False) -> list[Outgoing]:
-        """Take the batches that are full or old enough (all of them with ``everything``)."""
-        due = [
-            p
-            for p, batch in self._open.items()
-            if everything or len(batch) >= self.batch_max or now - self._since[p] >= self.batch_age
-        ]
+    def __len__(self) -> int:
+        """Open batches."""
+        return len(self._open)
+
+    def ready(
+        self, now: float, everything: bool = False, aged: int | None = None
+    ) -> list[Outgoing]:
+        """Take the batches that are full, and the old enough ones, oldest first, at most
+        ``aged`` of those (None: all); every batch with ``everything``. The caller
+        spreads batches of the same age over its calls: partitions that fill at one pace
+        would otherwise all come due at once, and Redis would buffer them at once."""
+        if everything:
+            due = list(self._open)
+        else:
+            due = [p for p, batch in self._open.items() if len(batch) >= self.batch_max]
+            old = sorted(
+                (since, p)
+                for p, since in self._since.items()
+                if now - since >= self.batch_age and len(self._open[p]) < self.batch_max
+            )
+            due += [p for _, p in old[:aged]]
         taken = []
         for p in due:
             batch = self._open.pop(p)

@@ -29,6 +29,8 @@ COUNTERS: dict[str, tuple[str, str]] = {
     "duplicates": ("dupefilter/filtered", "URLs URLseen found seen before"),
     "unique_urls": ("irl/urlseen/unique", "URLs URLseen found new"),
     "robots_disallowed": ("irl/robots/disallowed", "URLs robots.txt disallowed"),
+    "agent_urls_out": ("irl/agent/urls_out", "URLs sent to the agents that own them"),
+    "agent_urls_in": ("irl/agent/urls_in", "URLs received from other agents"),
 }
 #: Gauges: figure name -> meaning.
 GAUGES: dict[str, str] = {
@@ -56,13 +58,22 @@ GAUGES: dict[str, str] = {
     "held_urls": "URLs of origins in back-off, held out of their hosts (RAM)",
     "parked_urls": "URLs parked on disk: of retired hosts and origins, or given up",
 }
+#: Gauges of an agent of a multi-agent crawl only: figure name -> meaning.
+AGENT_GAUGES: dict[str, str] = {
+    "agent_partitions": "partitions this agent owns (multi-agent mode)",
+    "agent_members": "agents of the crawl (multi-agent mode)",
+    "agent_outbox": "URLs and PLD edges waiting to be sent to other agents",
+    "agent_unsent_batches": "batches held because Redis could not be reached",
+    "agent_redis_failing_seconds": "seconds since Redis was last reached (0: it is)",
+}
 #: Samples :class:`Throughput` keeps.
 HISTORY = 120
 
 
 def crawl_figures(crawler: Crawler, process: psutil.Process | None = None) -> dict[str, float]:
     """Every figure of :data:`COUNTERS` and :data:`GAUGES` the crawl has now (the
-    frontier's only on the IRL scheduler; the rate and uptime come from a
+    frontier's only on the IRL scheduler, :data:`AGENT_GAUGES` only on an agent of a
+    multi-agent crawl; the rate and uptime come from a
     :class:`Throughput`, see :meth:`Throughput.figures`)."""
     stats = crawler.stats
     assert stats is not None

@@ -3,7 +3,9 @@
 The line's figures are :func:`irlscrapy.report.figures.crawl_figures`, the status
 endpoint's; on the IRL scheduler it adds the frontier: URLseen's pending URLs, BEAST's
 URLs and queues, URLs waiting for DNS, the workbench's URLs, hosts and IPs (and how many
-IPs have a host due), and the load governor's cap.
+IPs have a host due), and the load governor's cap; for an agent of a multi-agent crawl,
+its partitions, the URLs it sent and received, its outbox, and how long Redis has been
+unreachable, if it is.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ class CrawlProgress:
             figures.get("scheduled", 0),
             figures.get("downloader_active", 0),
             figures["rss_bytes"] / 2**20,
-            _frontier_part(figures),
+            _frontier_part(figures) + _agent_part(figures),
         )
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
@@ -132,6 +134,21 @@ def _frontier_part(figures: dict[str, float]) -> str:
         "fetching (cap {fetch_cap:.0f}), "
         "{held_urls:,.0f} held, {parked_urls:,.0f} parked"
     ).format(**figures)
+
+
+def _agent_part(figures: dict[str, float]) -> str:
+    if "agent_partitions" not in figures:
+        return ""
+    failing = figures["agent_redis_failing_seconds"]
+    return (
+        "; agent: {agent_partitions:.0f} of the partitions, {agent_members:.0f} agents, "
+        "{agent_urls_out:,.0f} URLs out, {agent_urls_in:,.0f} in, outbox {agent_outbox:,.0f}"
+    ).format(**figures) + (
+        f", Redis unreachable for {failing:.0f} s ({figures['agent_unsent_batches']:.0f} "
+        "batches held)"
+        if failing
+        else ""
+    )
 
 
 def _peak_rss_mb() -> float:

@@ -42,7 +42,7 @@ from twisted.web.server import Request, Site
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.report.figures import COUNTERS, GAUGES, Throughput, crawl_figures
+from irlscrapy.report.figures import AGENT_GAUGES, COUNTERS, GAUGES, Throughput, crawl_figures
 from irlscrapy.workers import installed_reactor
 
 logger = logging.getLogger(__name__)
@@ -216,7 +216,7 @@ class _Collector:
 
 
 def _meaning(name: str) -> str:
-    return COUNTERS[name][1] if name in COUNTERS else GAUGES.get(name, name)
+    return COUNTERS[name][1] if name in COUNTERS else {**GAUGES, **AGENT_GAUGES}.get(name, name)
 
 
 def _shown(value: float) -> str:

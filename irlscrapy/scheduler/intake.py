@@ -69,6 +69,14 @@ logger = logging.getLogger(__name__)
 
 _AUX = struct.Struct(">Bi")
 TO_BEAST, TO_HOST = 0, 1
+
+
+def seed_aux(url: str) -> bytes:
+    """The aux bytes the intake stores with a seed URL sent by ``irlscrapy agents seed``:
+    a link of depth 0 for the spider's default callback, to BEAST at priority 0."""
+    return _AUX.pack(TO_BEAST, 0) + encode_link(url, 0, None, None)
+
+
 #: URL beginnings (lower-cased) of the requests the frontier schedules; any other scheme
 #: skips it (``Intake.direct``)
 FRONTIER_SCHEMES = ("http://", "https://")

@@ -359,7 +359,10 @@ class IRLScheduler(BaseScheduler):
     # -- status --------------------------------------------------------------------------
     def status(self) -> dict[str, int]:
         """The frontier now, for the progress line and the status endpoint."""
-        return self.dispatcher.status() if self.dispatcher is not None else {}
+        if self.dispatcher is None:
+            return {}
+        agent = self.agent
+        return {**self.dispatcher.status(), **(agent.figures() if agent is not None else {})}
 
     def idle_status(self) -> dict[str, int] | None:
         """What the no-idle watch (irlscrapy.report.idlewatch) samples; None while

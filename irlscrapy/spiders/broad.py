@@ -9,6 +9,8 @@ Usage::
     scrapy crawl broad -a seeds=URL,URL,...      # comma-separated seed URLs
     scrapy crawl broad -a seeds=FILE              # one URL per line; blank and # lines skipped
     scrapy crawl broad -a seeds=invitro [-a profile=broad] [-a seed=0] [-a invitro_log=FILE]
+    scrapy crawl broad -s IRL_REDIS_URL=...       # an agent of a multi-agent crawl: seeds
+                                                  # optional (irlscrapy agents seed)
 
 ``seeds=invitro`` starts an in-vitro web in a child process, points the crawl at it
 (its ``env`` and ``settings``, see :mod:`irlscrapy.invitro.serve`) and stops it when the
@@ -37,7 +39,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
-from irlscrapy import __version__
+from irlscrapy import __version__, defaults
 from irlscrapy.addon import STAR_ORDER
 from irlscrapy.domains import url_host
 from irlscrapy.exceptions import ConfigurationError
@@ -63,11 +65,6 @@ class BroadSpider(Spider):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if not seeds:
-            raise ConfigurationError(
-                "the broad spider needs seeds: -a seeds=URL,URL,... or -a seeds=FILE "
-                "or -a seeds=invitro"
-            )
         self.seeds_arg = seeds
         self.invitro: InVitroProcess | None = None
         self.web: InVitroWeb | None = None  # the in-vitro web's ground truth
@@ -78,7 +75,7 @@ class BroadSpider(Spider):
             self.web = InVitroWeb(get_profile(profile), int(seed))
             self.seed_urls: list[str] = []
         else:
-            self.seed_urls = parse_seeds(seeds)
+            self.seed_urls = parse_seeds(seeds) if seeds else []
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -96,6 +93,12 @@ class BroadSpider(Spider):
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BroadSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
+        if not spider.seeds_arg and not defaults.get(crawler.settings, "IRL_REDIS_URL"):
+            raise ConfigurationError(
+                "the broad spider needs seeds: -a seeds=URL,URL,... or -a seeds=FILE or -a "
+                "seeds=invitro (an agent of a multi-agent crawl may start without: its crawl "
+                "is seeded by another agent or with `irlscrapy agents seed`)"
+            )
         # Which copy runs, when a checkout, an install and a Scrapyd egg may all hold one.
         spider.logger.info("irlscrapy %s from %s", __version__, irlscrapy_root())
         if spider.invitro is not None:

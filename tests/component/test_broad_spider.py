@@ -126,8 +126,15 @@ class TestSeeds:
             parse_seeds(arg)
 
     def test_missing_seeds_argument_says_what_to_pass(self) -> None:
+        crawler = get_crawler(BroadSpider)
+        crawler._apply_settings()
         with pytest.raises(ConfigurationError, match="-a seeds=URL"):
-            BroadSpider()
+            BroadSpider.from_crawler(crawler)
+
+    def test_an_agent_of_a_multi_agent_crawl_may_start_without_seeds(self) -> None:
+        crawler = get_crawler(BroadSpider, {"IRL_REDIS_URL": "redis://127.0.0.1:1/0"})
+        crawler._apply_settings()
+        assert BroadSpider.from_crawler(crawler).seed_urls == []
 
     def test_invitro_seed_must_be_an_integer(self) -> None:
         with pytest.raises(ConfigurationError, match="integer"):

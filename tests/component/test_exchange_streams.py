@@ -66,6 +66,16 @@ def test_the_outbox_makes_a_batch_when_full_or_old() -> None:
     assert [b.partition for b in box.ready(now=2.0, everything=True)] == [4]
 
 
+def test_the_outbox_spreads_batches_due_by_age_oldest_first() -> None:
+    box = Outbox(batch_max=2, batch_age=1.0)
+    for p in (5, 3, 7):
+        add(box, Batch(p, [f"http://p{p}.com/"], [b""]), now=p / 10)
+    add(box, Batch(9, ["http://a.com/", "http://b.com/"], [b"", b""]), now=2.0)  # full
+    assert [b.partition for b in box.ready(now=2.0, aged=1)] == [9, 3]
+    assert [b.partition for b in box.ready(now=2.0, aged=1)] == [5]
+    assert [b.partition for b in box.ready(now=2.0, aged=5)] == [7] and len(box) == 0
+
+
 def test_the_owner_reads_what_others_send_and_done_deletes_it(redis_client: redis.Redis) -> None:
     sender, owner = exchange(redis_client, "a"), exchange(redis_client, "b")
     sender.send(

@@ -4,6 +4,7 @@ which agent fetched what (each agent has its own User-Agent)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -53,7 +54,7 @@ def start_web(log: Path) -> InVitroProcess:
 
 
 def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, agents: list[str],
-               jobdir: Path) -> list[str]:  # fmt: skip
+               jobdir: Path, seeds: list[str]) -> list[str]:  # fmt: skip
     """``scrapy crawl broad`` of the web at ``info`` as agent ``agent`` of ``crawl``."""
     settings = {  # after the web's own, as `-a seeds=invitro` has them below the command's
         **info["settings"],
@@ -71,8 +72,9 @@ def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, age
         # the tiny web's links chain pages across agents: a hop waits for a batch's age
         "IRL_EXCHANGE_AGE": 1,
     }
-    args = [sys.executable, "-m", "scrapy", "crawl", "broad", "-a",
-            "seeds=" + ",".join(info["seeds"])]  # fmt: skip
+    args = [sys.executable, "-m", "scrapy", "crawl", "broad"]
+    if seeds:
+        args += ["-a", "seeds=" + ",".join(seeds)]
     for name, value in settings.items():
         args += ["-s", f"{name}={value}"]
     return args
@@ -89,12 +91,13 @@ class AgentRun:
         self.env = {**os.environ, **info["env"]}
         self.processes: dict[str, subprocess.Popen[str]] = {}
         self.runs: dict[str, list[Path]] = defaultdict(list)
+        self.seeds: list[str] = info["seeds"]  # given to every agent ([]: none)
 
     def start(self, agent: str) -> None:
         err = self.work / f"{agent}-{len(self.runs[agent])}.err"
         self.runs[agent].append(err)
         args = agent_args(self.info, self.redis_url, self.crawl, agent, self.agents,
-                          self.work / agent)  # fmt: skip
+                          self.work / agent, self.seeds)  # fmt: skip
         for setting in self.settings:
             args += ["-s", setting]
         with err.open("w") as stderr:
@@ -120,6 +123,16 @@ class AgentRun:
             err = self.runs[agent][-1].read_text()
             assert "Traceback" not in err, err[-3000:]
             assert_never_idle_with_work(err)
+
+    def command(self, *args: str) -> str:
+        """``irlscrapy agents ARGS`` for this crawl; its output."""
+        done = subprocess.run(
+            [sys.executable, "-m", "irlscrapy", "agents", args[0], "--redis", self.redis_url,
+             "--crawl", self.crawl, *args[1:]],
+            cwd=ROOT, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        return done.stdout
 
     def last_err(self, agent: str) -> str:
         return self.runs[agent][-1].read_text()[-3000:]
@@ -172,17 +185,27 @@ def test_agents_crawl_the_ground_truth_with_no_overlap_and_count_star_at_owners(
     The one agent crawls with ``IRL_BUDGETS = "off"``: STAR still counts, and no PLD
     gets a larger budget; that it still fetches the ground truth, as the crawls with
     budgets do (here and in tests/e2e/test_irl_crawl.py), says budgets order a crawl
-    and never drop a URL."""
+    and never drop a URL. The one agent is given the seeds; the three start without,
+    wait, and are seeded by ``irlscrapy agents seed``, and ``irlscrapy agents status``
+    shows them at work."""
     log = tmp_path / "requests.jsonl"
     web = start_web(log)
     try:
         run = AgentRun(web.info, redis_server.url, f"crawl-{agents}", list(agents), tmp_path,
                        f"IRL_STAR_TOP_DOMAINS={TOP}", f"IRL_BUDGETS={budgets}")  # fmt: skip
+        if len(agents) > 1:
+            run.seeds = []
         for agent in run.agents:
             run.start(agent)
+        if not run.seeds:
+            time.sleep(3)  # the agents wait for seeds: an unseeded crawl is not done
+            assert all(p.poll() is None for p in run.processes.values())
+            assert "seed URLs sent" in run.command("seed", ",".join(web.info["seeds"]))
+            assert_status_shows_the_agents_at_work(run)
         run.wait()
     finally:
         web.stop()
+    assert "of the partitions" in run.runs[agents[0]][-1].read_text()  # its progress line
     larger_budgets = ["'irl/star/budget/1001-10000'" in run.runs[a][-1].read_text() for a in agents]
     assert any(larger_budgets) == (budgets == "star")
     assert_ground_truth_and_owners(log, agents)
@@ -194,6 +217,19 @@ def test_agents_crawl_the_ground_truth_with_no_overlap_and_count_star_at_owners(
         assert not foreign, (agent, foreign[:10])
         counted.update(at_agent)
     assert_counts_equal(counted, star_truth())
+
+
+def assert_status_shows_the_agents_at_work(run: AgentRun) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        views = [json.loads(line) for line in run.command("status", "--json").splitlines()]
+        assert [v["agent"] for v in views] == run.agents
+        if all(v["alive"] and v["status"] and v["status"]["pages"] > 0 for v in views):
+            break
+        assert time.monotonic() < deadline, views
+        time.sleep(1)
+    table = run.command("status")
+    assert f"crawl {run.crawl}: {len(run.agents)} agents, {PARTITIONS} partitions" in table
 
 
 def test_kill_9_and_redis_away_lose_nothing(tmp_path: Path) -> None:

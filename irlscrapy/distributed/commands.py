@@ -1,0 +1,61 @@
+"""``irlscrapy agents seed`` and ``irlscrapy agents status``: a multi-agent crawl from
+outside its agents (irlscrapy/cli.py parses the command line)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import redis
+
+from irlscrapy import defaults
+from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry, stored_config
+from irlscrapy.distributed.seeding import seed_crawl
+from irlscrapy.distributed.status import crawl_view, render
+from irlscrapy.distributed.streams import Exchange
+from irlscrapy.exceptions import ConfigurationError
+
+
+def seed(redis_url: str, crawl: str, seeds: str, partitions: int | None) -> str:
+    """Seed ``crawl``; return what was done, in a sentence."""
+    from irlscrapy.spiders.broad import parse_seeds
+
+    urls = parse_seeds(seeds)
+    with _client(redis_url) as client:
+        config = stored_config(client, crawl)
+        if config is None:
+            default = defaults.BY_NAME["IRL_AGENT_PARTITIONS"].default
+            config = CrawlConfig(partitions or default)
+        elif partitions is not None and partitions != config.partitions:
+            raise ConfigurationError(
+                f"crawl {crawl!r} has {config.partitions} partitions, not {partitions}: "
+                "leave --partitions out to seed it"
+            )
+        sent = seed_crawl(CrawlRegistry(client, crawl, config), urls)
+    return (
+        f"crawl {crawl}: {sum(sent.values())} seed URLs sent to {len(sent)} of "
+        f"{config.partitions} partitions"
+    )
+
+
+def status(redis_url: str, crawl: str, as_json: bool) -> str:
+    """The crawl's agents, as a table or JSON lines."""
+    with _client(redis_url) as client:
+        config = stored_config(client, crawl)
+        if config is None:
+            raise ConfigurationError(f"there is no crawl {crawl!r} at {redis_url}")
+        registry = CrawlRegistry(client, crawl, config)
+        views = crawl_view(registry, Exchange(registry, "status"))
+    if as_json:
+        return "\n".join(json.dumps(asdict(v), sort_keys=True) for v in views)
+    return render(crawl, config.partitions, views)
+
+
+def _client(redis_url: str) -> redis.Redis:
+    client = redis.Redis.from_url(redis_url, socket_timeout=10)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        client.close()
+        raise ConfigurationError(f"cannot reach Redis at {redis_url}: {exc}") from exc
+    return client

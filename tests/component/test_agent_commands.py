@@ -1,0 +1,85 @@
+"""``irlscrapy agents seed`` and ``irlscrapy agents status`` against a real redis-server."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from irlscrapy.cli import main
+from irlscrapy.distributed.partitions import partition_of
+from irlscrapy.distributed.status import STATUS_EVERY
+from irlscrapy.distributed.streams import Batch
+from irlscrapy.scheduler.intake import seed_aux
+from tests.redisserver import RedisServer
+
+from .agentfixture import advance
+
+SEEDS = ["http://www.a.com/", "http://b.org/x", "https://c.net/"]
+
+
+def stream_urls(client: redis.Redis, crawl: str, partitions: int) -> dict[int, list[Batch]]:
+    found: dict[int, list[Batch]] = {}
+    for p in range(partitions):
+        for _, fields in client.xrange(f"irl:{{{crawl}}}:p:{p}"):
+            found.setdefault(p, []).append(Batch.decode(p, fields[b"b"]))
+    return found
+
+
+def test_seed_creates_the_crawl_and_sends_each_url_to_its_partition(
+    redis_server: RedisServer, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["agents", "seed", "--redis", redis_server.url, "--crawl", "new", "--partitions", "8"]
+    assert main([*argv, ",".join(SEEDS)]) == 0
+    assert "3 seed URLs sent" in capsys.readouterr().out
+    config = json.loads(redis_client.get("irl:{new}:config") or b"{}")
+    assert config["partitions"] == 8 and redis_client.get("irl:{new}:seeded") == b"1"
+    sent = stream_urls(redis_client, "new", 8)
+    for url, pld in zip(SEEDS, ["a.com", "b.org", "c.net"], strict=True):
+        batch = sent[partition_of(pld, 8)][0]
+        assert batch.auxes[batch.urls.index(url)] == seed_aux(url)
+    # the crawl exists now: its partition count stays
+    assert main([*argv[:-1], "16", SEEDS[0]]) == 2
+    assert "has 8 partitions, not 16" in capsys.readouterr().err
+
+
+def test_seed_reads_a_file_and_refuses_what_is_not_a_url(
+    redis_server: RedisServer, redis_client: redis.Redis, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("# seeds\nhttp://www.a.com/\n\nhttp://d.org/\n")
+    argv = ["agents", "seed", "--redis", redis_server.url, "--crawl", "f"]
+    assert main([*argv, str(seeds)]) == 0
+    assert sum(len(b.urls) for bs in stream_urls(redis_client, "f", 64).values() for b in bs) == 2
+    assert main([*argv, "ftp://x.org/"]) == 2
+    assert "http(s) URLs" in capsys.readouterr().err
+
+
+def test_status_shows_each_agent_its_pages_and_the_batches_waiting_for_it(
+    make_agent: Any, redis_server: RedisServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["agents", "status", "--redis", redis_server.url, "--crawl", "c"]
+    assert main(argv) == 2
+    assert "there is no crawl 'c'" in capsys.readouterr().err
+    agent, clock = make_agent()
+    agent.stats.values["response_received_count"] = 42
+    advance(clock, STATUS_EVERY)  # a status record with them
+    seed = ["agents", "seed", "--redis", redis_server.url, "--crawl", "c"]
+    assert main([*seed, ",".join(f"http://site{n}.com/" for n in range(40))]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--json"]) == 0
+    views = {v["agent"]: v for v in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert set(views) == {"a", "b"}
+    assert views["a"]["alive"] and not views["b"]["alive"]
+    assert views["a"]["status"]["pages"] == 42 and views["b"]["status"] is None
+    assert views["a"]["partitions"] + views["b"]["partitions"] == 16
+    # the seeds in b's partitions wait for b, which never ran
+    assert views["b"]["lag"]["unread"] > 0 and views["b"]["lag"]["oldest_unread_s"] >= 0
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "crawl c: 2 agents, 16 partitions" in table
+    assert any(line.startswith("b ") and "stopped" in line for line in table.splitlines())
