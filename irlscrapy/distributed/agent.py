@@ -61,7 +61,6 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,10 +69,10 @@ import redis
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
-from irlscrapy import defaults
+from irlscrapy.distributed.agentsettings import TICK, AgentSettings
 from irlscrapy.distributed.outboxjournal import OutboxJournal
-from irlscrapy.distributed.partitions import assignment, check_partitions, partition_of
-from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry, check_crawl_id
+from irlscrapy.distributed.partitions import assignment, partition_of
+from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.sentcache import SentCache
 from irlscrapy.distributed.status import STATUS_EVERY, AgentStatus
 from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
@@ -84,10 +83,12 @@ from irlscrapy.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
 
-#: Seconds between two rounds of Redis I/O.
-TICK = 1.0
 #: Batches read per partition per tick.
 READ_COUNT = 16
+#: Records to send the agent holds in RAM while Redis is away; past it, they wait on
+#: disk only (OutboxJournal.spill), read back REPLAY_RECORDS a tick once Redis is back.
+SPILL_RECORDS = 200_000
+REPLAY_RECORDS = 20_000
 #: Hosts whose partition is kept (a dict, cleared when full: a PLD lookup and a hash per
 #: URL otherwise).
 PARTITION_CACHE_HOSTS = 1 << 16
@@ -120,54 +121,6 @@ if others == 1 then
 end
 return {me * others, others}
 """
-
-
-@dataclass(frozen=True)
-class AgentSettings:
-    redis_url: str
-    crawl: str
-    agent: str
-    agents: tuple[str, ...]
-    partitions: int
-    lease: float
-    batch: int
-    age: float
-    cache_slots: int
-
-    @classmethod
-    def from_settings(cls, settings: Any, spider_name: str) -> AgentSettings | None:
-        """The multi-agent settings; None when IRL_REDIS_URL is empty (one process)."""
-        url = defaults.get(settings, "IRL_REDIS_URL")
-        if not url:
-            return None
-        agent = defaults.get(settings, "IRL_AGENT_ID")
-        if not agent:
-            raise ConfigurationError(
-                "IRL_REDIS_URL is set, so this is one agent of a multi-agent crawl: set "
-                "IRL_AGENT_ID to a name unique within the crawl, the same at every restart "
-                "of this agent (with its JOBDIR)"
-            )
-        agents = tuple(defaults.get(settings, "IRL_AGENTS"))
-        for name in (agent, *agents):
-            check_crawl_id(name)  # the same rules as the crawl id: it is part of keys
-        got = cls(
-            redis_url=url,
-            crawl=check_crawl_id(defaults.get(settings, "IRL_CRAWL_ID") or spider_name),
-            agent=agent,
-            agents=agents,
-            partitions=check_partitions(defaults.get(settings, "IRL_AGENT_PARTITIONS")),
-            lease=defaults.get(settings, "IRL_AGENT_LEASE"),
-            batch=defaults.get(settings, "IRL_EXCHANGE_BATCH"),
-            age=defaults.get(settings, "IRL_EXCHANGE_AGE"),
-            cache_slots=defaults.get(settings, "IRL_EXCHANGE_CACHE"),
-        )
-        if got.lease <= 3 * TICK:
-            raise ConfigurationError(f"IRL_AGENT_LEASE must exceed {3 * TICK:g} s")
-        if got.batch < 1 or got.age <= 0:
-            raise ConfigurationError("IRL_EXCHANGE_BATCH and IRL_EXCHANGE_AGE must be positive")
-        if got.cache_slots < 0 or got.cache_slots & (got.cache_slots - 1):
-            raise ConfigurationError("IRL_EXCHANGE_CACHE must be 0 (off) or a power of two")
-        return got
 
 
 class Agent:
@@ -219,9 +172,6 @@ class Agent:
         self._loop: task.LoopingCall | None = None
         self.journal: OutboxJournal | None = None  # the outbox on disk (start())
         self._checkpoint_at = 0.0
-        #: (when, the journal's files a checkpoint then retired): deleted once no record
-        #: routed before then is left to send
-        self._retiring: list[tuple[float, list[Path]]] = []
         self._status_at = 0.0  # when the next status record is due
         self._last_pages = (0.0, 0)  # (when, pages) of the previous one
         self._routed = False  # this agent routed a URL: the crawl has begun
@@ -243,10 +193,8 @@ class Agent:
         before the crawl starts (as the state directory's recovery does), and for up to
         one lease if a killed process with this id still holds it."""
         self.journal = OutboxJournal(directory)
-        now = self.clock.seconds()
-        for partition, chunk in self.journal.open():  # sent again: owners drop what they have
-            self.outbox.add(partition, chunk, now)
-        self._checkpoint_at = now + CHECKPOINT_S
+        self.journal.open()  # what it left is sent again: owners drop what they have
+        self._checkpoint_at = self.clock.seconds() + CHECKPOINT_S
         try:
             self._joined(self._join())
         except redis.RedisError as exc:
@@ -307,7 +255,10 @@ class Agent:
         acks, self._unsent, self._durable = self._durable, [], []
         d = self.worker(self._last_io, sends, acks)
         d.addCallbacks(
-            lambda _: journal.remove_all(), self._stop_failed, errbackArgs=(len(sends), len(acks))
+            # (spilled records not yet sent wait for the next start, in their files)
+            lambda _: journal.close() if journal.spilling else journal.remove_all(),
+            self._stop_failed,
+            errbackArgs=(len(sends), len(acks)),
         )
         return d
 
@@ -395,18 +346,28 @@ class Agent:
         if self._io_running:
             return
         now = self.clock.seconds()
-        if now >= self._checkpoint_at and self.journal is not None:
+        journal = self.journal
+        assert journal is not None, "start() first"
+        if now >= self._checkpoint_at:
             self._checkpoint_at = now + CHECKPOINT_S
-            self._retiring.append((now, self.journal.checkpoint()))
+            journal.checkpoint(now)
         locally_idle = self.locally_idle()
         # with nothing of its own to fetch, the agent sends what it holds at once: the
         # crawl's last rounds of exchange wait for no batch age
         # batches by age: no more a tick than the open ones over the ticks in an age
         aged = math.ceil(len(self.outbox) * TICK / self.settings.age)
         sends = self._unsent + self.outbox.ready(now, everything=locally_idle, aged=aged)
+        if self._failing_since is None and journal.spilling:
+            sends += self._replay(journal.replay(REPLAY_RECORDS))
         acks = self._durable
         self._unsent, self._durable = [], []
-        idle = not sends and not acks and not self.outbox.records and locally_idle
+        idle = (
+            not sends
+            and not acks
+            and not self.outbox.records
+            and not journal.spilling
+            and locally_idle
+        )
         if idle:
             self.quiesce(True)  # (ended only once "not idle" is in Redis: _io_done)
         renew = now >= self._renew_at
@@ -476,7 +437,9 @@ class Agent:
     ) -> None:
         self._io_running = False
         self._failing_since = None
-        self._retire_journal()
+        if self.journal is not None:
+            self.journal.retire(self.outbox.oldest())
+            self.journal.replayed()
         batches, members, held, done = result
         if not idle:
             self.quiesce(False)
@@ -540,18 +503,37 @@ class Agent:
             redis_errors=stat("irl/agent/redis_errors"),
         )
 
-    def _retire_journal(self) -> None:
-        """Delete the journal's files whose records are all in Redis: those a checkpoint
-        retired before the oldest record still buffered came (the others were sent)."""
-        oldest = self.outbox.oldest()
-        while self._retiring and (oldest is None or oldest > self._retiring[0][0]):
-            for path in self._retiring.pop(0)[1]:
-                path.unlink(missing_ok=True)
+    @staticmethod
+    def _replay(records: list[tuple[int, bytes]]) -> list[Outgoing]:
+        """Batches of records read back from the journal, one a partition."""
+        batches: dict[int, Outgoing] = {}
+        for partition, chunk in records:
+            batches.setdefault(partition, Outgoing(partition)).add(chunk)
+        return list(batches.values())
 
     def _io_failed(self, failure: Failure, sends: list[Outgoing], acks: list[Batch]) -> None:
         self._io_running = False
         self._unsent = sends + self._unsent
         self._durable = acks + self._durable
+        if failure.check(redis.ResponseError) and "NOGROUP" in failure.getErrorMessage():
+            self.on_fatal(
+                f"Redis at {self.settings.redis_url} no longer has crawl "
+                f"{self.settings.crawl!r}'s streams: it lost its data (run Redis with "
+                "--appendonly yes). What was in the streams is lost; this agent's JOBDIR "
+                "is resumable"
+            )
+            return
+        held = self.outbox.records + sum(len(batch) for batch in self._unsent)
+        if held > SPILL_RECORDS and self.journal is not None:
+            self.journal.spill()  # all of it is on disk: RAM lets go
+            self._unsent = []
+            self.outbox.clear()
+            self.stats.inc_value("irl/agent/spills")
+            logger.warning(
+                "Agent %s: %d records to send while Redis is away; they wait on disk",
+                self.id,
+                held,
+            )
         now = self.clock.seconds()
         if self._failing_since is None:
             self._failing_since = now

@@ -176,6 +176,12 @@ class Outbox:
         """Open batches."""
         return len(self._open)
 
+    def clear(self) -> None:
+        """Drop every open batch (they are on disk: OutboxJournal.spill)."""
+        self._open.clear()
+        self._since.clear()
+        self.records = 0
+
     def ready(
         self, now: float, everything: bool = False, aged: int | None = None
     ) -> list[Outgoing]:

@@ -12,7 +12,8 @@ import pytest
 import redis
 from twisted.internet import defer, task
 
-from irlscrapy.distributed.agent import CHECKPOINT_S, TICK, Agent, AgentSettings
+from irlscrapy.distributed.agent import CHECKPOINT_S, Agent
+from irlscrapy.distributed.agentsettings import TICK, AgentSettings
 from irlscrapy.distributed.partitions import owner, partition_of
 from irlscrapy.distributed.streams import Batch
 from irlscrapy.domains import ICANN

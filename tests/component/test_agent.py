@@ -9,7 +9,10 @@ from typing import Any
 import pytest
 import redis
 
-from irlscrapy.distributed.agent import CHECKPOINT_S, TICK
+from irlscrapy.distributed import agent as agent_module
+from irlscrapy.distributed.agent import CHECKPOINT_S
+from irlscrapy.distributed.agentsettings import TICK
+from tests.redisserver import RedisServer
 
 from .agentfixture import AGE, PARTITIONS, advance, foreign_url, sent_urls
 
@@ -52,3 +55,40 @@ def test_the_cache_sends_a_url_once_and_without_it_every_time(
         agent.route_urls([url], [b""])
         advance(clock, TICK)
     assert sent_urls(redis_client) == [url] * sent
+
+
+def test_what_redis_cannot_take_waits_on_disk_past_a_bound_and_all_of_it_arrives(
+    make_agent: Any,
+    redis_server: RedisServer,
+    redis_client: redis.Redis,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """(Last in this module: it stops the module's redis-server, and starts it again.)"""
+    monkeypatch.setattr(agent_module, "SPILL_RECORDS", 5)
+    monkeypatch.setattr(agent_module, "REPLAY_RECORDS", 3)
+    agent, clock = make_agent()
+    fatal: list[str] = []
+    agent.on_fatal = fatal.append
+    urls = [foreign_url("ab", f"/{n}") for n in range(12)]
+    redis_server.stop()
+    try:
+        for url in urls:
+            agent.route_urls([url], [b""])
+            advance(clock, TICK)
+            held = agent.figures()["agent_outbox"]
+            assert held <= 5  # RAM lets go past the bound
+        assert agent.stats.values["irl/agent/spills"] >= 2
+        assert agent.figures()["agent_redis_failing_seconds"] > 0
+    finally:
+        redis_server.start()
+    advance(clock, TICK)  # this Redis keeps no data: the agent says so, and stops
+    assert fatal and "lost its data" in fatal[0]
+    agent.registry.add_member("b")  # as a Redis with its data has them
+    agent.exchange.create_groups(range(PARTITIONS))
+    advance(clock, TICK)
+    assert agent.journal.spilling  # read back 3 a tick
+    advance(clock, AGE)
+    assert set(sent_urls(redis_client)) == set(urls)
+    assert not agent.journal.spilling
+    assert len(list((tmp_path / "outbox").glob("outbox-*.rec"))) == 1
