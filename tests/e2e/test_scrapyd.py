@@ -39,6 +39,8 @@ from typing import Any
 
 import pytest
 
+from tests.redisserver import RedisServer
+
 from .conftest import QUICK_IRL, ROOT, SEED, TINY_DOWNLOAD_TIMEOUT, downloads, read_log
 
 pytestmark = pytest.mark.e2e
@@ -361,3 +363,35 @@ def test_cancel_stops_a_job_gracefully_and_the_same_jobid_resumes_it(
     # CLOSESPIDER_PAGECOUNT counts every response, robots.txt and the proxy's answers for
     # unresolvable hosts included: the server answered at least that many requests.
     assert len(read_log(second)) >= 200
+
+
+def test_agents_of_one_crawl_run_as_scrapyd_jobs(
+    deployed: Scrapyd, redis_server: RedisServer
+) -> None:
+    """Two agents of one multi-agent crawl, each a job whose settings come through
+    ``schedule.json``: they join the crawl in Redis, exchange URLs, and end at their page
+    limit. (Each job starts its own copy of the tiny web; the copies are identical.)"""
+    crawl = (
+        *QUICK,
+        f"IRL_REDIS_URL={redis_server.url}",
+        "IRL_CRAWL_ID=scrapyd",
+        "IRL_AGENTS=a,b",
+        "IRL_AGENT_PARTITIONS=16",
+        "IRL_EXCHANGE_AGE=1",
+        "CLOSESPIDER_PAGECOUNT=150",
+    )
+    for agent in "ab":
+        deployed.schedule(f"agent-{agent}", *crawl, f"IRL_AGENT_ID={agent}")
+    for agent in "ab":
+        deployed.wait_until_finished(f"agent-{agent}")
+    received = 0
+    for agent in "ab":
+        log = deployed.log(f"agent-{agent}")
+        assert f"Agent {agent} of crawl scrapyd: " in log and "members a, b" in log, log[:3000]
+        assert stat(log, "finish_reason") == "closespider_pagecount", log[-3000:]
+        sent = stat(log, "irl/agent/urls_out")
+        assert isinstance(sent, int) and sent > 0, log[-3000:]
+        got = stat(log, "irl/agent/urls_in")
+        received += got if isinstance(got, int) else 0
+        assert "Traceback" not in log, log[-3000:]
+    assert received > 0
