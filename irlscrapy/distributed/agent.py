@@ -83,14 +83,15 @@ from irlscrapy.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
 
-#: Batches read per partition per tick.
-READ_COUNT = 16
+#: Batches read per partition per tick: one comes every IRL_EXCHANGE_AGE at most, except
+#: after an outage, when more would be delivered on the reactor at once.
+READ_COUNT = 4
 #: Records to send the agent holds in RAM while Redis is away; past it, they wait on
 #: disk only (OutboxJournal.spill), read back REPLAY_RECORDS a tick once Redis is back.
 SPILL_RECORDS = 200_000
 REPLAY_RECORDS = 20_000
-#: Hosts whose partition is kept (a dict, cleared when full: a PLD lookup and a hash per
-#: URL otherwise).
+#: Hosts (and PLDs) whose partition is kept (a dict each, cleared when full: a PLD
+#: lookup and a hash per URL otherwise).
 PARTITION_CACHE_HOSTS = 1 << 16
 #: Seconds without a successful exchange before the crawl stops.
 REDIS_GIVE_UP = 300.0
@@ -163,6 +164,7 @@ class Agent:
         self._token = ""
         self._owned_mask = np.zeros(settings.partitions, dtype=bool)
         self._partitions: dict[str, int] = {}  # host -> partition, a bounded cache
+        self._pld_partitions: dict[str, int] = {}  # PLD -> partition, the same
         self._unsent: list[Outgoing] = []  # batches a failed tick could not send
         self._durable: list[Batch] = []  # delivered, to acknowledge at the next tick
         self._io_running = False
@@ -288,6 +290,14 @@ class Agent:
             found = self._partitions[host] = partition_of(self.plds(host), self.settings.partitions)
         return found
 
+    def _partition_of_pld(self, pld: str) -> int:
+        found = self._pld_partitions.get(pld)
+        if found is None:
+            if len(self._pld_partitions) >= PARTITION_CACHE_HOSTS:
+                self._pld_partitions.clear()
+            found = self._pld_partitions[pld] = partition_of(pld, self.settings.partitions)
+        return found
+
     def route_urls(
         self, urls: Sequence[str], auxes: Sequence[bytes]
     ) -> tuple[list[str], list[bytes]]:
@@ -322,7 +332,7 @@ class Agent:
         mine = []
         routed: dict[int, Batch] = {}
         for target in targets:
-            p = partition_of(target, self.settings.partitions)
+            p = self._partition_of_pld(target)
             if self._owned_mask[p]:
                 mine.append(target)
             else:
