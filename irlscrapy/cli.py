@@ -9,9 +9,10 @@ irlscrapy report JOBDIR [JOBDIR ...] [--out DIR]
     PNG plots, and report.json, into DIR (default JOBDIR/report); prints the page's path.
     Several JOBDIRs, those of a multi-agent crawl's agents, make one report of the whole
     crawl (--out required)
-irlscrapy agents seed --redis URL --crawl ID [--partitions P] SEEDS
+irlscrapy agents seed --redis URL --crawl ID [--partitions P] [--private-suffixes] SEEDS
     send seed URLs (URL,URL,... or a file of one URL per line) to a multi-agent crawl's
-    owners; a new crawl is created with P partitions (IRL_AGENT_PARTITIONS)
+    owners; a new crawl is created with P partitions (IRL_AGENT_PARTITIONS) and its PLDs
+    as IRL_STAR_PRIVATE_SUFFIXES says
 irlscrapy agents status --redis URL --crawl ID [--json]
     the crawl's agents: alive or not, partitions, pages and rates, URLs exchanged,
     outbox, and the exchange lag (batches sent to each and not yet read, the oldest's age)
@@ -68,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
     seed.add_argument(
         "--partitions", type=int, help="P of a new crawl (default IRL_AGENT_PARTITIONS's)"
     )
+    seed.add_argument(
+        "--private-suffixes",
+        action="store_true",
+        help="a new crawl's PLDs under the private suffixes too (IRL_STAR_PRIVATE_SUFFIXES)",
+    )
     seed.add_argument("seeds", help="URL,URL,... or a file of one URL per line")
     status.add_argument("--json", action="store_true", help="one JSON object per agent")
     return parser
@@ -82,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
             from irlscrapy.distributed.commands import seed, status
 
             if args.action == "seed":
-                print(seed(args.redis, args.crawl, args.seeds, args.partitions))
+                print(
+                    seed(args.redis, args.crawl, args.seeds, args.partitions, args.private_suffixes)
+                )
             else:
                 print(status(args.redis, args.crawl, args.json))
         elif args.action == "serve":

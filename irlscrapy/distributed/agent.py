@@ -52,7 +52,7 @@ without a successful tick the crawl stops, with its state resumable.
 Limits of this version (issue 20 continues): an agent that joins a running crawl, or
 leaves it, changes ownership without handing over the URLs already in the old owner's
 frontier or its URLseen's knowledge, so URLs of a moved partition may be fetched twice;
-per-IP politeness is per agent; outgoing batches are held in RAM while Redis is away.
+per-IP politeness is per agent.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from twisted.python.failure import Failure
 
 from irlscrapy.distributed.agentsettings import TICK, AgentSettings
 from irlscrapy.distributed.outboxjournal import OutboxJournal
-from irlscrapy.distributed.partitions import assignment, partition_of
+from irlscrapy.distributed.partitions import PartitionCache, assignment
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.sentcache import SentCache
 from irlscrapy.distributed.status import STATUS_EVERY, AgentStatus
@@ -90,9 +90,6 @@ READ_COUNT = 4
 #: disk only (OutboxJournal.spill), read back REPLAY_RECORDS a tick once Redis is back.
 SPILL_RECORDS = 200_000
 REPLAY_RECORDS = 20_000
-#: Hosts (and PLDs) whose partition is kept (a dict each, cleared when full: a PLD
-#: lookup and a hash per URL otherwise).
-PARTITION_CACHE_HOSTS = 1 << 16
 #: Seconds without a successful exchange before the crawl stops.
 REDIS_GIVE_UP = 300.0
 #: Seconds between checkpoints of the outbox's journal: it starts a new file, and the
@@ -140,7 +137,8 @@ class Agent:
         self.clock = clock
         self.worker = worker or NicedWorker("irl-redis", 0)
         client = redis.Redis.from_url(settings.redis_url, socket_timeout=max(5.0, settings.lease))
-        self.registry = CrawlRegistry(client, settings.crawl, CrawlConfig(settings.partitions))
+        config = CrawlConfig(settings.partitions, private_suffixes=settings.private_suffixes)
+        self.registry = CrawlRegistry(client, settings.crawl, config)
         self.exchange = Exchange(self.registry, self.id)
         self._crawl_done = self.registry.client.register_script(_CRAWL_DONE)
         self.outbox = Outbox(settings.batch, settings.age)
@@ -163,8 +161,7 @@ class Agent:
         self.others_done = False
         self._token = ""
         self._owned_mask = np.zeros(settings.partitions, dtype=bool)
-        self._partitions: dict[str, int] = {}  # host -> partition, a bounded cache
-        self._pld_partitions: dict[str, int] = {}  # PLD -> partition, the same
+        self.partitions = PartitionCache(plds, settings.partitions)
         self._unsent: list[Outgoing] = []  # batches a failed tick could not send
         self._durable: list[Batch] = []  # delivered, to acknowledge at the next tick
         self._io_running = False
@@ -176,7 +173,11 @@ class Agent:
         self._checkpoint_at = 0.0
         self._status_at = 0.0  # when the next status record is due
         self._last_pages = (0.0, 0)  # (when, pages) of the previous one
-        self._routed = False  # this agent routed a URL: the crawl has begun
+        self._began = False  # this agent routed a URL or had work: the crawl has begun
+        #: a tick failed, perhaps after reading batches it never delivered: the next
+        #: one reads this agent's pending batches again (else they stay pending for good)
+        self._orphans = False
+        self._ticking: defer.Deferred[Any] | None = None  # the tick under way
         self._seeded_published = False  # Redis knows it
 
     @classmethod
@@ -243,16 +244,36 @@ class Agent:
             self._deliver(pending)
         self._loop = task.LoopingCall(self._tick)
         self._loop.clock = self.clock
-        self._loop.start(TICK, now=True)
+        self._loop.start(TICK, now=True).addErrback(self._tick_crashed)
+
+    def _tick_crashed(self, failure: Failure) -> None:
+        logger.error("Agent %s: its tick failed\n%s", self.id, failure.getTraceback())
+        self.on_fatal(
+            f"agent {self.id!r} can no longer exchange with the other agents "
+            f"({failure.getErrorMessage()}): the crawl stops; its JOBDIR is resumable"
+        )
 
     def stop(self) -> defer.Deferred[None]:
         """Send everything buffered, acknowledge what is durable, give the lease up (the
-        agent stays a member: its partitions wait for its return)."""
+        agent stays a member: its partitions wait for its return). A tick under way
+        ends first (what it fails to send is sent here)."""
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         journal = self.journal
         if not self._token or journal is None:  # it never joined
             return defer.succeed(None)
+        if self._io_running and self._ticking is not None:
+            ended: defer.Deferred[None] = defer.Deferred()
+
+            def tick_ended(result: Any) -> Any:
+                ended.callback(None)
+                return result
+
+            self._ticking.addBoth(tick_ended)
+            return ended.addCallback(lambda _: self._stop(journal))
+        return self._stop(journal)
+
+    def _stop(self, journal: OutboxJournal) -> defer.Deferred[None]:
         sends = self._unsent + self.outbox.ready(self.clock.seconds(), everything=True)
         acks, self._unsent, self._durable = self._durable, [], []
         d = self.worker(self._last_io, sends, acks)
@@ -283,28 +304,15 @@ class Agent:
 
     # -- routing (on the reactor) ----------------------------------------------------------
     def partition_of_host(self, host: str) -> int:
-        found = self._partitions.get(host)
-        if found is None:
-            if len(self._partitions) >= PARTITION_CACHE_HOSTS:
-                self._partitions.clear()
-            found = self._partitions[host] = partition_of(self.plds(host), self.settings.partitions)
-        return found
-
-    def _partition_of_pld(self, pld: str) -> int:
-        found = self._pld_partitions.get(pld)
-        if found is None:
-            if len(self._pld_partitions) >= PARTITION_CACHE_HOSTS:
-                self._pld_partitions.clear()
-            found = self._pld_partitions[pld] = partition_of(pld, self.settings.partitions)
-        return found
+        return self.partitions.of_host(host)
 
     def route_urls(
         self, urls: Sequence[str], auxes: Sequence[bytes]
     ) -> tuple[list[str], list[bytes]]:
         """The URLs (and auxes) this agent owns; the others go to the outbox."""
-        self._routed = True
+        self._began = True
         parts = np.fromiter(
-            (self.partition_of_host(url_host(u)) for u in urls), dtype=np.int64, count=len(urls)
+            (self.partitions.of_host(url_host(u)) for u in urls), dtype=np.int64, count=len(urls)
         )
         mine = self._owned_mask[parts]
         if mine.all():
@@ -332,7 +340,7 @@ class Agent:
         mine = []
         routed: dict[int, Batch] = {}
         for target in targets:
-            p = self._partition_of_pld(target)
+            p = self.partitions.of_pld(target)
             if self._owned_mask[p]:
                 mine.append(target)
             else:
@@ -362,13 +370,15 @@ class Agent:
             self._checkpoint_at = now + CHECKPOINT_S
             journal.checkpoint(now)
         locally_idle = self.locally_idle()
+        self._began |= not locally_idle  # work of its own: the crawl has begun
+        held = len(self._unsent)
         # with nothing of its own to fetch, the agent sends what it holds at once: the
         # crawl's last rounds of exchange wait for no batch age
         # batches by age: no more a tick than the open ones over the ticks in an age
         aged = math.ceil(len(self.outbox) * TICK / self.settings.age)
         sends = self._unsent + self.outbox.ready(now, everything=locally_idle, aged=aged)
         if self._failing_since is None and journal.spilling:
-            sends += self._replay(journal.replay(REPLAY_RECORDS))
+            sends += Outgoing.of_records(journal.replay(REPLAY_RECORDS))
         acks = self._durable
         self._unsent, self._durable = [], []
         idle = (
@@ -386,14 +396,15 @@ class Agent:
         status = None
         if now >= self._status_at:
             self._status_at = now + STATUS_EVERY
-            status = self._status(now, idle)
-        d = self.worker(self._io, sends, acks, idle, renew, check, status)
+            status = self._status(now, idle, held)
+        d = self.worker(self._io, sends, acks, idle, renew, check, status, self._orphans)
         d.addCallbacks(
             self._io_done,
             self._io_failed,
             callbackArgs=(sends, acks, idle, renew),
             errbackArgs=(sends, acks),
         )
+        self._ticking = d
 
     def _io(
         self,
@@ -403,13 +414,15 @@ class Agent:
         renew: bool,
         check: bool = False,
         status: AgentStatus | None = None,
+        orphans: bool = False,
     ) -> tuple[list[Batch], list[str] | None, bool, tuple[bool, bool]]:
-        """One round of Redis I/O (on the Redis thread); see the module docstring."""
+        """One round of Redis I/O (on the Redis thread, one at a time: the worker has
+        one thread); see the module docstring."""
         registry, exchange = self.registry, self.exchange
         pipe = registry.client.pipeline(transaction=False)
         if idle is not None and idle != self._published_idle:
             pipe.hset(registry.key("idle"), self.id, "1" if idle else "0")
-        seeding = self._routed and not self._seeded_published
+        seeding = self._began and not self._seeded_published
         if seeding:
             pipe.set(registry.key("seeded"), "1", nx=True)
         if status is not None:
@@ -423,7 +436,10 @@ class Agent:
         exchange.done(acks)
         if idle is None:
             return [], None, True, (False, False)
-        batches = exchange.read(sorted(self.owned), READ_COUNT, None)
+        owned = sorted(self.owned)
+        # (every batch delivered is acknowledged by now: what is pending was lost)
+        batches = exchange.pending(owned, 1 << 30) if orphans else []
+        batches += exchange.read(owned, READ_COUNT, None)
         held, members = True, None
         if renew:
             held = registry.renew(self.id, self._token, self.settings.lease)
@@ -447,6 +463,7 @@ class Agent:
     ) -> None:
         self._io_running = False
         self._failing_since = None
+        self._orphans = False
         if self.journal is not None:
             self.journal.retire(self.outbox.oldest())
             self.journal.replayed()
@@ -492,7 +509,7 @@ class Agent:
             ),
         }
 
-    def _status(self, now: float, idle: bool) -> AgentStatus:
+    def _status(self, now: float, idle: bool, held: int) -> AgentStatus:
         def stat(name: str) -> int:
             return int(self.stats.get_value(name, 0))
 
@@ -508,23 +525,16 @@ class Agent:
             batches_out=stat("irl/agent/batches_out"),
             batches_in=stat("irl/agent/batches_in"),
             outbox=self.outbox.records,
-            unsent=len(self._unsent),
+            unsent=held,
             idle=idle,
             redis_errors=stat("irl/agent/redis_errors"),
         )
-
-    @staticmethod
-    def _replay(records: list[tuple[int, bytes]]) -> list[Outgoing]:
-        """Batches of records read back from the journal, one a partition."""
-        batches: dict[int, Outgoing] = {}
-        for partition, chunk in records:
-            batches.setdefault(partition, Outgoing(partition)).add(chunk)
-        return list(batches.values())
 
     def _io_failed(self, failure: Failure, sends: list[Outgoing], acks: list[Batch]) -> None:
         self._io_running = False
         self._unsent = sends + self._unsent
         self._durable = acks + self._durable
+        self._orphans = True
         if failure.check(redis.ResponseError) and "NOGROUP" in failure.getErrorMessage():
             self.on_fatal(
                 f"Redis at {self.settings.redis_url} no longer has crawl "

@@ -26,6 +26,7 @@ class AgentSettings:
     batch: int
     age: float
     cache_slots: int
+    private_suffixes: bool = False  # IRL_STAR_PRIVATE_SUFFIXES: what a PLD is
 
     @classmethod
     def from_settings(cls, settings: Any, spider_name: str) -> AgentSettings | None:
@@ -53,6 +54,7 @@ class AgentSettings:
             batch=defaults.get(settings, "IRL_EXCHANGE_BATCH"),
             age=defaults.get(settings, "IRL_EXCHANGE_AGE"),
             cache_slots=defaults.get(settings, "IRL_EXCHANGE_CACHE"),
+            private_suffixes=defaults.get(settings, "IRL_STAR_PRIVATE_SUFFIXES"),
         )
         if got.lease <= 3 * TICK:
             raise ConfigurationError(f"IRL_AGENT_LEASE must exceed {3 * TICK:g} s")

@@ -16,7 +16,9 @@ from irlscrapy.distributed.streams import Exchange
 from irlscrapy.exceptions import ConfigurationError
 
 
-def seed(redis_url: str, crawl: str, seeds: str, partitions: int | None) -> str:
+def seed(
+    redis_url: str, crawl: str, seeds: str, partitions: int | None, private_suffixes: bool
+) -> str:
     """Seed ``crawl``; return what was done, in a sentence."""
     from irlscrapy.spiders.broad import parse_seeds
 
@@ -25,11 +27,17 @@ def seed(redis_url: str, crawl: str, seeds: str, partitions: int | None) -> str:
         config = stored_config(client, crawl)
         if config is None:
             default = defaults.BY_NAME["IRL_AGENT_PARTITIONS"].default
-            config = CrawlConfig(partitions or default)
+            config = CrawlConfig(partitions or default, private_suffixes=private_suffixes)
         elif partitions is not None and partitions != config.partitions:
             raise ConfigurationError(
                 f"crawl {crawl!r} has {config.partitions} partitions, not {partitions}: "
                 "leave --partitions out to seed it"
+            )
+        elif private_suffixes != config.private_suffixes:
+            raise ConfigurationError(
+                f"crawl {crawl!r} counts PLDs {'with' if config.private_suffixes else 'without'}"
+                " the Public Suffix List's private section: seed it "
+                f"{'with' if config.private_suffixes else 'without'} --private-suffixes"
             )
         sent = seed_crawl(CrawlRegistry(client, crawl, config), urls)
     return (

@@ -27,7 +27,7 @@ the ids come in.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from hashlib import blake2b
 
 from irlscrapy.domains import domain_key
@@ -37,6 +37,8 @@ from irlscrapy.exceptions import ConfigurationError
 #: whose code partitions otherwise refuses to join (DO NOT CHANGE what it names).
 PARTITION_FUNCTION = "domain_key(pld) % P; rendezvous blake2b-64(agent, partition)"
 MAX_PARTITIONS = 1 << 16
+#: Hosts, and PLDs, whose partition a PartitionCache keeps.
+CACHE_KEYS = 1 << 16
 
 
 def check_partitions(partitions: int) -> int:
@@ -74,3 +76,32 @@ def assignment(agents: Iterable[str], partitions: int) -> dict[str, frozenset[in
     for p in range(partitions):
         owned[owner(p, members)].add(p)
     return {agent: frozenset(parts) for agent, parts in owned.items()}
+
+
+class PartitionCache:
+    """The partitions of hosts and of PLDs, each kept in a dict cleared when it holds
+    :data:`CACHE_KEYS` (a PLD lookup and a hash per URL otherwise). Hosts and PLDs are
+    kept apart: a PLD is not always its own PLD (``[::1]``'s is ``::1``, whose is "")."""
+
+    def __init__(self, plds: Callable[[str], str], partitions: int) -> None:
+        self.plds = plds
+        self.partitions = partitions
+        self._hosts: dict[str, int] = {}
+        self._plds: dict[str, int] = {}
+
+    def of_host(self, host: str) -> int:
+        found = self._hosts.get(host)
+        if found is None:
+            found = self.of_pld(self.plds(host))
+            if len(self._hosts) >= CACHE_KEYS:
+                self._hosts.clear()
+            self._hosts[host] = found
+        return found
+
+    def of_pld(self, pld: str) -> int:
+        found = self._plds.get(pld)
+        if found is None:
+            if len(self._plds) >= CACHE_KEYS:
+                self._plds.clear()
+            found = self._plds[pld] = partition_of(pld, self.partitions)
+        return found

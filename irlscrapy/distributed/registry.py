@@ -78,6 +78,8 @@ class CrawlConfig:
     partitions: int
     partition_function: str = PARTITION_FUNCTION
     layout: int = LAYOUT_VERSION
+    #: IRL_STAR_PRIVATE_SUFFIXES: what a PLD is, so where a URL belongs
+    private_suffixes: bool = False
 
     def __post_init__(self) -> None:
         check_partitions(self.partitions)

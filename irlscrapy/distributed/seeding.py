@@ -22,12 +22,11 @@ from irlscrapy.scheduler.intake import seed_aux
 SEED_BATCH = 1000
 
 
-def seed_crawl(
-    registry: CrawlRegistry, urls: Iterable[str], plds: PayLevelDomains = ICANN
-) -> dict[int, int]:
+def seed_crawl(registry: CrawlRegistry, urls: Iterable[str]) -> dict[int, int]:
     """Send ``urls`` to their owners; return the URLs sent per partition."""
     registry.ensure_config()
     partitions = registry.config.partitions
+    plds = PayLevelDomains(private=True) if registry.config.private_suffixes else ICANN
     exchange = Exchange(registry, "seed")
     exchange.create_groups(range(partitions))
     by_partition: dict[int, Batch] = {}

@@ -6,9 +6,10 @@ crawl's ``status`` hash, in the pipeline of its tick's appends (no round trip, o
 command; :meth:`AgentStatus.to_json`). The view (:func:`crawl_view`) joins, per member:
 its registry record (host, pid, when it was last seen), whether a process holds its lease
 now, its last status, the partitions it owns, and the *exchange lag* of those partitions,
-read from the streams themselves: the batches sent to it and not yet read (the group's
-``lag``), those read and not yet acknowledged (``pending``), and the age of the oldest
-unread one (a stream entry's id is its append time in ms).
+read from the streams themselves: the batches read and not yet acknowledged (the group's
+``pending``), those sent to it and not yet read (the stream's length less those: an
+acknowledged batch is deleted at once), and the age of the oldest unread one (a stream
+entry's id is its append time in ms).
 """
 
 from __future__ import annotations
@@ -97,13 +98,18 @@ def partition_lag(exchange: Exchange, partitions: list[int]) -> PartitionLag:
     pipe = exchange.client.pipeline(transaction=False)
     for p in partitions:
         pipe.xinfo_groups(exchange.stream(p))
+        pipe.xlen(exchange.stream(p))
+    replies = pipe.execute(raise_on_error=False)
     unread_after: dict[int, bytes] = {}
-    for p, groups in zip(partitions, pipe.execute(raise_on_error=False), strict=True):
+    for p, groups, length in zip(partitions, replies[::2], replies[1::2], strict=True):
         group = _owner_group(groups)
-        if group is None:
+        if group is None or isinstance(length, Exception):
             continue
-        lag.pending += int(group["pending"])
-        unread = int(group.get("lag") or 0)
+        pending = int(group["pending"])
+        lag.pending += pending
+        # an entry acknowledged is deleted at once, so the rest are pending or unread
+        # (the group's own "lag" is unknown once entries were deleted out of order)
+        unread = int(length) - pending
         lag.unread += unread
         if unread:
             unread_after[p] = group["last-delivered-id"]

@@ -21,8 +21,9 @@ acknowledges and deletes it (one script for all: ``XACK`` then ``XDEL``), which 
 only once the batch's URLs are durable in its own URLseen and BEAST. So a batch is
 delivered at least once, and the owner's URLseen makes discovery exactly-once across
 agents. After a kill -9, the restarted agent reads its own pending batches again first
-(:meth:`Exchange.pending`); a partition handed over takes the old owner's pending
-batches with ``XAUTOCLAIM``.
+(:meth:`Exchange.pending`), as it does after a tick that failed once it had read some.
+(A partition handed over will take the old owner's pending batches with ``XAUTOCLAIM``,
+:meth:`Exchange.claim`; the handover is not built yet.)
 
 *Memory.* A batch is deleted when acknowledged, so a stream holds only what is sent and
 not yet durable at its owner: Redis memory follows the exchange's backlog, never the
@@ -50,6 +51,8 @@ from redis.typing import EncodableT, FieldT
 from irlscrapy.distributed.registry import LAYOUT_VERSION, CrawlRegistry
 
 GROUP = "owner"
+#: Batches acknowledged by one script call at most.
+ACK_CHUNK = 1000
 _COUNTS = struct.Struct(">II")
 _URL = struct.Struct(">HI")
 _EDGE = struct.Struct(">HH")
@@ -149,6 +152,14 @@ class Outgoing:
     def add(self, chunk: bytes) -> None:
         self.chunks.append(chunk)
         self.records += chunk_records(chunk)
+
+    @classmethod
+    def of_records(cls, records: list[tuple[int, bytes]]) -> list[Outgoing]:
+        """(partition, chunk) records as batches, one a partition."""
+        batches: dict[int, Outgoing] = {}
+        for partition, chunk in records:
+            batches.setdefault(partition, cls(partition)).add(chunk)
+        return list(batches.values())
 
 
 class Outbox:
@@ -278,15 +289,16 @@ class Exchange:
 
     def done(self, batches: Sequence[Batch]) -> int:
         """Acknowledge and delete ``batches`` (durable at this agent now)."""
-        if not batches:
-            return 0
-        by_stream: dict[int, list[bytes]] = {}
-        for batch in batches:
-            by_stream.setdefault(batch.partition, []).append(batch.entry)
-        args: list[EncodableT] = [GROUP]
-        for entries in by_stream.values():
-            args += [len(entries), *entries]
-        return int(self._done(keys=[self.stream(p) for p in by_stream], args=args))
+        acked = 0
+        for at in range(0, len(batches), ACK_CHUNK):  # (Lua's unpack takes ~8,000 at most)
+            by_stream: dict[int, list[bytes]] = {}
+            for batch in batches[at : at + ACK_CHUNK]:
+                by_stream.setdefault(batch.partition, []).append(batch.entry)
+            args: list[EncodableT] = [GROUP]
+            for entries in by_stream.values():
+                args += [len(entries), *entries]
+            acked += int(self._done(keys=[self.stream(p) for p in by_stream], args=args))
+        return acked
 
     def backlog(self, partitions: Iterable[int]) -> int:
         """Entries in the streams of ``partitions`` (sent, not yet durable at the owner)."""

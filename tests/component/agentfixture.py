@@ -49,14 +49,20 @@ def make_agent(
 ) -> Iterator[Any]:
     made: list[Agent] = []
 
-    def make(cache_slots: int = 1 << 10, busy: bool = True) -> tuple[Agent, task.Clock]:
+    def make(
+        cache_slots: int = 1 << 10, busy: bool = True, worker: Any = None
+    ) -> tuple[Agent, task.Clock]:
         settings = AgentSettings(
             redis_url=redis_server.url, crawl="c", agent="a", agents=("a", "b"),
             partitions=PARTITIONS, lease=3.5, batch=1000, age=AGE, cache_slots=cache_slots,
         )  # fmt: skip
         clock = task.Clock()
         agent = Agent(
-            settings, ICANN, Stats(), clock, worker=lambda f, *a: defer.maybeDeferred(f, *a)
+            settings,
+            ICANN,
+            Stats(),
+            clock,
+            worker=worker or (lambda f, *a: defer.maybeDeferred(f, *a)),
         )
         agent.locally_idle = lambda: not busy
         agent.fetching = lambda: busy

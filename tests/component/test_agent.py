@@ -8,10 +8,13 @@ from typing import Any
 
 import pytest
 import redis
+from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from irlscrapy.distributed import agent as agent_module
 from irlscrapy.distributed.agent import CHECKPOINT_S
 from irlscrapy.distributed.agentsettings import TICK
+from irlscrapy.distributed.streams import Batch, Exchange, Outgoing
 from tests.redisserver import RedisServer
 
 from .agentfixture import AGE, PARTITIONS, advance, foreign_url, sent_urls
@@ -55,6 +58,92 @@ def test_the_cache_sends_a_url_once_and_without_it_every_time(
         agent.route_urls([url], [b""])
         advance(clock, TICK)
     assert sent_urls(redis_client) == [url] * sent
+
+
+def test_batches_read_by_a_tick_that_failed_are_read_again_and_delivered(
+    make_agent: Any, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent, clock = make_agent()
+    delivered: list[str] = []
+    agent.deliver_urls = lambda urls, auxes: delivered.extend(urls)
+    p = min(agent.owned)
+    sender = Exchange(agent.registry, "b")
+    sent = Outgoing(p)
+    sent.add(Batch(p, ["http://mine.com/"], [b""]).encode())
+    sender.send([sent])
+    read = agent.exchange.read
+
+    def read_then_lose_the_reply(*args: Any) -> list[Batch]:
+        read(*args)
+        monkeypatch.setattr(agent.exchange, "read", read)
+        raise redis.ConnectionError("the reply was lost")
+
+    monkeypatch.setattr(agent.exchange, "read", read_then_lose_the_reply)
+    advance(clock, TICK)
+    assert delivered == []  # read, pending at Redis, never delivered
+    advance(clock, TICK)
+    assert delivered == ["http://mine.com/"]
+    advance(clock, TICK)  # acknowledged, deleted
+    assert redis_client.xlen(agent.exchange.stream(p)) == 0
+
+
+def test_an_agent_busy_with_its_own_work_says_the_crawl_has_begun(
+    make_agent: Any, redis_client: redis.Redis
+) -> None:
+    make_agent(busy=True)  # work of its own, nothing routed
+    assert redis_client.get("irl:{c}:seeded") == b"1"
+
+
+def test_a_tick_that_raises_stops_the_crawl_with_a_message(
+    make_agent: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent, clock = make_agent()
+    fatal: list[str] = []
+    agent.on_fatal = fatal.append
+
+    def disk_full(now: float) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(agent.journal, "checkpoint", disk_full)
+    advance(clock, CHECKPOINT_S + TICK)
+    assert fatal and "can no longer exchange" in fatal[0] and "No space" in fatal[0]
+
+
+class HeldTicks:
+    """A Redis worker whose ticks wait until the test ends them (the rest run at once)."""
+
+    def __init__(self) -> None:
+        self.ticks: list[tuple[defer.Deferred[Any], Any, tuple[Any, ...]]] = []
+
+    def __call__(self, f: Any, *args: Any) -> defer.Deferred[Any]:
+        if f.__name__ != "_io":
+            return defer.maybeDeferred(f, *args)
+        d: defer.Deferred[Any] = defer.Deferred()
+        self.ticks.append((d, f, args))
+        return d
+
+    def end(self, lose: bool = False) -> None:
+        d, f, args = self.ticks.pop(0)
+        if lose:
+            d.errback(Failure(redis.ConnectionError("Redis went away")))
+        else:
+            d.callback(f(*args))
+
+
+def test_a_stop_waits_for_the_tick_under_way_and_sends_what_it_could_not(
+    make_agent: Any, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    ticks = HeldTicks()
+    agent, clock = make_agent(busy=False, worker=ticks)
+    ticks.end()  # the first tick, at start
+    url = foreign_url("ab")
+    agent.route_urls([url], [b""])
+    clock.advance(TICK)  # a tick takes the URL's batch, and is under way...
+    stopped = agent.stop()  # ...when the crawl closes
+    assert not stopped.called
+    ticks.end(lose=True)  # the tick fails: its batch goes back to be sent
+    assert stopped.called and sent_urls(redis_client) == [url]
+    assert list((tmp_path / "outbox").glob("outbox-*.rec")) == []
 
 
 def test_what_redis_cannot_take_waits_on_disk_past_a_bound_and_all_of_it_arrives(

@@ -41,9 +41,23 @@ def test_seed_creates_the_crawl_and_sends_each_url_to_its_partition(
     for url, pld in zip(SEEDS, ["a.com", "b.org", "c.net"], strict=True):
         batch = sent[partition_of(pld, 8)][0]
         assert batch.auxes[batch.urls.index(url)] == seed_aux(url)
-    # the crawl exists now: its partition count stays
+    # the crawl exists now: its partition count and PLDs stay
     assert main([*argv[:-1], "16", SEEDS[0]]) == 2
     assert "has 8 partitions, not 16" in capsys.readouterr().err
+    assert main([*argv[:-2], "--private-suffixes", SEEDS[0]]) == 2
+    assert "seed it without --private-suffixes" in capsys.readouterr().err
+
+
+def test_a_crawl_of_private_suffixes_seeds_a_blog_to_its_own_partition(
+    redis_server: RedisServer, redis_client: redis.Redis
+) -> None:
+    argv = ["agents", "seed", "--redis", redis_server.url, "--crawl", "blogs"]
+    assert (
+        main([*argv, "--partitions", "64", "--private-suffixes", "http://alice.blogspot.com/"]) == 0
+    )
+    p = partition_of("alice.blogspot.com", 64)
+    assert p != partition_of("blogspot.com", 64)
+    assert stream_urls(redis_client, "blogs", 64)[p][0].urls == ["http://alice.blogspot.com/"]
 
 
 def test_seed_reads_a_file_and_refuses_what_is_not_a_url(

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
-from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
+from irlscrapy.distributed.streams import ACK_CHUNK, Batch, Exchange, Outbox, Outgoing
 
 PARTITIONS = 8
 
@@ -93,6 +93,14 @@ def test_the_owner_reads_what_others_send_and_done_deletes_it(redis_client: redi
     assert owner.done(got) == 1
     assert owner.backlog([5, 6]) == 1 and owner.pending([5], count=10) == []
     assert redis_client.xlen(owner.stream(5)) == 0  # deleted: Redis holds only the backlog
+
+
+def test_done_takes_more_batches_than_one_script_can_unpack(redis_client: redis.Redis) -> None:
+    sender, owner = exchange(redis_client, "a"), exchange(redis_client, "b")
+    sender.send([outgoing(Batch(p % 2, ["u"], [b""])) for p in range(2 * ACK_CHUNK + 500)])
+    got = owner.read([0, 1], count=10_000, block_ms=None)
+    assert len(got) == 2 * ACK_CHUNK + 500
+    assert owner.done(got) == len(got) and owner.backlog([0, 1]) == 0
 
 
 def test_an_agent_killed_before_done_gets_its_batches_again(redis_client: redis.Redis) -> None:

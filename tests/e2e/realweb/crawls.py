@@ -8,7 +8,7 @@ same :data:`~tests.e2e.realweb.sites.USER_AGENT` and robots.txt obeyed:
 
 - *stock*: ``-s ADDONS={}`` (Scrapy's own scheduler, RobotsTxtMiddleware, no delays:
   Scrapy's defaults, as tests/e2e/conftest.py's STOCK);
-- *irl*: the add-on on, with politeness that binds (tau_h 0.02 s, tau_s 0.01 s; the floors
+- *irl*: the add-on on, with issue 16's politeness (tau_h 0.05 s, tau_s 0.01 s; the floors
   equal the delays, so STAR's budgets leave them as they are and the audit knows the
   delay in force) and loopback addresses allowed.
 """
@@ -27,7 +27,7 @@ from .netns import NamespaceRun
 from .server import RealWeb
 from .sites import USER_AGENT, host_delay
 
-HOST_DELAY = 0.02
+HOST_DELAY = 0.05
 IP_DELAY = 0.01
 
 COMMON = {

@@ -33,7 +33,7 @@ USER_AGENT = "irlscrapy/0.1 (broad crawl; Scrapy)"
 #: The robots.txt product token that names this crawler.
 AGENT_TOKEN = "irlscrapy"
 #: Crawl-delay that www.postgresql.org's robots.txt asks for (seconds).
-CRAWL_DELAY = 0.05
+CRAWL_DELAY = 0.1
 
 
 @dataclass(frozen=True)
