@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from irlscrapy.distributed.partitions import assignment
 from irlscrapy.distributed.registry import CrawlRegistry
@@ -73,7 +73,7 @@ def crawl_view(registry: CrawlRegistry, exchange: Exchange) -> list[AgentView]:
     client = registry.client
     members = registry.members()
     owners = assignment(members, registry.config.partitions)
-    statuses = client.hgetall(registry.key("status"))
+    statuses: dict[bytes, bytes] = cast(dict[bytes, bytes], client.hgetall(registry.key("status")))
     views = []
     for agent in members:
         raw = statuses.get(agent.encode())
