@@ -303,9 +303,6 @@ class Agent:
         )
 
     # -- routing (on the reactor) ----------------------------------------------------------
-    def partition_of_host(self, host: str) -> int:
-        return self.partitions.of_host(host)
-
     def route_urls(
         self, urls: Sequence[str], auxes: Sequence[bytes]
     ) -> tuple[list[str], list[bytes]]:
