@@ -36,7 +36,7 @@ started before their seeds wait for them.
 *The end.* An agent is *idle* when it has nothing to fetch, nothing in flight, nothing
 buffered to send and nothing read but not acknowledged: when a crawl of one process
 would close. The crawl is done when every member is idle and every partition stream is
-empty, read in one script (:data:`_CRAWL_DONE`). An agent publishes "not idle" before,
+empty, read in one script (:meth:`CrawlRegistry.crawl_done`). An agent publishes "not idle" before,
 in the same pipeline, it acknowledges a batch, and "idle" only after its last batch is
 sent; and from the moment it decides it is idle it takes up no work of its own until
 Redis has its "not idle" (:attr:`Agent.quiesce`: the parked URLs of a host whose
@@ -45,14 +45,17 @@ back to BEAST). So the script never sees a moment where work exists but hides: a
 either in a stream, or at an agent that says it is busy. Until the crawl is done, the
 scheduler reports pending requests, so Scrapy keeps every agent open.
 
+*IP leases.* Each tick's round of I/O also runs the round of this agent's IP leases
+(:mod:`irlscrapy.distributed.ipleases`): the workbench takes from an IP only while this
+agent holds its lease, so agents sharing an address keep its delay between them.
+
 *Redis away.* A tick that fails keeps its batches and acknowledgements for the next
 one; the agent crawls its own partitions meanwhile. After :data:`REDIS_GIVE_UP` seconds
 without a successful tick the crawl stops, with its state resumable.
 
 Limits of this version (issue 20 continues): an agent that joins a running crawl, or
 leaves it, changes ownership without handing over the URLs already in the old owner's
-frontier or its URLseen's knowledge, so URLs of a moved partition may be fetched twice;
-per-IP politeness is per agent.
+frontier or its URLseen's knowledge, so URLs of a moved partition may be fetched twice.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
 from irlscrapy.distributed.agentsettings import TICK, AgentSettings
+from irlscrapy.distributed.ipleases import IPLeases, LeaseReply, LeaseRound
 from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.distributed.partitions import PartitionCache, assignment
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
@@ -82,6 +86,10 @@ from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
+
+#: A tick's Redis I/O: batches read, the members (if renewed), the lease still held,
+#: (the crawl is done, every other agent is done), the IP leases' reply.
+IOResult = tuple[list[Batch], list[str] | None, bool, tuple[bool, bool], LeaseReply | None]
 
 #: Batches read per partition per tick: one comes every IRL_EXCHANGE_AGE at most, except
 #: after an outage, when more would be delivered on the reactor at once.
@@ -96,29 +104,6 @@ REDIS_GIVE_UP = 300.0
 #: older ones go once everything routed before the checkpoint is in Redis (within
 #: IRL_EXCHANGE_AGE; irlscrapy.distributed.outboxjournal).
 CHECKPOINT_S = 10.0
-#: KEYS[1] the members hash, KEYS[2] the idle flags, KEYS[3] the "seeded" flag; ARGV: the
-#: streams' key prefix, P, this agent's id. Returns {the crawl is done, every other agent
-#: is idle and every stream empty}; a crawl that never had a URL is not done.
-_CRAWL_DONE = """
-if redis.call('EXISTS', KEYS[3]) == 0 then
-    return {0, 0}
-end
-local me, others = 1, 1
-for _, member in ipairs(redis.call('HKEYS', KEYS[1])) do
-    if redis.call('HGET', KEYS[2], member) ~= '1' then
-        if member == ARGV[3] then me = 0 else others = 0 end
-    end
-end
-if others == 1 then
-    for p = 0, tonumber(ARGV[2]) - 1 do
-        if redis.call('XLEN', ARGV[1] .. p) > 0 then
-            others = 0
-            break
-        end
-    end
-end
-return {me * others, others}
-"""
 
 
 class Agent:
@@ -140,7 +125,8 @@ class Agent:
         config = CrawlConfig(settings.partitions, private_suffixes=settings.private_suffixes)
         self.registry = CrawlRegistry(client, settings.crawl, config)
         self.exchange = Exchange(self.registry, self.id)
-        self._crawl_done = self.registry.client.register_script(_CRAWL_DONE)
+        #: global per-IP politeness; the scheduler attaches its workbench before start()
+        self.leases = IPLeases(self.registry, self.id)
         self.outbox = Outbox(settings.batch, settings.age)
         self.sent = SentCache(settings.cache_slots) if settings.cache_slots else None
         # set by the scheduler before start()
@@ -276,7 +262,8 @@ class Agent:
     def _stop(self, journal: OutboxJournal) -> defer.Deferred[None]:
         sends = self._unsent + self.outbox.ready(self.clock.seconds(), everything=True)
         acks, self._unsent, self._durable = self._durable, [], []
-        d = self.worker(self._last_io, sends, acks)
+        leases = self.leases.release_all(self.clock.seconds())
+        d = self.worker(self._last_io, sends, acks, leases)
         d.addCallbacks(
             # (spilled records not yet sent wait for the next start, in their files)
             lambda _: journal.close() if journal.spilling else journal.remove_all(),
@@ -285,8 +272,9 @@ class Agent:
         )
         return d
 
-    def _last_io(self, sends: list[Outgoing], acks: list[Batch]) -> None:
+    def _last_io(self, sends: list[Outgoing], acks: list[Batch], leases: LeaseRound) -> None:
         self._io(sends, acks, idle=None, renew=False)
+        self.leases.run(leases)
         if self._token:
             self.registry.release(self.id, self._token)
 
@@ -394,12 +382,13 @@ class Agent:
         if now >= self._status_at:
             self._status_at = now + STATUS_EVERY
             status = self._status(now, idle, held)
-        d = self.worker(self._io, sends, acks, idle, renew, check, status, self._orphans)
+        leases = self.leases.round(now) if self.leases.bench is not None else None
+        d = self.worker(self._io, sends, acks, idle, renew, check, status, self._orphans, leases)
         d.addCallbacks(
             self._io_done,
             self._io_failed,
             callbackArgs=(sends, acks, idle, renew),
-            errbackArgs=(sends, acks),
+            errbackArgs=(sends, acks, leases),
         )
         self._ticking = d
 
@@ -412,7 +401,8 @@ class Agent:
         check: bool = False,
         status: AgentStatus | None = None,
         orphans: bool = False,
-    ) -> tuple[list[Batch], list[str] | None, bool, tuple[bool, bool]]:
+        leases: LeaseRound | None = None,
+    ) -> IOResult:
         """One round of Redis I/O (on the Redis thread, one at a time: the worker has
         one thread); see the module docstring."""
         registry, exchange = self.registry, self.exchange
@@ -432,7 +422,8 @@ class Agent:
             self._published_idle = idle
         exchange.done(acks)
         if idle is None:
-            return [], None, True, (False, False)
+            return [], None, True, (False, False), None
+        granted = self.leases.run(leases) if leases is not None else None
         owned = sorted(self.owned)
         # (every batch delivered is acknowledged by now: what is pending was lost)
         batches = exchange.pending(owned, 1 << 30) if orphans else []
@@ -443,16 +434,12 @@ class Agent:
             members = registry.members()
         done = (False, False)
         if check and not batches:
-            both = self._crawl_done(
-                keys=[registry.key("members"), registry.key("idle"), registry.key("seeded")],
-                args=[exchange.stream(""), self.settings.partitions, self.id],
-            )
-            done = (bool(both[0]), bool(both[1]))
-        return batches, members, held, done
+            done = registry.crawl_done(exchange.stream(""), self.settings.partitions, self.id)
+        return batches, members, held, done, granted
 
     def _io_done(
         self,
-        result: tuple[list[Batch], list[str] | None, bool, tuple[bool, bool]],
+        result: IOResult,
         sends: list[Outgoing],
         acks: list[Batch],
         idle: bool,
@@ -464,7 +451,9 @@ class Agent:
         if self.journal is not None:
             self.journal.retire(self.outbox.oldest())
             self.journal.replayed()
-        batches, members, held, done = result
+        batches, members, held, done, granted = result
+        if granted is not None:
+            self.leases.apply(granted, self.clock.seconds())
         if not idle:
             self.quiesce(False)
         stats = self.stats
@@ -504,6 +493,7 @@ class Agent:
             "agent_redis_failing_seconds": (
                 0 if failing is None else int(self.clock.seconds() - failing)
             ),
+            **self.leases.figures(),
         }
 
     def _status(self, now: float, idle: bool, held: int) -> AgentStatus:
@@ -527,7 +517,13 @@ class Agent:
             redis_errors=stat("irl/agent/redis_errors"),
         )
 
-    def _io_failed(self, failure: Failure, sends: list[Outgoing], acks: list[Batch]) -> None:
+    def _io_failed(
+        self,
+        failure: Failure,
+        sends: list[Outgoing],
+        acks: list[Batch],
+        leases: LeaseRound | None = None,
+    ) -> None:
         self._io_running = False
         self._unsent = sends + self._unsent
         self._durable = acks + self._durable
@@ -552,6 +548,8 @@ class Agent:
                 held,
             )
         now = self.clock.seconds()
+        if leases is not None:
+            self.leases.failed(leases, now, len(self.members))
         if self._failing_since is None:
             self._failing_since = now
             logger.warning(

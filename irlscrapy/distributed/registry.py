@@ -49,7 +49,7 @@ from irlscrapy.exceptions import AgentConflict, ConfigurationError
 
 #: The version of the registry's and the streams' layout in Redis (DO NOT CHANGE the
 #: meaning of a version: agents of different layouts must not share a crawl).
-LAYOUT_VERSION = 2  # 2: a batch is chunks end to end
+LAYOUT_VERSION = 3  # 2: a batch is chunks end to end; 3: IP leases
 
 # KEYS[1] the lease, KEYS[2] the members hash; ARGV: token, ttl ms, agent id, member JSON.
 # Take the lease if it is free, renew it if it is ours; 0 if another token holds it.
@@ -68,6 +68,30 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
     return redis.call('DEL', KEYS[1])
 end
 return 0
+"""
+
+# KEYS[1] the members hash, KEYS[2] the idle flags, KEYS[3] the "seeded" flag; ARGV: the
+# streams' key prefix, P, this agent's id. Returns {the crawl is done, every other agent
+# is idle and every stream empty}; a crawl that never had a URL is not done.
+_CRAWL_DONE = """
+if redis.call('EXISTS', KEYS[3]) == 0 then
+    return {0, 0}
+end
+local me, others = 1, 1
+for _, member in ipairs(redis.call('HKEYS', KEYS[1])) do
+    if redis.call('HGET', KEYS[2], member) ~= '1' then
+        if member == ARGV[3] then me = 0 else others = 0 end
+    end
+end
+if others == 1 then
+    for p = 0, tonumber(ARGV[2]) - 1 do
+        if redis.call('XLEN', ARGV[1] .. p) > 0 then
+            others = 0
+            break
+        end
+    end
+end
+return {me * others, others}
 """
 
 
@@ -114,6 +138,7 @@ class CrawlRegistry:
         self.prefix = f"irl:{{{crawl}}}:"
         self._hold = client.register_script(_HOLD)
         self._release = client.register_script(_RELEASE)
+        self._crawl_done = client.register_script(_CRAWL_DONE)
 
     def key(self, *parts: object) -> str:
         return self.prefix + ":".join(map(str, parts))
@@ -207,3 +232,13 @@ class CrawlRegistry:
     def alive(self, agent: str) -> bool:
         """Does a process hold ``agent``'s lease now?"""
         return bool(self.client.exists(self.key("lease", agent)))
+
+    def crawl_done(self, streams: str, partitions: int, agent: str) -> tuple[bool, bool]:
+        """(Is the crawl done, is every agent but ``agent`` idle with every stream
+        empty?), read in one script: every member idle, the partitions' streams (keys
+        ``streams`` + p) empty, and the crawl seeded (see irlscrapy.distributed.agent)."""
+        both = self._crawl_done(
+            keys=[self.key("members"), self.key("idle"), self.key("seeded")],
+            args=[streams, partitions, agent],
+        )
+        return bool(both[0]), bool(both[1])

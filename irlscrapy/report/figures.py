@@ -65,6 +65,8 @@ AGENT_GAUGES: dict[str, str] = {
     "agent_outbox": "URLs and PLD edges waiting to be sent to other agents",
     "agent_unsent_batches": "batches held because Redis could not be reached",
     "agent_redis_failing_seconds": "seconds since Redis was last reached (0: it is)",
+    "agent_ips_held": "IPs whose lease this agent holds: it may fetch from them",
+    "agent_ips_waiting": "IPs this agent waits for: another agent holds their lease",
 }
 #: Samples :class:`Throughput` keeps.
 HISTORY = 120

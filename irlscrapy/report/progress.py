@@ -142,7 +142,8 @@ def _agent_part(figures: dict[str, float]) -> str:
     failing = figures["agent_redis_failing_seconds"]
     return (
         "; agent: {agent_partitions:.0f} of the partitions, {agent_members:.0f} agents, "
-        "{agent_urls_out:,.0f} URLs out, {agent_urls_in:,.0f} in, outbox {agent_outbox:,.0f}"
+        "{agent_urls_out:,.0f} URLs out, {agent_urls_in:,.0f} in, outbox {agent_outbox:,.0f}, "
+        "IPs held {agent_ips_held:,.0f}, waiting {agent_ips_waiting:,.0f}"
     ).format(**figures) + (
         f", Redis unreachable for {failing:.0f} s ({figures['agent_unsent_batches']:.0f} "
         "batches held)"

@@ -181,7 +181,11 @@ class IRLScheduler(BaseScheduler):
             )
         )
         agent.fetching = lambda: bool(len(dispatcher.ledger))
-        dispatcher.may_give_up = lambda: agent.others_done
+        # (URLs behind an IP another agent holds are not given up: that agent is busy)
+        dispatcher.may_give_up = lambda: agent.others_done and not agent.leases.wanted
+        workbench = frontier.workbench
+        workbench.ip_delay = agent.leases.ip_delay(workbench.ip_delay)
+        agent.leases.attach(workbench, self.waker.wake)
         agent.quiesce = self._quiesce
         agent.on_fatal = lambda message: self.stop.give_up(message, "irlscrapy_agent_stopped")
         assert self.state.path is not None

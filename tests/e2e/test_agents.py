@@ -20,8 +20,9 @@ from irlscrapy.domains import pld, url_host
 from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
-from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
+from irlscrapy.oracle.audit import ROBOTS_PATHS, audit, request_url
 from irlscrapy.oracle.groundtruth import reachable
+from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 from tests.redisserver import RedisServer
 
 from .conftest import (
@@ -38,6 +39,8 @@ from .conftest import (
 from .startruth import TOP, assert_counts_equal, star_counts, star_truth
 
 CRAWL_TIMEOUT_S = 240
+HOST_DELAY = 0.2  # QUICK_IRL's tau_h and tau_s: every domain has the default budget
+IP_DELAY = 0.05
 PARTITIONS = 16
 #: the agents' lease in these tests: a restarted agent waits up to this for its dead one
 LEASE_S = 3.5
@@ -164,6 +167,39 @@ def assert_ground_truth_and_owners(log: Path, agents: str) -> None:
     assert {a for fetchers in who.values() for a in fetchers} == {user_agent(a) for a in agents}
 
 
+def assert_polite_across_agents(log: Path, agents: str) -> None:
+    """Zero host and IP gap violations at the server, though many IPs carry hosts of
+    PLDs owned by different agents (irlscrapy.distributed.ipleases); the gaps between
+    two agents' requests to one IP are counted apart, and must be there."""
+    records = read_log(log)
+    result = audit(
+        records,
+        InVitroWeb(TINY, SEED),
+        host_delay=lambda host: HOST_DELAY,
+        ip_delay=IP_DELAY,
+        max_bytes=MAX_PAGE_BYTES,
+    )
+    print(f"politeness of agents {agents}: {result.summary()}")
+    owners: dict[str, set[str]] = defaultdict(set)
+    for r in records:
+        owners[r["ip"]].add(owner(partition_of(pld(r["host"]), PARTITIONS), agents))
+    shared = [ip for ip, who in owners.items() if len(who) > 1]
+    served = sorted((r for r in records if r["kind"] != "dns-error"), key=lambda r: r["t_start"])
+    last: dict[str, dict[str, Any]] = {}
+    handovers = 0
+    for r in served:
+        before = last.get(r["ip"])
+        handovers += before is not None and before["user_agent"] != r["user_agent"]
+        last[r["ip"]] = r
+    print(f"{len(shared)} of {len(owners)} IPs carry PLDs of several agents; {handovers} handovers")
+    assert len(shared) >= len(owners) // 2, "the test needs IPs shared between agents"
+    assert handovers >= 20, "the agents never took turns on an IP"
+    assert result.host.count > 1000 and result.ip.count > 2000
+    assert result.host.min_slack >= 0, sorted(result.host.slack)[:10]
+    assert result.ip.min_slack >= 0, sorted(result.ip.slack)[:10]
+    assert result.abandoned.min_slack > -0.05
+
+
 def fetched_by(log: Path) -> dict[str, set[str]]:
     """URL -> the agents that fetched it (robots.txt and DNS failures left out)."""
     who: dict[str, set[str]] = defaultdict(set)
@@ -210,6 +246,8 @@ def test_agents_crawl_the_ground_truth_with_no_overlap_and_count_star_at_owners(
     assert any(larger_budgets) == (budgets == "star")
     assert_ground_truth_and_owners(log, agents)
     assert_repeats_are_retries(read_log(log))
+    if len(agents) > 1:
+        assert_polite_across_agents(log, agents)
     counted: dict[str, tuple[int, int]] = {}
     for agent in agents:
         at_agent = star_counts(tmp_path / agent / "star")

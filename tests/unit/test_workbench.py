@@ -3,6 +3,8 @@ stamp order among due IPs."""
 
 from __future__ import annotations
 
+import math
+
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -24,10 +26,26 @@ def ip_delay(entry: IPEntry) -> float:
     return 0.5
 
 
+class ModelGate:
+    """The gates of IPs as the multi-agent mode's leases would set them: an entry made
+    anew takes its IP's gate, and one dropped lets the IP's gate stand."""
+
+    def __init__(self) -> None:
+        self.gates: dict[str, float] = {}
+        self.dropped: list[str] = []
+
+    def entry_added(self, entry: IPEntry) -> None:
+        entry.not_before = self.gates.get(entry.ip, 0.0)
+
+    def entry_dropped(self, entry: IPEntry) -> None:
+        self.dropped.append(entry.ip)
+
+
 class WorkbenchMachine(RuleBasedStateMachine):
     @initialize()
     def setup(self) -> None:
         self.bench = Workbench(host_delay, ip_delay)
+        self.gate = self.bench.gate = ModelGate()
         self.now = 0.0
         self.fifo: dict[str, list[str]] = {h: [] for h in HOSTS}
         self.host_next = dict.fromkeys(HOSTS, 0.0)
@@ -48,6 +66,7 @@ class WorkbenchMachine(RuleBasedStateMachine):
             and ip_of(h) not in busy_ips
             and self.host_next[h] <= self.now
             and self.ip_next.get(ip_of(h), 0.0) <= self.now
+            and self.gate.gates.get(ip_of(h), 0.0) <= self.now
         }
 
     @rule(host=st.sampled_from(HOSTS), front=st.booleans(), priority=st.sampled_from([0, 0, 1, -1]))
@@ -88,6 +107,8 @@ class WorkbenchMachine(RuleBasedStateMachine):
             if ip not in self.bench.ips:
                 assert self.ip_next[ip] <= self.now, f"{ip} forgotten with a delay in force"
                 del self.ip_next[ip]
+        assert not set(self.gate.dropped) & set(self.bench.ips), "the gate heard of a live IP"
+        self.gate.dropped.clear()
 
     @rule(host=st.sampled_from(HOSTS), dt=st.sampled_from([0.0, 0.5, 3.0, 10.0]))
     def postpone(self, host: str, dt: float) -> None:
@@ -96,6 +117,16 @@ class WorkbenchMachine(RuleBasedStateMachine):
             return
         self.bench.postpone(state, self.now + dt)
         self.host_next[host] = max(self.host_next[host], self.now + dt)
+
+    @rule(
+        ip=st.sampled_from(sorted({ip_of(h) for h in HOSTS})),
+        until=st.sampled_from([math.inf, 0.0, 0.5, 3.0]),
+    )
+    def hold_ip(self, ip: str, until: float) -> None:
+        """The lease of ``ip`` is lost (inf), or granted from now + ``until``."""
+        gate = until if until == math.inf else self.now + until
+        self.gate.gates[ip] = gate
+        assert self.bench.hold_ip(ip, gate) == (ip in self.bench.ips)
 
     @rule(dt=st.sampled_from([0.0, 0.25, 0.5, 1.0, 2.5]))
     def wait(self, dt: float) -> None:
@@ -152,10 +183,15 @@ class WorkbenchMachine(RuleBasedStateMachine):
         """Exact while nothing is due; a time not after now while something is."""
         busy_ips = {ip_of(h) for h in self.holding}
         times = [
-            max(self.host_next[h], self.ip_next.get(ip_of(h), 0.0))
+            max(
+                self.host_next[h],
+                self.ip_next.get(ip_of(h), 0.0),
+                self.gate.gates.get(ip_of(h), 0.0),
+            )
             for h in HOSTS
             if self.fifo[h] and h not in self.flying and ip_of(h) not in busy_ips
         ]
+        times = [t for t in times if t != math.inf]  # (behind a closed gate: no time)
         due = self.bench.next_due()
         if self.due():
             assert due is not None and due <= self.now

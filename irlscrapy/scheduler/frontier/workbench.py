@@ -11,10 +11,17 @@ that resolve to one address, in a heap ordered by their ``next_fetch``, and has 
     due(entry) = max(entry.next_fetch, next_fetch of the entry's top visit state)
 
 so *a host can be fetched without breaking host or IP politeness if and only if it is
-the top visit state of a due entry*. Entries wait in a heap ordered by ``due``; once due
-(:meth:`Workbench.take` moves them, O(log n) each) they wait in a second heap ordered by
-the *stamp* of their top host's first URL: stamps count up as URLs are added, so among
-the entries that are due the URL admitted first goes first.
+the top visit state of a due entry*. An entry may also be *gated* (``not_before``, set by
+:meth:`Workbench.hold_ip`): the multi-agent mode holds an IP until this agent has the
+IP's lease in Redis, since hosts owned by other agents may share it
+(:mod:`irlscrapy.distributed.ipleases`); ``due`` then takes ``not_before`` as a third
+term. A :class:`IPGate` set on the workbench hears of every entry made and dropped, so a
+new entry is gated before anything can be taken from it.
+
+Entries wait in a heap ordered by ``due``; once due (:meth:`Workbench.take` moves them,
+O(log n) each) they wait in a second heap ordered by the *stamp* of their top host's
+first URL: stamps count up as URLs are added, so among the entries that are due the URL
+admitted first goes first.
 
 Why not the earliest due, as BUbiNG: when more hosts are due than the crawler can fetch
 (a broad crawl, always), an IP fetched 0.05 s ago is due 0.05 s from now, behind
@@ -53,7 +60,7 @@ reactor) take time in proportion to the objects it tracks; there are as many hea
 as hosts and IPs in RAM.
 
 Invariants:
-*Nothing is handed out before its host and its IP are due.*
+*Nothing is handed out before its host and its IP are due, nor while its IP is gated.*
 *While anything is due and not in flight, take() hands something out.*
 *Of the due entries, take() serves the one whose top host's first URL has the lowest
 stamp.*
@@ -65,9 +72,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 #: The priority a ``front`` URL is held at: above any Request.priority.
 FRONT = sys.maxsize
@@ -113,6 +121,7 @@ class IPEntry:
         "in_flight",
         "ip",
         "next_fetch",
+        "not_before",
         "urls",
         "version",
     )
@@ -120,6 +129,7 @@ class IPEntry:
     def __init__(self, ip: str) -> None:
         self.ip = ip
         self.next_fetch = 0.0
+        self.not_before = 0.0  # the gate: nothing is taken before (inf: closed)
         self.in_flight = False
         self.version = 0
         self.hosts: list[tuple[float, int, str]] = []  # heap of (next_fetch, version, host)
@@ -131,6 +141,16 @@ class IPEntry:
     @property
     def mean_budget(self) -> float:
         return self.budget_sum / self.host_count if self.host_count else 1.0
+
+
+class IPGate(Protocol):
+    """Hears of the workbench's IP entries as they come and go (the multi-agent mode's
+    IP leases): ``entry_added`` may gate a new entry (``not_before``) before anything is
+    taken from it."""
+
+    def entry_added(self, entry: IPEntry) -> None: ...
+
+    def entry_dropped(self, entry: IPEntry) -> None: ...
 
 
 class Workbench:
@@ -155,6 +175,7 @@ class Workbench:
         self._seq = itertools.count(1)  # versions; 0: in no heap
         self.urls = 0  # admitted and not handed out
         self.in_flight = 0
+        self.gate: IPGate | None = None
 
     def __len__(self) -> int:
         return self.urls
@@ -181,9 +202,7 @@ class Workbench:
         if state is None:
             state = self.hosts[host] = VisitState(host, ip, budget=budget)
             state.next_fetch = since
-            entry = self.ips.get(ip)
-            if entry is None:
-                entry = self.ips[ip] = IPEntry(ip)
+            entry = self.ips.get(ip) or self._new_entry(ip)
             entry.host_count += 1
             entry.budget_sum += budget
         assert state.ip == ip, f"{host} moved from {state.ip} to {ip}"
@@ -225,9 +244,22 @@ class Workbench:
         return dropped
 
     def next_due(self) -> float | None:
-        """The earliest instant take() can hand something out; None if nothing waits."""
+        """The earliest instant take() can hand something out; None if nothing waits,
+        or only behind closed gates (whose opening says so: :meth:`hold_ip`)."""
         entry = self._top_ready() or self._top_entry()
-        return None if entry is None else self._priority(entry)
+        due = None if entry is None else self._priority(entry)
+        return None if due == math.inf else due
+
+    def hold_ip(self, ip: str, until: float) -> bool:
+        """Gate ``ip``: nothing is taken from it before ``until`` (math.inf: until
+        further notice; 0: open). False if the workbench holds no such IP."""
+        entry = self.ips.get(ip)
+        if entry is None:
+            return False
+        entry.not_before = until
+        if not entry.in_flight:
+            self._push_entry(entry)  # (out of the stamp order too, if it is there)
+        return True
 
     def due_ips(self, now: float, limit: int) -> int:
         """IP entries whose top host and the IP itself are due at ``now``, counted up to
@@ -237,7 +269,12 @@ class Workbench:
         count = 0
         for _, version, ip in self._ready:
             entry = self.ips.get(ip)
-            if entry is not None and entry.version == version and self._top_host(entry):
+            if (
+                entry is not None
+                and entry.version == version
+                and self._top_host(entry)
+                and entry.not_before <= now
+            ):
                 count += 1
                 if count >= limit:
                     break
@@ -252,7 +289,8 @@ class Workbench:
             return None
         heapq.heappop(self._ready)
         state = self._top_host(entry)
-        assert state is not None and state.next_fetch <= now and entry.next_fetch <= now
+        assert state is not None and state.next_fetch <= now
+        assert entry.next_fetch <= now and entry.not_before <= now
         heapq.heappop(entry.hosts)
         _, _, url = state.urls.pop(0)
         self.urls -= 1
@@ -339,6 +377,8 @@ class Workbench:
                 if idle is None or idle.version != version or idle.in_flight or idle.host_count:
                     continue
                 del self.ips[key]
+                if self.gate is not None:
+                    self.gate.entry_dropped(idle)
             dropped += 1
         return dropped
 
@@ -347,10 +387,14 @@ class Workbench:
         heapq.heappush(self._idle, (state.next_fetch, state.version, state.host))
 
     # -- heaps -----------------------------------------------------------------------
+    def _new_entry(self, ip: str) -> IPEntry:
+        entry = self.ips[ip] = IPEntry(ip)
+        if self.gate is not None:
+            self.gate.entry_added(entry)
+        return entry
+
     def _schedule_host(self, state: VisitState) -> None:
-        entry = self.ips.get(state.ip)
-        if entry is None:
-            entry = self.ips[state.ip] = IPEntry(state.ip)
+        entry = self.ips.get(state.ip) or self._new_entry(state.ip)
         self._push_host(entry, state)
         if not entry.in_flight:
             self._push_entry(entry)
@@ -379,7 +423,7 @@ class Workbench:
     def _priority(self, entry: IPEntry) -> float:
         top = self._top_host(entry)
         assert top is not None
-        return max(entry.next_fetch, top.next_fetch)
+        return max(entry.next_fetch, entry.not_before, top.next_fetch)
 
     def _current_top(
         self, heap: list[tuple[Any, int, str]], key: Callable[[IPEntry], Any]
