@@ -16,6 +16,10 @@ irlscrapy agents seed --redis URL --crawl ID [--partitions P] [--private-suffixe
 irlscrapy agents status --redis URL --crawl ID [--json]
     the crawl's agents: alive or not, partitions, pages and rates, URLs exchanged,
     outbox, and the exchange lag (batches sent to each and not yet read, the oldest's age)
+irlscrapy agents leave --redis URL --crawl ID [--wait S] AGENT
+    ask a running agent to leave the crawl: it finishes its fetches, hands its partitions
+    and the URLs it holds to the others, and stops (with --wait, wait up to S seconds
+    for it to be gone)
 """
 
 from __future__ import annotations
@@ -63,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     sub = agents.add_subparsers(dest="action", required=True)
     seed = sub.add_parser("seed", help="send seed URLs to the crawl's agents")
     status = sub.add_parser("status", help="show the crawl's agents")
-    for p in (seed, status):
+    leave = sub.add_parser("leave", help="ask an agent to hand its partitions over and stop")
+    for p in (seed, status, leave):
         p.add_argument("--redis", required=True, help="the crawl's IRL_REDIS_URL")
         p.add_argument("--crawl", required=True, help="the crawl's IRL_CRAWL_ID")
     seed.add_argument(
@@ -76,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     seed.add_argument("seeds", help="URL,URL,... or a file of one URL per line")
     status.add_argument("--json", action="store_true", help="one JSON object per agent")
+    leave.add_argument("agent", help="the agent's IRL_AGENT_ID")
+    leave.add_argument(
+        "--wait", type=float, default=0.0, help="seconds to wait for it to be gone (default 0)"
+    )
     return parser
 
 
@@ -85,12 +94,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             print(_report(args.jobdirs, args.out))
         elif args.command == "agents":
-            from irlscrapy.distributed.commands import seed, status
+            from irlscrapy.distributed.commands import leave, seed, status
 
             if args.action == "seed":
                 print(
                     seed(args.redis, args.crawl, args.seeds, args.partitions, args.private_suffixes)
                 )
+            elif args.action == "leave":
+                print(leave(args.redis, args.crawl, args.agent, args.wait))
             else:
                 print(status(args.redis, args.crawl, args.json))
         elif args.action == "serve":

@@ -7,6 +7,8 @@
    the same ``_pool``'s protocol factory and Scrapy's private response parser.
 4. Forgetting the proxy HttpProxyMiddleware took from the environment
    (:func:`forget_environment_proxy`), through its private meta keys.
+5. Whether the spider still handles a response (:func:`spider_busy`), through the
+   engine's scraper's slot (public names, no documented API).
 
 tests/component/test_internals.py fails loudly if a Scrapy upgrade moves any of them.
 
@@ -70,6 +72,14 @@ def crawl_engine(crawler: Crawler) -> Any:
         return crawler.engine
     except RuntimeError:
         return None
+
+
+def spider_busy(crawler: Crawler) -> bool:
+    """Does the engine's scraper still handle a response (the spider's callback, or
+    what it yielded)? An agent leaving a crawl waits for its last pages' links."""
+    engine = crawl_engine(crawler)
+    slot = getattr(getattr(engine, "scraper", None), "slot", None)
+    return slot is not None and not slot.is_idle()
 
 
 class EngineWaker:

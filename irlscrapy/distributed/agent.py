@@ -7,14 +7,9 @@ Every agent is a whole irlscrapy (DRUM, BEAST, STAR and the workbench on its own
 Redis is the only thing the agents share, and it never holds the set of seen URLs.
 
 *Ownership.* A PLD's partition (:mod:`irlscrapy.distributed.partitions`) belongs to one
-member of the crawl (:mod:`irlscrapy.distributed.registry`). The intake asks
-:meth:`Agent.route_urls` before URLseen: the URLs of this agent's partitions go on to its
-URLseen as before; the others go to their owner's partition stream
-(:mod:`irlscrapy.distributed.streams`) in batches, each URL with the aux bytes the
-owner's intake stores with it (priority, depth, callback, referer). A URL sent
-recently is not sent again (:class:`irlscrapy.distributed.sentcache.SentCache`). STAR's
-PLD edges go the same way to the owner of the *target* PLD (:meth:`Agent.route_edges`),
-whose in-degree store counts them.
+member of the crawl (:mod:`irlscrapy.distributed.registry`); the agent's
+:class:`~irlscrapy.distributed.routing.Router` keeps this agent's URLs and PLD edges and
+puts the others in the outbox for their owner.
 
 *One exchange a tick.* Every :data:`TICK` seconds the agent does one round of Redis I/O
 on its Redis thread (the reactor never waits for Redis): publish its idle flag if it
@@ -53,17 +48,17 @@ agent holds its lease, so agents sharing an address keep its delay between them.
 one; the agent crawls its own partitions meanwhile. After :data:`REDIS_GIVE_UP` seconds
 without a successful tick the crawl stops, with its state resumable.
 
-Limits of this version (issue 20 continues): an agent that joins a running crawl, or
-leaves it, changes ownership without handing over the URLs already in the old owner's
-frontier or its URLseen's knowledge, so URLs of a moved partition may be fetched twice.
+*Leaving and joining.* An agent asked to leave hands its partitions over
+(:mod:`irlscrapy.distributed.handover`). One that joins a running crawl takes partitions
+from others without their URLs or knowledge: URLs of those may be fetched twice.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -75,21 +70,30 @@ from twisted.python.failure import Failure
 from irlscrapy.distributed.agentsettings import TICK, AgentSettings
 from irlscrapy.distributed.ipleases import IPLeases, LeaseReply, LeaseRound
 from irlscrapy.distributed.outboxjournal import OutboxJournal
-from irlscrapy.distributed.partitions import PartitionCache, assignment
-from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
+from irlscrapy.distributed.partitions import assignment
+from irlscrapy.distributed.registry import TAKEN, CrawlConfig, CrawlRegistry
+from irlscrapy.distributed.routing import Router
 from irlscrapy.distributed.sentcache import SentCache
-from irlscrapy.distributed.status import STATUS_EVERY, AgentStatus
+from irlscrapy.distributed.status import AgentStatus, StatusClock
 from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
-from irlscrapy.domains import PayLevelDomains, url_host
-from irlscrapy.dupefilters.urlkey import url_keys
+from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
 
-#: A tick's Redis I/O: batches read, the members (if renewed), the lease still held,
-#: (the crawl is done, every other agent is done), the IP leases' reply.
-IOResult = tuple[list[Batch], list[str] | None, bool, tuple[bool, bool], LeaseReply | None]
+
+@dataclass
+class TickIO:
+    """What a tick's Redis I/O found."""
+
+    batches: list[Batch] = field(default_factory=list)  # read
+    members: list[str] | None = None  # the crawl's members (read at a renewal)
+    held: int = 1  # its agent id's lease: 0 lost, 1 renewed, TAKEN anew (it had lapsed)
+    done: tuple[bool, bool] = (False, False)  # (the crawl is done, every other agent is)
+    leases: LeaseReply | None = None  # the IP leases' round
+    leave: bool = False  # an operator asked this agent to leave (irlscrapy agents leave)
+
 
 #: Batches read per partition per tick: one comes every IRL_EXCHANGE_AGE at most, except
 #: after an outage, when more would be delivered on the reactor at once.
@@ -98,6 +102,8 @@ READ_COUNT = 4
 #: disk only (OutboxJournal.spill), read back REPLAY_RECORDS a tick once Redis is back.
 SPILL_RECORDS = 200_000
 REPLAY_RECORDS = 20_000
+#: The file in the agent's directory that says it left its crawl (irlscrapy.distributed.handover).
+LEFT_MARK = "left"
 #: Seconds without a successful exchange before the crawl stops.
 REDIS_GIVE_UP = 300.0
 #: Seconds between checkpoints of the outbox's journal: it starts a new file, and the
@@ -126,9 +132,11 @@ class Agent:
         self.registry = CrawlRegistry(client, settings.crawl, config)
         self.exchange = Exchange(self.registry, self.id)
         #: global per-IP politeness; the scheduler attaches its workbench before start()
-        self.leases = IPLeases(self.registry, self.id)
+        self.leases = IPLeases(self.registry, self.id, settings.ip_round)
         self.outbox = Outbox(settings.batch, settings.age)
-        self.sent = SentCache(settings.cache_slots) if settings.cache_slots else None
+        sent = SentCache(settings.cache_slots) if settings.cache_slots else None
+        #: where each URL and PLD edge goes (the intake and STAR ask it)
+        self.router = Router(plds, settings.partitions, self.outbox, sent, stats, clock)
         # set by the scheduler before start()
         self.deliver_urls: Callable[[list[str], list[bytes]], None] = lambda urls, auxes: None
         self.deliver_edges: Callable[[list[tuple[str, str]]], None] = lambda edges: None
@@ -139,6 +147,15 @@ class Agent:
         #: of its own (work it finds meanwhile waits, and makes locally_idle() false)
         self.quiesce: Callable[[bool], None] = lambda idle: None
         self.on_fatal: Callable[[str], None] = lambda reason: None
+        #: keys an agent that left had seen, for partitions this one now owns (handover)
+        self.deliver_keys: Callable[[np.ndarray], None] = lambda keys: None
+        self.on_leave: Callable[[], None] = lambda: None  # asked to leave: settle first
+        self.leaving = False  # it reads no more batches (irlscrapy.distributed.handover)
+        self._reads_over = False  # a tick that read nothing has ended since
+        self._handover: list[Outgoing] = []  # keys for the heirs, sent as it stops
+        self.handed_over = False  # all it held is routed: it leaves as it stops
+        self._taken: list[int] = []  # partitions newly owned: their whole backlog is read
+        self._alone_warned = False
         self.members: list[str] = []
         self.owned: frozenset[int] = frozenset()
         self.crawl_done = False
@@ -146,20 +163,17 @@ class Agent:
         #: asked): only then may this one give up on hosts that keep failing
         self.others_done = False
         self._token = ""
-        self._owned_mask = np.zeros(settings.partitions, dtype=bool)
-        self.partitions = PartitionCache(plds, settings.partitions)
         self._unsent: list[Outgoing] = []  # batches a failed tick could not send
         self._durable: list[Batch] = []  # delivered, to acknowledge at the next tick
         self._io_running = False
         self._published_idle: bool | None = None
         self._renew_at = 0.0
+        self._renewed_at = 0.0  # when the lease on its id was last renewed
         self._failing_since: float | None = None
         self._loop: task.LoopingCall | None = None
         self.journal: OutboxJournal | None = None  # the outbox on disk (start())
         self._checkpoint_at = 0.0
-        self._status_at = 0.0  # when the next status record is due
-        self._last_pages = (0.0, 0)  # (when, pages) of the previous one
-        self._began = False  # this agent routed a URL or had work: the crawl has begun
+        self.status = StatusClock(stats)
         #: a tick failed, perhaps after reading batches it never delivered: the next
         #: one reads this agent's pending batches again (else they stay pending for good)
         self._orphans = False
@@ -181,7 +195,13 @@ class Agent:
         ticking. This is the one time the agent waits for Redis on the reactor: at open,
         before the crawl starts (as the state directory's recovery does), and for up to
         one lease if a killed process with this id still holds it."""
-        self.journal = OutboxJournal(directory)
+        left = directory / LEFT_MARK
+        if left.exists():
+            raise ConfigurationError(
+                f"this JOBDIR's agent left crawl {left.read_text()!r} and handed its work "
+                "over: start the agent with a new JOBDIR to join the crawl again"
+            )
+        self.journal = self.router.journal = OutboxJournal(directory)
         self.journal.open()  # what it left is sent again: owners drop what they have
         self._checkpoint_at = self.clock.seconds() + CHECKPOINT_S
         try:
@@ -211,6 +231,7 @@ class Agent:
         self._published_idle = False
         self._set_members(members)
         self._renew_at = self.clock.seconds() + self.settings.lease / 3
+        self._renewed_at = self.clock.seconds()
         logger.info(
             "Agent %s of crawl %s: %d partitions of %d, members %s",
             self.id,
@@ -261,22 +282,36 @@ class Agent:
 
     def _stop(self, journal: OutboxJournal) -> defer.Deferred[None]:
         sends = self._unsent + self.outbox.ready(self.clock.seconds(), everything=True)
+        leave = self.handed_over
+        sends += self._handover
         acks, self._unsent, self._durable = self._durable, [], []
         leases = self.leases.release_all(self.clock.seconds())
-        d = self.worker(self._last_io, sends, acks, leases)
+        d = self.worker(self._last_io, sends, acks, leases, leave)
         d.addCallbacks(
-            # (spilled records not yet sent wait for the next start, in their files)
-            lambda _: journal.close() if journal.spilling else journal.remove_all(),
+            self._stopped,
             self._stop_failed,
+            callbackArgs=(journal, leave),
             errbackArgs=(len(sends), len(acks)),
         )
         return d
 
-    def _last_io(self, sends: list[Outgoing], acks: list[Batch], leases: LeaseRound) -> None:
+    def _last_io(
+        self, sends: list[Outgoing], acks: list[Batch], leases: LeaseRound, leave: bool
+    ) -> None:
         self._io(sends, acks, idle=None, renew=False)
         self.leases.run(leases)
-        if self._token:
+        if leave:  # everything is in the streams: its partitions go to the heirs
+            self.registry.leave(self.id, self._token)
+            self.registry.client.delete(self.registry.key("leave", self.id))
+        elif self._token:
             self.registry.release(self.id, self._token)
+
+    def _stopped(self, _: Any, journal: OutboxJournal, leave: bool) -> None:
+        # (spilled records not yet sent wait for the next start, in their files)
+        journal.close() if journal.spilling else journal.remove_all()
+        if leave:
+            (journal.directory / LEFT_MARK).write_text(self.settings.crawl)
+            logger.info("Agent %s left crawl %s", self.id, self.settings.crawl)
 
     def _stop_failed(self, failure: Failure, sends: int, acks: int) -> None:
         if self.journal is not None:
@@ -290,72 +325,24 @@ class Agent:
             acks,
         )
 
-    # -- routing (on the reactor) ----------------------------------------------------------
-    def route_urls(
-        self, urls: Sequence[str], auxes: Sequence[bytes]
-    ) -> tuple[list[str], list[bytes]]:
-        """The URLs (and auxes) this agent owns; the others go to the outbox."""
-        self._began = True
-        parts = np.fromiter(
-            (self.partitions.of_host(url_host(u)) for u in urls), dtype=np.int64, count=len(urls)
-        )
-        mine = self._owned_mask[parts]
-        if mine.all():
-            return list(urls), list(auxes)
-        foreign = np.flatnonzero(~mine)
-        if self.sent is None:
-            send = np.ones(len(foreign), dtype=bool)
-        else:
-            send = self.sent.first_sends(url_keys([urls[i] for i in foreign.tolist()]))
-        routed: dict[int, Batch] = {}
-        for i in foreign[send].tolist():
-            p = int(parts[i])
-            batch = routed.setdefault(p, Batch(p))
-            batch.urls.append(urls[i])
-            batch.auxes.append(auxes[i])
-        self._route(routed)
-        self.stats.inc_value("irl/agent/urls_out", int(send.sum()))
-        self.stats.inc_value("irl/agent/urls_out_cached", len(foreign) - int(send.sum()))
-        kept = np.flatnonzero(mine).tolist()
-        return [urls[i] for i in kept], [auxes[i] for i in kept]
-
-    def route_edges(self, source: str, targets: Iterable[str]) -> list[str]:
-        """The PLDs of ``targets`` this agent owns; the edges to the others go to the
-        outbox, for the target's owner to count."""
-        mine = []
-        routed: dict[int, Batch] = {}
-        for target in targets:
-            p = self.partitions.of_pld(target)
-            if self._owned_mask[p]:
-                mine.append(target)
-            else:
-                routed.setdefault(p, Batch(p)).edges.append((source, target))
-        self._route(routed)
-        return mine
-
-    def _route(self, routed: dict[int, Batch]) -> None:
-        """To the outbox, and on disk first: before the page that found them is done,
-        so a kill -9 loses none."""
-        if routed:
-            assert self.journal is not None, "start() first"
-            now = self.clock.seconds()
-            for p, batch in routed.items():
-                chunk = batch.encode()
-                self.journal.append(p, chunk)
-                self.outbox.add(p, chunk, now)
+    def send_as_it_leaves(self, batches: list[Outgoing]) -> None:
+        """Batches (a handover's keys) to send last, just before it leaves the members."""
+        self._handover += batches
 
     # -- the tick --------------------------------------------------------------------------
     def _tick(self) -> None:
+        now = self.clock.seconds()
+        if now - self._renewed_at > self.settings.lease * 2 / 3:
+            self.leases.lapse()  # no renewal for most of a lease: others may think it dead
         if self._io_running:
             return
-        now = self.clock.seconds()
         journal = self.journal
         assert journal is not None, "start() first"
         if now >= self._checkpoint_at:
             self._checkpoint_at = now + CHECKPOINT_S
             journal.checkpoint(now)
         locally_idle = self.locally_idle()
-        self._began |= not locally_idle  # work of its own: the crawl has begun
+        self.router.began |= not locally_idle  # work of its own: the crawl has begun
         held = len(self._unsent)
         # with nothing of its own to fetch, the agent sends what it holds at once: the
         # crawl's last rounds of exchange wait for no batch age
@@ -378,16 +365,17 @@ class Agent:
         renew = now >= self._renew_at
         self._io_running = True
         check = idle or not self.fetching()
-        status = None
-        if now >= self._status_at:
-            self._status_at = now + STATUS_EVERY
-            status = self._status(now, idle, held)
-        leases = self.leases.round(now) if self.leases.bench is not None else None
-        d = self.worker(self._io, sends, acks, idle, renew, check, status, self._orphans, leases)
+        status = self.status.due(now, idle, self.outbox.records, held)
+        leases = self.leases.round(now) if self.leases.due(now) else None
+        reads = not self.leaving
+        taken = list(self._taken) if reads else []
+        d = self.worker(
+            self._io, sends, acks, idle, renew, check, status, self._orphans, leases, reads, taken
+        )
         d.addCallbacks(
             self._io_done,
             self._io_failed,
-            callbackArgs=(sends, acks, idle, renew),
+            callbackArgs=(sends, acks, idle, renew, reads, taken),
             errbackArgs=(sends, acks, leases),
         )
         self._ticking = d
@@ -402,14 +390,16 @@ class Agent:
         status: AgentStatus | None = None,
         orphans: bool = False,
         leases: LeaseRound | None = None,
-    ) -> IOResult:
+        reads: bool = True,
+        taken: Sequence[int] = (),
+    ) -> TickIO:
         """One round of Redis I/O (on the Redis thread, one at a time: the worker has
         one thread); see the module docstring."""
         registry, exchange = self.registry, self.exchange
         pipe = registry.client.pipeline(transaction=False)
         if idle is not None and idle != self._published_idle:
             pipe.hset(registry.key("idle"), self.id, "1" if idle else "0")
-        seeding = self._began and not self._seeded_published
+        seeding = self.router.began and not self._seeded_published
         if seeding:
             pipe.set(registry.key("seeded"), "1", nx=True)
         if status is not None:
@@ -421,29 +411,35 @@ class Agent:
         if idle is not None:
             self._published_idle = idle
         exchange.done(acks)
+        got = TickIO()
         if idle is None:
-            return [], None, True, (False, False), None
-        granted = self.leases.run(leases) if leases is not None else None
+            return got
+        got.leases = self.leases.run(leases) if leases is not None else None
         owned = sorted(self.owned)
-        # (every batch delivered is acknowledged by now: what is pending was lost)
-        batches = exchange.pending(owned, 1 << 30) if orphans else []
-        batches += exchange.read(owned, READ_COUNT, None)
-        held, members = True, None
+        if reads:
+            # (every batch delivered is acknowledged by now: what is pending was lost)
+            got.batches = exchange.pending(owned, 1 << 30) if orphans else []
+            for p in taken:  # a partition handed over: what its old owner never acknowledged
+                got.batches += exchange.claim(p, 0, 1 << 30)
+            got.batches += exchange.read(taken, 1 << 30, None)  # then its whole backlog
+            got.batches += exchange.read(owned, READ_COUNT, None)
         if renew:
-            held = registry.renew(self.id, self._token, self.settings.lease)
-            members = registry.members()
-        done = (False, False)
-        if check and not batches:
-            done = registry.crawl_done(exchange.stream(""), self.settings.partitions, self.id)
-        return batches, members, held, done, granted
+            got.held = registry.renew(self.id, self._token, self.settings.lease)
+            got.members = registry.members()
+            got.leave = bool(registry.client.exists(registry.key("leave", self.id)))
+        if check and not got.batches:
+            got.done = registry.crawl_done(exchange.stream(""), self.settings.partitions, self.id)
+        return got
 
     def _io_done(
         self,
-        result: IOResult,
+        result: TickIO,
         sends: list[Outgoing],
         acks: list[Batch],
         idle: bool,
         renew: bool,
+        reads: bool = True,
+        taken: Sequence[int] = (),
     ) -> None:
         self._io_running = False
         self._failing_since = None
@@ -451,9 +447,11 @@ class Agent:
         if self.journal is not None:
             self.journal.retire(self.outbox.oldest())
             self.journal.replayed()
-        batches, members, held, done, granted = result
-        if granted is not None:
-            self.leases.apply(granted, self.clock.seconds())
+        batches, members, done = result.batches, result.members, result.done
+        if result.leases is not None:
+            self.leases.apply(result.leases, self.clock.seconds())
+        self._reads_over |= not reads
+        self._taken = [p for p in self._taken if p not in taken]
         if not idle:
             self.quiesce(False)
         stats = self.stats
@@ -463,16 +461,30 @@ class Agent:
             stats.inc_value("irl/agent/batches_in", len(acks))
         if renew:
             self._renew_at = self.clock.seconds() + self.settings.lease / 3
-            if not held:
+            if result.leave and not self.leaving:
+                if len(self.members) > 1:
+                    self.leaving = True
+                    self.on_leave()
+                elif not self._alone_warned:
+                    self._alone_warned = True
+                    logger.warning(
+                        "Agent %s was asked to leave crawl %s, but it is its only member: "
+                        "it stays (stop it instead)",
+                        self.id,
+                        self.settings.crawl,
+                    )
+            self._renewed_at = self.clock.seconds()
+            if result.held == TAKEN:
+                self.leases.lapse()  # others may have taken its IPs as a dead agent's
+            if not result.held:
                 self.on_fatal(
                     f"agent {self.id!r} lost its lease in Redis to another process with the "
                     "same IRL_AGENT_ID: this one stops (its JOBDIR is resumable)"
                 )
                 return
             if members is not None and members != self.members:
-                logger.warning(
-                    "Agent %s: the crawl's members changed from %s to %s; partitions move "
-                    "without their URLs (see irlscrapy.distributed.agent)",
+                logger.info(
+                    "Agent %s: the crawl's members changed from %s to %s",
                     self.id,
                     ", ".join(self.members),
                     ", ".join(members),
@@ -480,6 +492,8 @@ class Agent:
                 self._set_members(members)
         if batches:
             self._deliver(batches)
+        if taken:
+            self.router.own(self.owned - set(self._taken))
         self.crawl_done, self.others_done = done
 
     def figures(self) -> dict[str, int]:
@@ -495,27 +509,6 @@ class Agent:
             ),
             **self.leases.figures(),
         }
-
-    def _status(self, now: float, idle: bool, held: int) -> AgentStatus:
-        def stat(name: str) -> int:
-            return int(self.stats.get_value(name, 0))
-
-        pages = stat("response_received_count")
-        then, before = self._last_pages
-        self._last_pages = (now, pages)
-        return AgentStatus(
-            t=time.time(),
-            pages=pages,
-            pages_per_s=(pages - before) / (now - then) if then and now > then else 0.0,
-            urls_out=stat("irl/agent/urls_out"),
-            urls_in=stat("irl/agent/urls_in"),
-            batches_out=stat("irl/agent/batches_out"),
-            batches_in=stat("irl/agent/batches_in"),
-            outbox=self.outbox.records,
-            unsent=held,
-            idle=idle,
-            redis_errors=stat("irl/agent/redis_errors"),
-        )
 
     def _io_failed(
         self,
@@ -576,6 +569,9 @@ class Agent:
             urls += batch.urls
             auxes += batch.auxes
             edges += batch.edges
+            if len(batch.keys):  # (before any URL: irlscrapy.distributed.handover)
+                self.deliver_keys(batch.keys)
+                self.stats.inc_value("irl/agent/keys_in", len(batch.keys))
         self.stats.inc_value("irl/agent/urls_in", len(urls))
         if urls:
             self.deliver_urls(urls, auxes)
@@ -583,8 +579,17 @@ class Agent:
             self.deliver_edges(edges)
         self._durable += batches
 
+    @property
+    def reads_settled(self) -> bool:
+        """Leaving, it reads no more, and every batch it read is acknowledged."""
+        return self.leaving and self._reads_over and not self._durable and not self._io_running
+
     def _set_members(self, members: list[str]) -> None:
+        before = self.owned
         self.members = members
         self.owned = assignment(members, self.settings.partitions).get(self.id, frozenset())
-        self._owned_mask[:] = False
-        self._owned_mask[list(self.owned)] = True
+        if self._token and self.owned - before:  # (not at the start: a handover)
+            self._taken += sorted(self.owned - before)
+        # a partition taken over is routed to as another's until its backlog, with the
+        # keys its old owner had seen, is delivered (irlscrapy.distributed.handover)
+        self.router.own(self.owned - set(self._taken))

@@ -26,6 +26,7 @@ class AgentSettings:
     batch: int
     age: float
     cache_slots: int
+    ip_round: float = 2.0  # IRL_AGENT_IP_ROUND
     private_suffixes: bool = False  # IRL_STAR_PRIVATE_SUFFIXES: what a PLD is
 
     @classmethod
@@ -44,6 +45,8 @@ class AgentSettings:
         agents = tuple(defaults.get(settings, "IRL_AGENTS"))
         for name in (agent, *agents):
             check_crawl_id(name)  # the same rules as the crawl id: it is part of keys
+            if "|" in name or "," in name:  # (separators of the IP leases' values)
+                raise ConfigurationError(f"an agent id may not hold '|' or ',' (got {name!r})")
         got = cls(
             redis_url=url,
             crawl=check_crawl_id(defaults.get(settings, "IRL_CRAWL_ID") or spider_name),
@@ -54,10 +57,13 @@ class AgentSettings:
             batch=defaults.get(settings, "IRL_EXCHANGE_BATCH"),
             age=defaults.get(settings, "IRL_EXCHANGE_AGE"),
             cache_slots=defaults.get(settings, "IRL_EXCHANGE_CACHE"),
+            ip_round=defaults.get(settings, "IRL_AGENT_IP_ROUND"),
             private_suffixes=defaults.get(settings, "IRL_STAR_PRIVATE_SUFFIXES"),
         )
         if got.lease <= 3 * TICK:
             raise ConfigurationError(f"IRL_AGENT_LEASE must exceed {3 * TICK:g} s")
+        if got.ip_round < TICK:
+            raise ConfigurationError(f"IRL_AGENT_IP_ROUND must be at least {TICK:g} s")
         if got.batch < 1 or got.age <= 0:
             raise ConfigurationError("IRL_EXCHANGE_BATCH and IRL_EXCHANGE_AGE must be positive")
         if got.cache_slots < 0 or got.cache_slots & (got.cache_slots - 1):

@@ -1,9 +1,10 @@
-"""``irlscrapy agents seed`` and ``irlscrapy agents status``: a multi-agent crawl from
-outside its agents (irlscrapy/cli.py parses the command line)."""
+"""``irlscrapy agents seed``, ``status`` and ``leave``: a multi-agent crawl from outside
+its agents (irlscrapy/cli.py parses the command line)."""
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict
 
 import redis
@@ -57,6 +58,36 @@ def status(redis_url: str, crawl: str, as_json: bool) -> str:
     if as_json:
         return "\n".join(json.dumps(asdict(v), sort_keys=True) for v in views)
     return render(crawl, config.partitions, views)
+
+
+def leave(redis_url: str, crawl: str, agent: str, wait: float) -> str:
+    """Ask ``agent`` to leave ``crawl`` (irlscrapy.distributed.handover); with ``wait``,
+    wait up to that many seconds for it to be gone from the members."""
+    with _client(redis_url) as client:
+        config = stored_config(client, crawl)
+        if config is None:
+            raise ConfigurationError(f"there is no crawl {crawl!r} at {redis_url}")
+        registry = CrawlRegistry(client, crawl, config)
+        members = registry.members()
+        if agent not in members:
+            raise ConfigurationError(f"{agent!r} is not a member of crawl {crawl!r} ({members})")
+        if len(members) == 1:
+            raise ConfigurationError(
+                f"{agent!r} is crawl {crawl!r}'s only member: there is nobody to hand its "
+                "partitions to (stop it instead)"
+            )
+        client.set(registry.key("leave", agent), "1")
+        running = registry.alive(agent)
+        deadline = time.monotonic() + wait
+        gone = False
+        while wait and not gone and time.monotonic() < deadline:
+            time.sleep(0.5)
+            gone = agent not in registry.members()
+    if gone:
+        return f"crawl {crawl}: agent {agent} handed its partitions over and left"
+    return f"crawl {crawl}: agent {agent} was asked to leave; it hands its partitions over " + (
+        "at its next renewal" if running else "when it runs again"
+    )
 
 
 def _client(redis_url: str) -> redis.Redis:

@@ -20,15 +20,17 @@ across agents, an IP is fetched only by the agent holding its *lease*:
 (:meth:`irlscrapy.scheduler.frontier.workbench.Workbench.hold_ip`). An entry the
 workbench forgets (no URLs, its delay past) gives its lease back.
 
-*One script a tick* (:data:`_ROUND`, run with the agent's exchange on its Redis thread,
-so no request waits for Redis): give back the leases to drop (to the first waiter, who
-holds it from then), ask for the IPs wanted (granted if free, held by this agent, or held
-by an agent whose lease on its id has lapsed; else this agent joins the waiters and the
-holder is told), and take this agent's yield requests. A holder asked to yield closes
-its gate once it has held the lease :data:`HOLD_S` seconds, and gives the lease back
+*One script a round*, every ``IRL_AGENT_IP_ROUND`` seconds (:data:`_ROUND`, run with a
+tick of the agent's exchange on its Redis thread, so no request waits for Redis): give
+back the leases to drop (to the first waiter, who holds it from then), ask for the IPs
+wanted (granted if free, held by this agent, or held by an agent whose lease on its id
+has lapsed; else this agent joins the waiters and the holder is told), and take this
+agent's yield requests. A holder asked to yield closes its gate once it has held the
+lease :data:`HOLD_S` seconds (at once if it has no URL there), and gives the lease back
 when its request in flight there ends (with its next due time as ``free_at``); it wants
 the IP again if it still has URLs there, behind the waiters. Costs: one script (of a few
-commands) a tick, whatever the number of IPs; an IP changes hands in one or two ticks.
+commands) a round, whatever the number of IPs; an IP changes hands in one or two rounds,
+and a new IP waits up to a round for its lease.
 
 *Redis away* (:meth:`IPLeases.failed`). From :data:`FALLBACK_AFTER` seconds without a
 successful round, every gate opens and the agent's IP delay is multiplied by the number
@@ -45,7 +47,7 @@ Invariants:
 its lease* (or in the fallback).
 *A new holder's first fetch starts no earlier than the last holder's ``free_at``.*
 *A waiter gets the lease within HOLD_S plus the holder's request in flight plus two
-ticks, while both agents run.*
+rounds, while both agents run.*
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from irlscrapy.distributed.agentsettings import TICK
 from irlscrapy.distributed.registry import CrawlRegistry
 from irlscrapy.scheduler.frontier.workbench import IPEntry, Workbench
 
@@ -209,9 +212,12 @@ class IPLeases:
     :meth:`round`, :meth:`apply` and :meth:`failed`, and the workbench its gate hooks;
     the Redis thread calls :meth:`run`."""
 
-    def __init__(self, registry: CrawlRegistry, agent: str) -> None:
+    def __init__(self, registry: CrawlRegistry, agent: str, round_s: float = 2 * TICK) -> None:
         self.registry = registry
         self.agent = agent
+        #: seconds between rounds (IRL_AGENT_IP_ROUND; a round runs a few Redis commands:
+        #: at one a second they were as many as the exchange's, BENCHMARKS.md)
+        self.round_s = round_s
         self._script = registry.client.register_script(_ROUND)
         self.bench: Workbench | None = None
         self.wake: Callable[[], None] = lambda: None  # a gate opened: the engine may fetch
@@ -227,6 +233,8 @@ class IPLeases:
         #: the IP delay's multiplier: 1, or the number of members in the fallback
         self.factor = 1.0
         self._failing_since: float | None = None
+        self._last_ok: float | None = None  # when a round last succeeded
+        self._round_at = 0.0  # when the next round is due
 
     def attach(self, bench: Workbench, wake: Callable[[], None]) -> None:
         """Gate ``bench``'s IPs from now on (those it holds already are wanted too)."""
@@ -235,6 +243,13 @@ class IPLeases:
         bench.gate = self
         for entry in bench.ips.values():
             self.entry_added(entry)
+
+    def due(self, now: float) -> bool:
+        """Is a round due at ``now`` (the caller then runs one)?"""
+        if self.bench is None or now < self._round_at:
+            return False
+        self._round_at = now + self.round_s - TICK / 2  # (ticks come late, never early)
+        return True
 
     def ip_delay(self, delay: Callable[[IPEntry], float]) -> Callable[[IPEntry], float]:
         """``delay`` as this agent keeps it: multiplied by :attr:`factor`."""
@@ -267,10 +282,10 @@ class IPLeases:
         bench = self.bench
         assert bench is not None, "attach() first"
         bench.forget_idle(now)  # (an idle agent's engine may not ask: leases would stay)
-        for ip in sorted(self.yielding):
-            if now - self.held[ip] < HOLD_S:
-                continue
+        for ip in sorted(self.yielding) if self.factor == 1.0 else ():
             entry = bench.ips[ip]
+            if now - self.held[ip] < HOLD_S and entry.urls:
+                continue  # (with nothing left to fetch there, it yields at once)
             bench.hold_ip(ip, math.inf)  # no new fetch there
             if entry.in_flight:
                 continue  # given back once it ends
@@ -332,24 +347,46 @@ class IPLeases:
         for ip in reply.yields:
             if ip in self.held:
                 self.yielding.add(ip)
+            elif ip not in self.wanted and ip not in self._drops:
+                # held in Redis by this agent unawares (a reply lost with a failed tick,
+                # a kill -9 and a restart): give it back
+                self._drops[ip] = (now, None)
+        self._last_ok = now
         if opened:
             self.wake()
 
     def failed(self, lease_round: LeaseRound, now: float, members: int) -> None:
         """The round did not reach Redis: its drops wait for the next one; from
         FALLBACK_AFTER on, every gate opens and the IP delay grows (module docstring)."""
-        for ip, free_at, since in lease_round.drops:
-            self._drops.setdefault(ip, (free_at, since))
+        for ip, free_at, _ in lease_round.drops:
+            # (the script may have run, and handed the lease on, before the tick failed:
+            # a lease given back is never taken as still held)
+            self._drops.setdefault(ip, (free_at, None))
         self._cleans = sorted([*self._cleans, *((t, ip) for ip, t in lease_round.cleans)])
         if self._failing_since is None:
-            self._failing_since = now
+            self._failing_since = now if self._last_ok is None else self._last_ok
         if now - self._failing_since >= FALLBACK_AFTER and self.factor == 1.0:
             self.factor = float(max(1, members))
+            self.yielding.clear()
             bench = self.bench
             assert bench is not None, "attach() first"
             for ip in list(bench.ips):
                 bench.hold_ip(ip, 0.0)
             self.wake()
+
+    def lapse(self) -> None:
+        """This agent's lease on its id may have lapsed (a renewal found it free, or
+        none succeeded for most of a lease): others may have taken its IPs as a dead
+        agent's, so it holds none and asks for them all again (not in the fallback,
+        where every gate is open anyway)."""
+        bench = self.bench
+        if self.factor > 1.0 or bench is None:
+            return
+        for ip in self.held:
+            bench.hold_ip(ip, math.inf)
+            self.wanted.add(ip)
+        self.held.clear()
+        self.yielding.clear()
 
     def _recover(self) -> None:
         """Redis is back: every IP is asked for anew (see the module docstring)."""

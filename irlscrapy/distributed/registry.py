@@ -52,7 +52,7 @@ from irlscrapy.exceptions import AgentConflict, ConfigurationError
 LAYOUT_VERSION = 3  # 2: a batch is chunks end to end; 3: IP leases
 
 # KEYS[1] the lease, KEYS[2] the members hash; ARGV: token, ttl ms, agent id, member JSON.
-# Take the lease if it is free, renew it if it is ours; 0 if another token holds it.
+# Renew the lease if it is ours (1), take it if it is free (2); 0 if another token holds it.
 _HOLD = """
 local held = redis.call('GET', KEYS[1])
 if held and held ~= ARGV[1] then
@@ -60,7 +60,8 @@ if held and held ~= ARGV[1] then
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-return 1
+if held then return 1 end
+return 2
 """
 # KEYS[1] the lease; ARGV[1] the token: release the lease only if it is ours.
 _RELEASE = """
@@ -93,6 +94,10 @@ if others == 1 then
 end
 return {me * others, others}
 """
+
+
+#: What :meth:`CrawlRegistry.renew` returns when it took a free lease.
+TAKEN = 2
 
 
 @dataclass(frozen=True)
@@ -185,8 +190,9 @@ class CrawlRegistry:
             time.sleep(min(0.2, lease_s / 10))
         return token
 
-    def renew(self, agent: str, token: str, lease_s: float) -> bool:
-        """Renew (or take, if free) ``agent``'s lease; False if another token holds it."""
+    def renew(self, agent: str, token: str, lease_s: float) -> int:
+        """Renew ``agent``'s lease (1), or take it if it is free (:data:`TAKEN`: it had
+        lapsed, if this token held it before); 0 if another token holds it."""
         member = self.member(agent) or {}
         now = time.time()
         member.update(
@@ -196,7 +202,7 @@ class CrawlRegistry:
             keys=[self.key("lease", agent), self.key("members")],
             args=[token, max(1, int(lease_s * 1000)), agent, json.dumps(member)],
         )
-        return bool(held)
+        return int(held)
 
     def add_member(self, agent: str) -> None:
         """Make ``agent`` a member before it first runs (IRL_AGENTS: the crawl's first

@@ -55,6 +55,15 @@ MULTI_AGENT_SETTINGS: tuple[Setting, ...] = (
         "a kill -9 waits up to this long for the dead process's lease to lapse",
     ),
     Setting(
+        "IRL_AGENT_IP_ROUND",
+        2.0,
+        "float",
+        "seconds",
+        "how often an agent asks Redis for the IP leases it waits for and gives back those "
+        "others wait for (per-IP politeness across agents): handovers come faster as it "
+        "falls, at one Redis script a round",
+    ),
+    Setting(
         "IRL_EXCHANGE_BATCH",
         1000,
         "int",

@@ -51,6 +51,41 @@ class AgentStatus:
         return cls(**json.loads(raw))
 
 
+class StatusClock:
+    """When an agent's next status record is due, and what it says."""
+
+    def __init__(self, stats: Any) -> None:
+        self.stats = stats
+        self.due_at = 0.0
+        self._last_pages = (0.0, 0)  # (when, pages) of the previous record
+
+    def due(self, now: float, idle: bool, outbox: int, unsent: int) -> AgentStatus | None:
+        """The record to write now (None: not due yet)."""
+        if now < self.due_at:
+            return None
+        self.due_at = now + STATUS_EVERY
+
+        def stat(name: str) -> int:
+            return int(self.stats.get_value(name, 0))
+
+        pages = stat("response_received_count")
+        then, before = self._last_pages
+        self._last_pages = (now, pages)
+        return AgentStatus(
+            t=time.time(),
+            pages=pages,
+            pages_per_s=(pages - before) / (now - then) if then and now > then else 0.0,
+            urls_out=stat("irl/agent/urls_out"),
+            urls_in=stat("irl/agent/urls_in"),
+            batches_out=stat("irl/agent/batches_out"),
+            batches_in=stat("irl/agent/batches_in"),
+            outbox=outbox,
+            unsent=unsent,
+            idle=idle,
+            redis_errors=stat("irl/agent/redis_errors"),
+        )
+
+
 @dataclass
 class PartitionLag:
     unread: int = 0  # batches sent and not read by the owner

@@ -29,6 +29,11 @@ agents. After a kill -9, the restarted agent reads its own pending batches again
 not yet durable at its owner: Redis memory follows the exchange's backlog, never the
 crawl's size, and Redis never holds the set of seen URLs.
 
+*Handover.* An agent leaving the crawl sends the keys of the URLs it has seen to each
+partition's new owner as entries of their own (field ``k``: 64-bit keys, big-endian,
+end to end), which the owner stores in its URLseen before the URLs that came with them
+(:mod:`irlscrapy.distributed.handover`).
+
 Batch encoding (the stream entry's field ``b``; ``v`` is the layout version)::
 
     batch   := chunk+
@@ -44,6 +49,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import redis
 from redis.client import Pipeline
 from redis.typing import EncodableT, FieldT
@@ -79,11 +85,13 @@ class Batch:
     urls: list[str] = field(default_factory=list)
     auxes: list[bytes] = field(default_factory=list)
     edges: list[tuple[str, str]] = field(default_factory=list)
+    #: URLseen keys an agent that left had seen (a handover: see the module docstring)
+    keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
     #: the stream entry's id (received batches only)
     entry: bytes = b""
 
     def __len__(self) -> int:
-        return len(self.urls) + len(self.edges)
+        return len(self.urls) + len(self.edges) + len(self.keys)
 
     def encode(self) -> bytes:
         """One chunk (see the module docstring)."""
@@ -145,6 +153,8 @@ class Outgoing:
     partition: int
     chunks: list[bytes] = field(default_factory=list)
     records: int = 0
+    #: a handover's URLseen keys instead (big-endian u64s): see the module docstring
+    keys: bytes = b""
 
     def __len__(self) -> int:
         return self.records
@@ -255,8 +265,11 @@ class Exchange:
     def queue(self, pipe: Pipeline, batches: Sequence[Outgoing]) -> None:
         """Queue the appends of ``batches`` on ``pipe`` (the caller executes it)."""
         for batch in batches:
-            data = b"".join(batch.chunks)
-            fields: dict[FieldT, EncodableT] = {"v": LAYOUT_VERSION, "b": data}
+            fields: dict[FieldT, EncodableT] = {"v": LAYOUT_VERSION}
+            if batch.keys:
+                fields["k"] = batch.keys
+            else:
+                fields["b"] = b"".join(batch.chunks)
             pipe.xadd(self.stream(batch.partition), fields)
 
     def read(self, partitions: Sequence[int], count: int, block_ms: int | None) -> list[Batch]:
@@ -324,4 +337,8 @@ class Exchange:
                 f"a batch of layout {version} in partition {partition}'s stream; this agent "
                 f"reads layout {LAYOUT_VERSION}"
             )
+        keys = fields.get(b"k")
+        if keys is not None:
+            return Batch(partition, keys=np.frombuffer(keys, dtype=">u8").astype(np.uint64),
+                         entry=entry)  # fmt: skip
         return Batch.decode(partition, fields[b"b"], entry)

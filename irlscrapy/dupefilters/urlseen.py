@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeAlias
 
+import numpy as np
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.dupefilters import BaseDupeFilter
@@ -199,6 +200,12 @@ class DRUMDupeFilter(BaseDupeFilter):
         assert self.drum is not None, "open() first"
         keys = [self.identity.request_key(r) for r in requests]
         return self.drum.submit(keys, CHECK_UPDATE, aux=aux)
+
+    def submit_keys(self, keys: np.ndarray) -> int:
+        """Insert keys as seen, with no check and an empty aux each (what an agent that
+        left the crawl had seen: irlscrapy.distributed.handover)."""
+        assert self.drum is not None, "open() first"
+        return self.drum.submit(keys, UPDATE, aux=[b""] * len(keys))
 
     @property
     def pending(self) -> int:

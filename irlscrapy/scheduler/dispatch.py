@@ -357,15 +357,22 @@ class Dispatcher:
             self.frontier.workbench.release_ip(fetch.state, fetch.ended)
             self.ready()
 
-    def end(self, token: int) -> None:
-        """Release the host and IP of a fetch; its page is still to be processed."""
+    def end(self, token: int, answered: bool = True) -> None:
+        """Release the host and IP of a fetch; its page is still to be processed. A
+        robots.txt fetch answered holds its host to the IP delay only (the paper's
+        rule); one a retry or a redirect replaces (``answered`` false: no answer, an
+        error, a redirect) to the host delay too, so a host that refuses connections is
+        not asked again and again at the IP delay's pace."""
         now = self.waker.clock.seconds()
         fetch = self.ledger.end(token, now)
         if fetch is None:
             return  # already released
         end = fetch.ended if fetch.ended is not None else now
         self.frontier.workbench.release(
-            fetch.state, end, ip_only=fetch.robots, ip_released=fetch.ended is not None
+            fetch.state,
+            end,
+            ip_only=fetch.robots and answered,
+            ip_released=fetch.ended is not None,
         )
         self.ready()
 
@@ -383,7 +390,7 @@ class Dispatcher:
     def fetch_over(self, token: int) -> None:
         """The fetch ``token`` has ended and its page is done (a retry, a redirect or
         a trap took its place, or the spider handled it)."""
-        self.end(token)
+        self.end(token, answered=False)
         item = self.ledger.page_done(token)
         if item is not None:
             self.frontier.finished(item)

@@ -43,6 +43,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from scrapy import Request, Spider
 from scrapy.crawler import Crawler
 from scrapy.dupefilters import BaseDupeFilter
@@ -68,13 +69,21 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _AUX = struct.Struct(">Bi")
+#: Keys a URLseen batch of handed-over keys holds at most (receive_keys).
+HANDOVER_KEYS_BATCH = 65_536
 TO_BEAST, TO_HOST = 0, 1
+
+
+def stored_aux(priority: int, payload: bytes) -> bytes:
+    """The aux bytes of a URL stored at ``priority`` (to BEAST): how an agent that
+    leaves sends the URLs it held (irlscrapy.distributed.handover)."""
+    return _AUX.pack(TO_BEAST, priority) + payload
 
 
 def seed_aux(url: str) -> bytes:
     """The aux bytes the intake stores with a seed URL sent by ``irlscrapy agents seed``:
     a link of depth 0 for the spider's default callback, to BEAST at priority 0."""
-    return _AUX.pack(TO_BEAST, 0) + encode_link(url, 0, None, None)
+    return stored_aux(0, encode_link(url, 0, None, None))
 
 
 #: URL beginnings (lower-cased) of the requests the frontier schedules; any other scheme
@@ -235,7 +244,7 @@ class Intake:
         """To URLseen, or (a GET of a PLD another agent owns) to its owner."""
         if self.agent is not None and request.method == "GET" and not request.body:
             # (a GET's key is its URL's: the agent requires a URL-only fingerprinter)
-            mine, _ = self.agent.route_urls([request.url], [aux])
+            mine, _ = self.agent.router.route_urls([request.url], [aux])
             if not mine:
                 return
         self.urlseen.submit_requests([request], [aux])
@@ -246,6 +255,13 @@ class Intake:
         return (the agent acknowledges them to Redis after this)."""
         self.urlseen.submit_urls(urls, auxes)
         self.submitted()
+
+    def receive_keys(self, keys: np.ndarray) -> None:
+        """URLseen keys an agent that left had seen (irlscrapy.distributed.handover): in
+        URLseen as seen, durable on return, and never delivered (their aux is empty)."""
+        for at in range(0, len(keys), HANDOVER_KEYS_BATCH):
+            part = keys[at : at + HANDOVER_KEYS_BATCH]
+            self.urlseen.submit_keys(part)
 
     def _enqueue_direct(self, request: Request, token: int | None) -> bool:
         """A request of a scheme the frontier does not schedule (see ``direct``): kept
@@ -325,7 +341,7 @@ class Intake:
         head = _AUX.pack(TO_BEAST, priority)
         auxes = [head + payload for payload in payloads]
         if self.agent is not None:
-            urls, auxes = self.agent.route_urls(urls, auxes)
+            urls, auxes = self.agent.router.route_urls(urls, auxes)
             if not urls:
                 return
         self.urlseen.submit_urls(urls, auxes)
@@ -406,8 +422,10 @@ class Intake:
                 yield None
 
     def _store(self, frontier: Frontier, batch: ResultBatch) -> int:
-        unique = batch.unique.nonzero()[0].tolist()
         assert batch.aux is not None
+        if len(batch.aux) and not batch.aux[0]:
+            return len(batch.unique)  # keys handed over (receive_keys): nothing to store
+        unique = batch.unique.nonzero()[0].tolist()
         filtered = len(batch.unique) - len(unique)
         if filtered:
             self.stats.inc_value("dupefilter/filtered", filtered)

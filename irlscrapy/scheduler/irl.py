@@ -18,6 +18,7 @@ from twisted.internet import defer
 
 from irlscrapy import defaults
 from irlscrapy.distributed.agent import Agent
+from irlscrapy.distributed.handover import LEFT_REASON, Departure
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.internals import EngineWaker
@@ -104,6 +105,7 @@ class IRLScheduler(BaseScheduler):
         self.indegree = indegree  # STAR's in-degrees and budgets; None: STAR does not run
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
         self.agent = agent  # this process's part in a multi-agent crawl; None: one process
+        self.departure: Departure | None = None  # how the agent leaves, if asked to
         self.stop = CrawlStop(crawler, lambda: state.path)
         self.frontier: Frontier | None = None
         self.dispatcher: Dispatcher | None = None
@@ -171,6 +173,16 @@ class IRLScheduler(BaseScheduler):
             )
         intake.agent = agent
         agent.deliver_urls = intake.receive
+        agent.deliver_keys = intake.receive_keys
+        self.departure = Departure(
+            agent,
+            intake,
+            frontier,
+            dispatcher,
+            self.crawler,
+            self.waker.clock,
+        )
+        agent.on_leave = self.departure.begin
         if indegree is not None:
             agent.deliver_edges = indegree.record_edges
         agent.locally_idle = lambda: (
@@ -279,7 +291,10 @@ class IRLScheduler(BaseScheduler):
 
     def _close_files(self, reason: str) -> None:
         if self.frontier is not None:
-            leave(self.frontier, self.state, self.stats)
+            if reason == LEFT_REASON:  # its stored URLs went to the agents that stay
+                self.frontier.close()
+            else:
+                leave(self.frontier, self.state, self.stats)
         self.hosts.close()
         if self.state.path is not None:
             self.crawler.signals.send_catch_log(
@@ -308,6 +323,8 @@ class IRLScheduler(BaseScheduler):
 
     @stops_when_disk_is_full(default=None)
     def next_request(self) -> Request | None:
+        if self.departure is not None and self.departure.begun:
+            return None  # the agent leaves the crawl: it hands out nothing more
         return self._dispatcher().next_request()
 
     # -- what irlscrapy's middlewares tell it (see irlscrapy.middlewares) ----------------
@@ -321,7 +338,7 @@ class IRLScheduler(BaseScheduler):
         """STAR: a crawled page of PLD ``source`` links to the PLDs ``targets``."""
         if self.indegree is not None:
             if self.agent is not None:
-                targets = set(self.agent.route_edges(source, targets))
+                targets = set(self.agent.router.route_edges(source, targets))
             self.indegree.record_page(source, targets)
 
     def _left_downloader(self, request: Request, spider: Spider) -> None:
@@ -370,8 +387,12 @@ class IRLScheduler(BaseScheduler):
 
     def idle_status(self) -> dict[str, int] | None:
         """What the no-idle watch (irlscrapy.report.idlewatch) samples; None while
-        stopped (disk full) or closing: the rest waits for a rerun."""
-        if self.dispatcher is None or self.stop.stopped or not self.waker.engine_asks():
+        stopped (disk full), closing (the rest waits for a rerun) or leaving a
+        multi-agent crawl (the rest goes to other agents)."""
+        departing = self.departure is not None and self.departure.begun
+        if self.dispatcher is None or self.stop.stopped or departing:
+            return None
+        if not self.waker.engine_asks():
             return None
         return self.dispatcher.idle_status()
 

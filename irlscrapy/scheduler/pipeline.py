@@ -143,9 +143,9 @@ def item_url(item: Item | MemoryItem) -> str:
     return payload_url(item[0]) if isinstance(item, tuple) else item.url
 
 
-def record_batch(record: bytes) -> int:
-    """The URLseen batch of a frontier record (see the module docstring)."""
-    return int(_HEAD.unpack_from(record)[1])
+def unpack_record(record: bytes) -> tuple[int, int, bytes]:
+    """(priority, URLseen batch, payload) of a frontier record (module docstring)."""
+    return (*_HEAD.unpack_from(record), record[_HEAD.size :])
 
 
 class Frontier:

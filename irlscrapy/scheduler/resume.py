@@ -28,7 +28,7 @@ from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.pipeline import Frontier, record_batch
+from irlscrapy.scheduler.pipeline import Frontier, unpack_record
 from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)
@@ -92,8 +92,8 @@ def open_frontier(
     admitted = journal.open()
     beast = Beast(state / "beast", beast_budget, max_queues=settings.max_queues)
     batches: Counter[int] = Counter()
-    beast.open(journal.cursor, lambda record: batches.update((record_batch(record),)))
-    batches.update(record_batch(a.item) for a in admitted)
+    beast.open(journal.cursor, lambda record: batches.update((unpack_record(record)[1],)))
+    batches.update(unpack_record(a.item)[1] for a in admitted)
     batches.pop(0, None)  # records from no URLseen batch
     last = max(batches, default=-1)
     stored_before_restart = (last, batches[last]) if batches else (-1, 0)

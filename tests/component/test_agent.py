@@ -25,7 +25,7 @@ def test_a_busy_agent_sends_a_batch_by_age_and_keeps_its_journal_until_then(
 ) -> None:
     agent, clock = make_agent()
     url = foreign_url("ab")
-    assert agent.route_urls([url], [b"aux"]) == ([], [])
+    assert agent.router.route_urls([url], [b"aux"]) == ([], [])
     figures = agent.figures()
     assert figures["agent_outbox"] == 1 and figures["agent_members"] == 2
     assert 0 < figures["agent_partitions"] < PARTITIONS
@@ -43,7 +43,7 @@ def test_an_agent_with_nothing_to_fetch_sends_at_once(
 ) -> None:
     agent, clock = make_agent(busy=False)
     url = foreign_url("ab")
-    agent.route_urls([url], [b""])
+    agent.router.route_urls([url], [b""])
     advance(clock, TICK)
     assert sent_urls(redis_client) == [url]
 
@@ -55,7 +55,7 @@ def test_the_cache_sends_a_url_once_and_without_it_every_time(
     agent, clock = make_agent(cache_slots=cache_slots, busy=False)
     url = foreign_url("ab", "/popular")
     for _ in range(3):
-        agent.route_urls([url], [b""])
+        agent.router.route_urls([url], [b""])
         advance(clock, TICK)
     assert sent_urls(redis_client) == [url] * sent
 
@@ -137,7 +137,7 @@ def test_a_stop_waits_for_the_tick_under_way_and_sends_what_it_could_not(
     agent, clock = make_agent(busy=False, worker=ticks)
     ticks.end()  # the first tick, at start
     url = foreign_url("ab")
-    agent.route_urls([url], [b""])
+    agent.router.route_urls([url], [b""])
     clock.advance(TICK)  # a tick takes the URL's batch, and is under way...
     stopped = agent.stop()  # ...when the crawl closes
     assert not stopped.called
@@ -163,7 +163,7 @@ def test_what_redis_cannot_take_waits_on_disk_past_a_bound_and_all_of_it_arrives
     redis_server.stop()
     try:
         for url in urls:
-            agent.route_urls([url], [b""])
+            agent.router.route_urls([url], [b""])
             advance(clock, TICK)
             held = agent.figures()["agent_outbox"]
             assert held <= 5  # RAM lets go past the bound

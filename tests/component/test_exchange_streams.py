@@ -3,11 +3,13 @@ delivered again until acknowledged, claimed after a handover, deleted when done.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
+from irlscrapy.distributed.handover import HANDOVER_KEYS, heir_batches
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.streams import ACK_CHUNK, Batch, Exchange, Outbox, Outgoing
 
@@ -126,6 +128,24 @@ def test_a_partition_handed_over_takes_the_old_owners_pending_batches(
     claimed = new.claim(2, min_idle_ms=0, count=10)
     assert [b.urls for b in claimed] == [["http://p.com/"]]
     assert new.done(claimed) == 1 and new.backlog([2]) == 0
+
+
+def test_a_handover_sends_each_heir_every_key_once_on_a_partition_it_takes(
+    redis_client: redis.Redis,
+) -> None:
+    keys = np.array([1, 2**63 + 5, 2**64 - 1, 42], dtype=np.uint64)
+    heirs = {"a": frozenset({0, 3, 5}), "b": frozenset({1, 4}), "c": frozenset({2})}
+    batches = heir_batches(keys, heirs, owned=frozenset({3, 4, 5}))
+    assert sorted(b.partition for b in batches) == [3, 4], "c takes none of the leaver's"
+    exchange(redis_client, "leaver").send(batches)
+    got = exchange(redis_client, "a").read([3, 4], count=10, block_ms=None)
+    assert [(b.partition, b.keys.tolist()) for b in got] == [
+        (3, keys.tolist()),
+        (4, keys.tolist()),
+    ]
+    assert all(len(b) == len(keys) and not b.urls for b in got)
+    many = heir_batches(np.arange(HANDOVER_KEYS + 1, dtype=np.uint64), heirs, frozenset({2}))
+    assert [len(b) for b in many] == [HANDOVER_KEYS, 1]
 
 
 def test_a_batch_of_another_layout_is_refused(redis_client: redis.Redis) -> None:

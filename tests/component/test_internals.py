@@ -55,6 +55,15 @@ def test_the_engine_still_has_a_slot_with_a_nextcall_and_a_closing_flag() -> Non
     assert out == "True True\nFalse False True"
 
 
+def test_the_scraper_still_has_a_slot_that_says_whether_it_is_idle() -> None:
+    out = _run(
+        "from scrapy.core.scraper import Scraper, Slot\n"
+        "import inspect\n"
+        "print('self.slot' in inspect.getsource(Scraper), Slot(5_000_000).is_idle())\n"
+    )
+    assert out == "True True"
+
+
 class _NextCall:
     def __init__(self) -> None:
         self.calls = 0

@@ -16,6 +16,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 
 from irlscrapy.dupefilters.identity import RequestIdentity
+from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.dupefilters.urlseen import EARLY_MERGE_MIN, EARLY_MERGE_SHARE, DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError
 
@@ -168,6 +169,24 @@ class TestBatchedApi:
             assert batches[0].aux == [b"http://h.com/a", b"http://h.com/b", b"http://h.com/a#x"]
             assert batches[1].unique.tolist() == [False, True]
             df.ack(second)
+        finally:
+            df.close("finished")
+
+    def test_keys_handed_over_are_seen_and_come_back_with_an_empty_aux(
+        self, tmp_path: Path
+    ) -> None:
+        """An heir stores the keys an agent that left had seen (irlscrapy.distributed
+        .handover); a URL among them is a duplicate from then on."""
+        df = make_filter(tmp_path, batched=True)
+        try:
+            keys = url_keys(["http://h.com/seen", "http://h.com/also"])
+            handed = df.submit_keys(keys)
+            after = df.submit_urls(["http://h.com/seen", "http://h.com/new"])
+            df.flush()
+            batches = list(df.results())
+            assert [b.seq for b in batches] == [handed, after]
+            assert batches[0].aux == [b"", b""], "nothing to store: the intake skips it"
+            assert batches[1].unique.tolist() == [False, True]
         finally:
             df.close("finished")
 

@@ -74,6 +74,8 @@ def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, age
         "IRL_AGENT_PARTITIONS": PARTITIONS,
         # the tiny web's links chain pages across agents: a hop waits for a batch's age
         "IRL_EXCHANGE_AGE": 1,
+        # and its few IPs change hands often: a handover waits for a round of leases
+        "IRL_AGENT_IP_ROUND": 1,
     }
     args = [sys.executable, "-m", "scrapy", "crawl", "broad"]
     if seeds:
@@ -270,22 +272,25 @@ def assert_status_shows_the_agents_at_work(run: AgentRun) -> None:
     assert f"crawl {run.crawl}: {len(run.agents)} agents, {PARTITIONS} partitions" in table
 
 
-def test_kill_9_and_redis_away_lose_nothing(tmp_path: Path) -> None:
-    """Two agents; mid-crawl Redis stops for 10 s (it has its append-only file, as a
+def test_kill_9_redis_away_and_a_graceful_leave_lose_nothing(tmp_path: Path) -> None:
+    """Three agents; mid-crawl Redis stops for 10 s (it has its append-only file, as a
     production Redis): the agents crawl their own partitions meanwhile and keep what
-    they send on disk. During the outage one agent is killed with kill -9; once Redis is
-    back it is started again with its id and JOBDIR: it waits for its dead lease, reads
-    again what it had not made durable, sends what its journal holds, and the crawl
-    completes with no page lost and none fetched by the other agent."""
+    they send on disk. During the outage b is killed with kill -9; once Redis is back it
+    is started again with its id and JOBDIR: it waits for its dead lease, reads again
+    what it had not made durable, and sends what its journal holds. Then ``irlscrapy
+    agents leave c``: c finishes its fetches, hands the URLs it holds and the keys of
+    those it has seen to a and b, and stops. The crawl completes with the ground truth
+    and no URL downloaded twice (a retry of a failure at c, handed over, is fetched by
+    its heir). Started again with its JOBDIR, c refuses: its work went to the others."""
     server = RedisServer(tmp_path / "redis", persistent=True).start()
     log = tmp_path / "requests.jsonl"
     web = start_web(log)
     try:
-        run = AgentRun(web.info, server.url, "faults", ["a", "b"], tmp_path,
+        run = AgentRun(web.info, server.url, "faults", ["a", "b", "c"], tmp_path,
                        f"IRL_AGENT_LEASE={LEASE_S}")  # fmt: skip
-        run.start("a")
-        run.start("b")
-        wait_for_pages(log, 600)
+        for agent in run.agents:
+            run.start(agent)
+        wait_for_pages(log, 500)
         server.stop()
         during = len(downloads(log))
         time.sleep(5)
@@ -294,10 +299,32 @@ def test_kill_9_and_redis_away_lose_nothing(tmp_path: Path) -> None:
         assert len(downloads(log)) > during, "the agents stopped crawling while Redis was away"
         server.start()
         run.start("b")
+        assert "asked to leave" in run.command("leave", "c")
+        run.processes["c"].wait(90)
+        assert run.processes["c"].returncode == 0, run.last_err("c")
+        during = len(downloads(log))
         run.wait()
+        assert len(downloads(log)) > during, "the crawl ended when c left"
     finally:
         web.stop()
         server.stop()
-    assert_ground_truth_and_owners(log, "ab")
     assert "cannot reach Redis" in run.runs["a"][0].read_text()
     assert "Agent b of crawl faults" in run.runs["b"][1].read_text()
+    err = run.runs["c"][0].read_text()
+    assert "Agent c left crawl faults" in err and "'finish_reason': 'agent_left'" in err
+    handed = int(err.split("hands over ")[1].split(" URLs")[0])
+    assert handed > 0, "c held no URL when it left: the test needs a crawl under way"
+    assert "keys_in" in run.runs["a"][0].read_text() + run.runs["b"][1].read_text()
+    truth = reachable(InVitroWeb(TINY, SEED), IRL_POLICY)
+    assert set(downloads(log)) == truth
+    # no URL downloaded twice: one final answer each, and what two agents asked for is
+    # a retry of a failure the leaver handed over with the URLs it held
+    assert_repeats_are_retries(read_log(log))
+    twice = [url for url, who in fetched_by(log).items() if len(who) > 1]
+    print(f"{len(twice)} URLs retried by an heir after a failure at c: {twice[:5]}")
+    assert len(twice) < handed / 10
+    again = subprocess.run(
+        agent_args(web.info, server.url, "faults", "c", run.agents, tmp_path / "c", []),
+        cwd=ROOT, env=run.env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert "start the agent with a new JOBDIR" in again.stderr, again.stderr[-2000:]

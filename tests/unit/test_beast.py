@@ -148,6 +148,13 @@ class BeastMachine(RuleBasedStateMachine):
         assert len(self.beast) == self.model.slots_total() + len(self.model.qf)
         assert self.beast.j == self.model.j
 
+    @invariant()
+    def records_are_the_queued_ones(self) -> None:
+        """records() reads what is queued, none taken, and takes nothing (a handover)."""
+        queued = [p for slot in self.model.slots.values() for _, p in slot]
+        queued += [p for _, p in self.model.qf]
+        assert Counter(self.beast.records()) == Counter(queued)
+
 
 TestBeastStateful = BeastMachine.TestCase
 TestBeastStateful.settings = settings(max_examples=150, stateful_step_count=60, deadline=None)

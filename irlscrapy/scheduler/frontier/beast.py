@@ -307,6 +307,23 @@ class Beast:
             self._advance()
         return None
 
+    def records(self) -> Iterator[bytes]:
+        """The payload of every queued record, without taking any (an agent leaving a
+        multi-agent crawl hands its queues over: irlscrapy.distributed.handover)."""
+        for slot in sorted(self._counts):
+            if not self._counts[slot]:
+                continue
+            taken = self._skip
+            if self.position[0] == slot:
+                taken = max(taken, self.position[1])
+            for offset, record in scan(self._slot_path(slot)):
+                if slot == self.reading and offset <= taken:
+                    continue  # popped already
+                yield record[_DOMAIN.size :]
+        if self.qf_records:
+            for _, record in scan(self._qf_path(self._qf_generation)):
+                yield record[_DOMAIN.size :]
+
     def _advance(self) -> None:
         """Slot ``reading`` is empty: drop it, move on, and end the cycle if it is over."""
         self._reader = None

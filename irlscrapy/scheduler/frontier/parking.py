@@ -102,6 +102,11 @@ class ParkedStore:
             path.unlink()
         return pushed
 
+    def records(self) -> Iterator[bytes]:
+        """Every parked record of every generation, left in place (see Beast.records)."""
+        for path in sorted(self.directory.glob("parked-*.rec"), key=_generation):
+            yield from _records(path)
+
     def hold(self, on: bool) -> bool:
         """Hold replays of the current generation, or end the hold; True when it ends
         with a replay asked for meanwhile (the caller replays now). A multi-agent crawl's
