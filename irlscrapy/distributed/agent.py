@@ -28,17 +28,10 @@ says so in Redis (``seeded``), as ``irlscrapy agents seed`` does
 (:mod:`irlscrapy.distributed.seeding`). Until then the crawl is not done, so agents
 started before their seeds wait for them.
 
-*The end.* An agent is *idle* when it has nothing to fetch, nothing in flight, nothing
-buffered to send and nothing read but not acknowledged: when a crawl of one process
-would close. The crawl is done when every member is idle and every partition stream is
-empty, read in one script (:meth:`CrawlRegistry.crawl_done`). An agent publishes "not idle" before,
-in the same pipeline, it acknowledges a batch, and "idle" only after its last batch is
-sent; and from the moment it decides it is idle it takes up no work of its own until
-Redis has its "not idle" (:attr:`Agent.quiesce`: the parked URLs of a host whose
-retirement ends meanwhile wait for the next tick, which publishes "not idle", then go
-back to BEAST). So the script never sees a moment where work exists but hides: a URL is
-either in a stream, or at an agent that says it is busy. Until the crawl is done, the
-scheduler reports pending requests, so Scrapy keeps every agent open.
+*The end.* The crawl ends when every member is idle and every stream is empty, read in
+one script (:meth:`CrawlRegistry.crawl_done`, whose docstring says why no work can hide
+from it); until then the scheduler reports pending requests, so Scrapy keeps every
+agent open.
 
 *IP leases.* Each tick's round of I/O also runs the round of this agent's IP leases
 (:mod:`irlscrapy.distributed.ipleases`): the workbench takes from an IP only while this
@@ -69,6 +62,7 @@ from twisted.python.failure import Failure
 
 from irlscrapy.distributed.agentsettings import TICK, AgentSettings
 from irlscrapy.distributed.ipleases import IPLeases, LeaseReply, LeaseRound
+from irlscrapy.distributed.leavemarks import LEAVING, check_directory, mark_leaving, mark_left
 from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.distributed.partitions import assignment
 from irlscrapy.distributed.registry import TAKEN, CrawlConfig, CrawlRegistry
@@ -102,8 +96,6 @@ READ_COUNT = 4
 #: disk only (OutboxJournal.spill), read back REPLAY_RECORDS a tick once Redis is back.
 SPILL_RECORDS = 200_000
 REPLAY_RECORDS = 20_000
-#: The file in the agent's directory that says it left its crawl (irlscrapy.distributed.handover).
-LEFT_MARK = "left"
 #: Seconds without a successful exchange before the crawl stops.
 REDIS_GIVE_UP = 300.0
 #: Seconds between checkpoints of the outbox's journal: it starts a new file, and the
@@ -153,8 +145,10 @@ class Agent:
         self.leaving = False  # it reads no more batches (irlscrapy.distributed.handover)
         self._reads_over = False  # a tick that read nothing has ended since
         self._handover: list[Outgoing] = []  # keys for the heirs, sent as it stops
-        self.handed_over = False  # all it held is routed: it leaves as it stops
-        self._taken: list[int] = []  # partitions newly owned: their whole backlog is read
+        self.handed_over = False  # all it held is routed: it leaves as it stops ...
+        self.handover_members: list[str] = []  # ... if the members are still these
+        #: partitions newly owned whose whole backlog is still to be read
+        self.taken_over: list[int] = []
         self._alone_warned = False
         self.members: list[str] = []
         self.owned: frozenset[int] = frozenset()
@@ -195,12 +189,6 @@ class Agent:
         ticking. This is the one time the agent waits for Redis on the reactor: at open,
         before the crawl starts (as the state directory's recovery does), and for up to
         one lease if a killed process with this id still holds it."""
-        left = directory / LEFT_MARK
-        if left.exists():
-            raise ConfigurationError(
-                f"this JOBDIR's agent left crawl {left.read_text()!r} and handed its work "
-                "over: start the agent with a new JOBDIR to join the crawl again"
-            )
         self.journal = self.router.journal = OutboxJournal(directory)
         self.journal.open()  # what it left is sent again: owners drop what they have
         self._checkpoint_at = self.clock.seconds() + CHECKPOINT_S
@@ -215,6 +203,8 @@ class Agent:
     def _join(self) -> tuple[str, list[str], list[Batch], bool]:
         s = self.settings
         registry = self.registry
+        assert self.journal is not None
+        check_directory(self.journal.directory, registry, self.id)
         registry.ensure_config()
         for name in s.agents:
             registry.add_member(name)
@@ -282,36 +272,47 @@ class Agent:
 
     def _stop(self, journal: OutboxJournal) -> defer.Deferred[None]:
         sends = self._unsent + self.outbox.ready(self.clock.seconds(), everything=True)
-        leave = self.handed_over
+        sends = [part for batch in sends for part in batch.split(self.settings.batch)]
+        # (records spilled to disk wait for the next start: the leave waits with them)
+        leave = self.handed_over and not journal.spilling
+        if leave:
+            mark_leaving(journal.directory)
         sends += self._handover
         acks, self._unsent, self._durable = self._durable, [], []
         leases = self.leases.release_all(self.clock.seconds())
-        d = self.worker(self._last_io, sends, acks, leases, leave)
-        d.addCallbacks(
-            self._stopped,
-            self._stop_failed,
-            callbackArgs=(journal, leave),
-            errbackArgs=(len(sends), len(acks)),
-        )
+        members = self.handover_members if leave else None
+        d = self.worker(self._last_io, sends, acks, leases, members)
+        d.addCallbacks(self._stopped, self._stop_failed, callbackArgs=(journal,),
+                       errbackArgs=(len(sends), len(acks)))  # fmt: skip
         return d
 
     def _last_io(
-        self, sends: list[Outgoing], acks: list[Batch], leases: LeaseRound, leave: bool
-    ) -> None:
+        self,
+        sends: list[Outgoing],
+        acks: list[Batch],
+        leases: LeaseRound,
+        members: list[str] | None,
+    ) -> bool:
+        """The last round; with the ``members`` a handover was for, leave (True: left)."""
         self._io(sends, acks, idle=None, renew=False)
         self.leases.run(leases)
-        if leave:  # everything is in the streams: its partitions go to the heirs
-            self.registry.leave(self.id, self._token)
-            self.registry.client.delete(self.registry.key("leave", self.id))
-        elif self._token:
+        # (everything is in the streams: its partitions may go to the heirs)
+        if members is not None and self.registry.hand_over(self.id, self._token, members):
+            return True
+        if self._token:
             self.registry.release(self.id, self._token)
+        return False
 
-    def _stopped(self, _: Any, journal: OutboxJournal, leave: bool) -> None:
+    def _stopped(self, left: bool, journal: OutboxJournal) -> None:
         # (spilled records not yet sent wait for the next start, in their files)
         journal.close() if journal.spilling else journal.remove_all()
-        if leave:
-            (journal.directory / LEFT_MARK).write_text(self.settings.crawl)
+        if left:
+            mark_left(journal.directory, self.settings.crawl)
             logger.info("Agent %s left crawl %s", self.id, self.settings.crawl)
+        elif self.handed_over:
+            (journal.directory / LEAVING).unlink(missing_ok=True)
+            logger.warning("Agent %s did not leave (members changed, or spilled records "
+                           "wait): the leave starts over at its next start", self.id)  # fmt: skip
 
     def _stop_failed(self, failure: Failure, sends: int, acks: int) -> None:
         if self.journal is not None:
@@ -368,7 +369,7 @@ class Agent:
         status = self.status.due(now, idle, self.outbox.records, held)
         leases = self.leases.round(now) if self.leases.due(now) else None
         reads = not self.leaving
-        taken = list(self._taken) if reads else []
+        taken = list(self.taken_over)  # (leaving too: what they hold is exported)
         d = self.worker(
             self._io, sends, acks, idle, renew, check, status, self._orphans, leases, reads, taken
         )
@@ -416,12 +417,12 @@ class Agent:
             return got
         got.leases = self.leases.run(leases) if leases is not None else None
         owned = sorted(self.owned)
+        # (every batch delivered is acknowledged by now: what is pending was lost)
+        got.batches = exchange.pending(owned, 1 << 30) if orphans and reads else []
+        for p in taken:  # a partition handed over: what a dead owner never acknowledged
+            got.batches += exchange.claim(p, int(self.settings.lease * 2000), 1 << 30)
+        got.batches += exchange.read(taken, 1 << 30, None)  # then its whole backlog
         if reads:
-            # (every batch delivered is acknowledged by now: what is pending was lost)
-            got.batches = exchange.pending(owned, 1 << 30) if orphans else []
-            for p in taken:  # a partition handed over: what its old owner never acknowledged
-                got.batches += exchange.claim(p, 0, 1 << 30)
-            got.batches += exchange.read(taken, 1 << 30, None)  # then its whole backlog
             got.batches += exchange.read(owned, READ_COUNT, None)
         if renew:
             got.held = registry.renew(self.id, self._token, self.settings.lease)
@@ -451,7 +452,7 @@ class Agent:
         if result.leases is not None:
             self.leases.apply(result.leases, self.clock.seconds())
         self._reads_over |= not reads
-        self._taken = [p for p in self._taken if p not in taken]
+        self.taken_over = [p for p in self.taken_over if p not in taken]
         if not idle:
             self.quiesce(False)
         stats = self.stats
@@ -493,7 +494,7 @@ class Agent:
         if batches:
             self._deliver(batches)
         if taken:
-            self.router.own(self.owned - set(self._taken))
+            self.router.own(self.owned - set(self.taken_over))
         self.crawl_done, self.others_done = done
 
     def figures(self) -> dict[str, int]:
@@ -588,8 +589,8 @@ class Agent:
         before = self.owned
         self.members = members
         self.owned = assignment(members, self.settings.partitions).get(self.id, frozenset())
-        if self._token and self.owned - before:  # (not at the start: a handover)
-            self._taken += sorted(self.owned - before)
-        # a partition taken over is routed to as another's until its backlog, with the
-        # keys its old owner had seen, is delivered (irlscrapy.distributed.handover)
-        self.router.own(self.owned - set(self._taken))
+        # Partitions taken (at the start: all it owns, it may have missed a handover) have
+        # their whole backlog read, keys first, and are routed to as another's until then
+        self.taken_over = [p for p in self.taken_over if p in self.owned]
+        self.taken_over += sorted(self.owned - before)
+        self.router.own(self.owned - set(self.taken_over))

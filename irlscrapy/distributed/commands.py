@@ -76,6 +76,12 @@ def leave(redis_url: str, crawl: str, agent: str, wait: float) -> str:
                 f"{agent!r} is crawl {crawl!r}'s only member: there is nobody to hand its "
                 "partitions to (stop it instead)"
             )
+        leaving = [m for m in members if m != agent and client.exists(registry.key("leave", m))]
+        if leaving:
+            raise ConfigurationError(
+                f"agent {leaving[0]!r} of crawl {crawl!r} is leaving already: one leave at "
+                "a time (each hands its partitions to the members it sees)"
+            )
         client.set(registry.key("leave", agent), "1")
         running = registry.alive(agent)
         deadline = time.monotonic() + wait

@@ -156,6 +156,9 @@ class Departure:
             "URLs waiting for URLseen": intake.pending,
             "URLs waiting for DNS": self.frontier.waiting_dns,
             "batches read and not acknowledged": not self.agent.reads_settled,
+            "records spilled to disk, to send": self.agent.journal is not None
+            and self.agent.journal.spilling,
+            "partitions taken over, to read": self.agent.taken_over,
         }
         return [what for what, count in waits.items() if count]
 
@@ -198,6 +201,7 @@ class Departure:
         drum = self.intake.urlseen.drum
         assert drum is not None
         agent = self.agent
+        agent.handover_members = sorted(agent.members)
         others = [member for member in agent.members if member != agent.id]
         heirs = assignment(others, agent.settings.partitions)
         for stored, _ in drum.items():

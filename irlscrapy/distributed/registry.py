@@ -12,13 +12,15 @@ a crawl's keys share one slot and its Lua scripts may touch several of them.
     disagree on who owns a PLD would both crawl it.
 ``irl:{c}:members``
     A hash: agent id -> JSON (joined, last seen, host, pid). An agent is a *member* from
-    its first join until it leaves gracefully (:meth:`CrawlRegistry.leave`). Ownership
-    (:mod:`irlscrapy.distributed.partitions`) is computed over the members, **not** over
-    the agents alive now: an agent killed with kill -9 keeps its partitions, and the URLs
-    sent to it wait in its streams until it is back with the same id and JOBDIR (only
-    its JOBDIR knows which of their URLs it has seen). A member that never comes back is
-    removed by ``irlscrapy agents --remove`` (or its own graceful leave), which hands its
-    partitions to the others.
+    its first join until it leaves gracefully (:meth:`CrawlRegistry.hand_over`).
+    Ownership (:mod:`irlscrapy.distributed.partitions`) is computed over the members,
+    **not** over the agents alive now: an agent killed with kill -9 keeps its partitions,
+    and the URLs sent to it wait in its streams until it is back with the same id and
+    JOBDIR (only its JOBDIR knows which of their URLs it has seen). (Removing a member
+    that never comes back is not built yet.)
+``irl:{c}:leave:{agent}``, ``irl:{c}:left``
+    An operator's request that ``agent`` leave (``irlscrapy agents leave``), and the
+    agents that left: IRL_AGENTS does not make them members again; a join does.
 ``irl:{c}:lease:{agent}``
     The running agent's lease: a random token with a TTL, renewed every third of it. A
     second process with the same agent id finds the lease held and waits up to one TTL
@@ -62,6 +64,23 @@ redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
 if held then return 1 end
 return 2
+"""
+# KEYS: the members hash, the lease, the leave request, the set of agents that left;
+# ARGV: the agent, its token, the members (sorted, comma-separated) its handover was for.
+# Leave only if the members are still those and some other stays: 1, else 0.
+_HAND_OVER = """
+local members = redis.call('HKEYS', KEYS[1])
+table.sort(members)
+if table.concat(members, ',') ~= ARGV[3] or #members < 2 then
+    return 0
+end
+if redis.call('GET', KEYS[2]) == ARGV[2] then
+    redis.call('DEL', KEYS[2])
+end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[3])
+redis.call('SADD', KEYS[4], ARGV[1])
+return 1
 """
 # KEYS[1] the lease; ARGV[1] the token: release the lease only if it is ours.
 _RELEASE = """
@@ -144,6 +163,7 @@ class CrawlRegistry:
         self._hold = client.register_script(_HOLD)
         self._release = client.register_script(_RELEASE)
         self._crawl_done = client.register_script(_CRAWL_DONE)
+        self._hand_over = client.register_script(_HAND_OVER)
 
     def key(self, *parts: object) -> str:
         return self.prefix + ":".join(map(str, parts))
@@ -178,6 +198,7 @@ class CrawlRegistry:
         live process holds the lease, wait up to ``wait_s`` (default: one lease) for it
         to lapse, then raise :class:`AgentConflict`."""
         token = secrets.token_hex(16)
+        self.client.srem(self.key("left"), agent)  # (a new JOBDIR joins again)
         deadline = time.monotonic() + (lease_s if wait_s is None else wait_s)
         while not self.renew(agent, token, lease_s):
             if time.monotonic() >= deadline:
@@ -206,21 +227,28 @@ class CrawlRegistry:
 
     def add_member(self, agent: str) -> None:
         """Make ``agent`` a member before it first runs (IRL_AGENTS: the crawl's first
-        members, so ownership is fixed from the start whichever agent starts first)."""
-        self.client.hsetnx(self.key("members"), agent, json.dumps({"listed": time.time()}))
+        members, so ownership is fixed from the start whichever agent starts first),
+        unless it has left the crawl (irlscrapy.distributed.handover)."""
+        if not self.has_left(agent):
+            self.client.hsetnx(self.key("members"), agent, json.dumps({"listed": time.time()}))
+
+    def has_left(self, agent: str) -> bool:
+        """Did ``agent`` leave the crawl, handing its partitions over (and not join again)?"""
+        return bool(self.client.sismember(self.key("left"), agent))
+
+    def hand_over(self, agent: str, token: str, members: list[str]) -> bool:
+        """Leave for good, if the members are still ``members`` and another stays
+        (irlscrapy.distributed.handover): the partitions go to the others, the lease and
+        the leave request go, and ``agent`` is recorded as left. False: nothing done."""
+        keys = [self.key("members"), self.key("lease", agent), self.key("leave", agent)]
+        left = self._hand_over(
+            keys=[*keys, self.key("left")], args=[agent, token, ",".join(sorted(members))]
+        )
+        return bool(left)
 
     def release(self, agent: str, token: str) -> None:
         """Give the lease up (the agent stops, and stays a member)."""
         self._release(keys=[self.key("lease", agent)], args=[token])
-
-    def leave(self, agent: str, token: str | None = None) -> None:
-        """Stop being a member: the agent's partitions go to the others. Its lease goes
-        too (if ``token`` is given, only if it is ours)."""
-        if token is not None:
-            self.release(agent, token)
-        else:
-            self.client.delete(self.key("lease", agent))
-        self.client.execute_command("HDEL", self.key("members"), agent)
 
     def members(self) -> list[str]:
         """The agent ids that own partitions, sorted."""
@@ -242,7 +270,18 @@ class CrawlRegistry:
     def crawl_done(self, streams: str, partitions: int, agent: str) -> tuple[bool, bool]:
         """(Is the crawl done, is every agent but ``agent`` idle with every stream
         empty?), read in one script: every member idle, the partitions' streams (keys
-        ``streams`` + p) empty, and the crawl seeded (see irlscrapy.distributed.agent)."""
+        ``streams`` + p) empty, and the crawl seeded.
+
+        An agent is *idle* when it has nothing to fetch, nothing in flight, nothing buffered
+        to send and nothing read but not acknowledged: when a crawl of one process would
+        close. An agent publishes "not idle" before, in the same pipeline, it acknowledges a
+        batch, and "idle" only after its last batch is sent; and from the moment it decides
+        it is idle it takes up no work of its own until Redis has its "not idle"
+        (``Agent.quiesce``: the parked URLs of a host whose retirement ends meanwhile
+        wait for the next tick, which publishes "not idle", then go back to BEAST). So the
+        script never sees a moment where work exists but hides: a URL is either in a stream,
+        or at an agent that says it is busy.
+        """
         both = self._crawl_done(
             keys=[self.key("members"), self.key("idle"), self.key("seeded")],
             args=[streams, partitions, agent],

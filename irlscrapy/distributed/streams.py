@@ -163,6 +163,19 @@ class Outgoing:
         self.chunks.append(chunk)
         self.records += chunk_records(chunk)
 
+    def split(self, most: int) -> list[Outgoing]:
+        """This batch as batches of whole chunks, of at most ``most`` records where the
+        chunks allow (one stream entry each: an entry must stay well below Redis's
+        512 MB bulk limit, and a leaving agent's batches can be huge)."""
+        if self.records <= most or self.keys:
+            return [self]
+        parts = [Outgoing(self.partition)]
+        for chunk in self.chunks:
+            if parts[-1].records and parts[-1].records + chunk_records(chunk) > most:
+                parts.append(Outgoing(self.partition))
+            parts[-1].add(chunk)
+        return parts
+
     @classmethod
     def of_records(cls, records: list[tuple[int, bytes]]) -> list[Outgoing]:
         """(partition, chunk) records as batches, one a partition."""

@@ -1,4 +1,4 @@
-"""``irlscrapy agents seed`` and ``irlscrapy agents status`` against a real redis-server."""
+"""``irlscrapy agents seed``, ``status`` and ``leave`` against a real redis-server."""
 
 from __future__ import annotations
 
@@ -97,3 +97,31 @@ def test_status_shows_each_agent_its_pages_and_the_batches_waiting_for_it(
     table = capsys.readouterr().out
     assert "crawl c: 2 agents, 16 partitions" in table
     assert any(line.startswith("b ") and "stopped" in line for line in table.splitlines())
+
+
+def test_leave_asks_a_member_to_leave_one_at_a_time_and_never_the_last(
+    redis_server: RedisServer, redis_client: redis.Redis, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
+
+    registry = CrawlRegistry(redis_client, "c", CrawlConfig(16))
+    registry.ensure_config()
+    for agent in "abc":
+        registry.add_member(agent)
+
+    def leave(agent: str) -> tuple[int, str]:
+        code = main(["agents", "leave", "--redis", redis_server.url, "--crawl", "c", agent])
+        out, err = capsys.readouterr()
+        return code, out + err
+
+    assert leave("x") == (2, "irlscrapy: 'x' is not a member of crawl 'c' (['a', 'b', 'c'])\n")
+    code, said = leave("c")
+    assert code == 0 and "asked to leave" in said and "when it runs again" in said
+    assert redis_client.exists("irl:{c}:leave:c")
+    code, said = leave("b")
+    assert code == 2 and "'c' of crawl 'c' is leaving already" in said
+    redis_client.delete("irl:{c}:leave:c")
+    registry.hand_over("c", "", ["a", "b", "c"])
+    registry.hand_over("b", "", ["a", "b"])
+    code, said = leave("a")
+    assert code == 2 and "only member" in said

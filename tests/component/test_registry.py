@@ -48,8 +48,14 @@ def test_members_stay_until_they_leave_whatever_their_leases(redis_client: redis
     time.sleep(0.5)  # both "killed": their leases lapse, their partitions stay theirs
     assert reg.members() == ["a", "b"] and not reg.alive("a")
     assert reg.member("b")["pid"] > 0  # type: ignore[index]
-    reg.leave("a", a)
+    assert not reg.hand_over("a", a, ["a"]), "the members changed since its handover"
+    assert reg.hand_over("a", a, ["a", "b"])
+    assert reg.members() == ["b"] and reg.has_left("a")
+    assert not reg.hand_over("b", "token", ["b"]), "the last member stays"
+    reg.add_member("a")  # IRL_AGENTS of an agent that starts: a left, it stays out
     assert reg.members() == ["b"]
+    reg.join("a", lease_s=0.3)  # a itself joins again (with a new JOBDIR)
+    assert reg.members() == ["a", "b"] and not reg.has_left("a")
 
 
 def test_one_agent_id_cannot_run_twice(redis_client: redis.Redis) -> None:

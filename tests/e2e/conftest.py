@@ -181,6 +181,10 @@ def read_log(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
+#: Statuses Scrapy retries (0: no answer).
+RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}
+
+
 def assert_repeats_are_retries(records: list[dict[str, Any]]) -> None:
     """Every URL gets at most one final answer; repeats are retries of failures only.
 
@@ -193,13 +197,12 @@ def assert_repeats_are_retries(records: list[dict[str, Any]]) -> None:
         url = request_url(r)
         if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error" and url is not None:
             attempts.setdefault(url, []).append(r["status"])
-    retryable = {0, 500, 502, 503, 504, 522, 524, 408, 429}
     repeated = 0
     for url, statuses in attempts.items():
-        final = [s for s in statuses if s not in retryable]
+        final = [s for s in statuses if s not in RETRYABLE]
         assert len(final) <= 1, (url, statuses)
         assert len(statuses) <= 6, (url, statuses)
         if len(statuses) > 1:
             repeated += 1
-            assert set(statuses[:-1]) <= retryable, (url, statuses)
+            assert set(statuses[:-1]) <= RETRYABLE, (url, statuses)
     assert repeated > 0  # the tiny web has resetting and erroring servers

@@ -28,6 +28,7 @@ from tests.redisserver import RedisServer
 from .conftest import (
     IRL_POLICY,
     QUICK_IRL,
+    RETRYABLE,
     ROOT,
     SEED,
     TINY_DOWNLOAD_TIMEOUT,
@@ -317,12 +318,17 @@ def test_kill_9_redis_away_and_a_graceful_leave_lose_nothing(tmp_path: Path) -> 
     assert "keys_in" in run.runs["a"][0].read_text() + run.runs["b"][1].read_text()
     truth = reachable(InVitroWeb(TINY, SEED), IRL_POLICY)
     assert set(downloads(log)) == truth
-    # no URL downloaded twice: one final answer each, and what two agents asked for is
-    # a retry of a failure the leaver handed over with the URLs it held
-    assert_repeats_are_retries(read_log(log))
-    twice = [url for url, who in fetched_by(log).items() if len(who) > 1]
-    print(f"{len(twice)} URLs retried by an heir after a failure at c: {twice[:5]}")
-    assert len(twice) < handed / 10
+    # no URL downloaded by two agents (b's kill -9 may cost b a page again, within the
+    # crash contract); what two agents asked for is a retry of a failure the leaver
+    # handed over with the URLs it held
+    answered: dict[str, set[str]] = defaultdict(set)
+    for r in read_log(log):
+        if r["path"] not in ROBOTS_PATHS and r["status"] not in RETRYABLE:
+            answered[request_url(r) or ""].add(r["user_agent"])
+    twice = {url: who for url, who in answered.items() if len(who) > 1}
+    assert not twice, sorted(twice.items())[:10]
+    retried = [url for url, who in fetched_by(log).items() if len(who) > 1]
+    print(f"{len(retried)} URLs retried by an heir after a failure at c: {retried[:5]}")
     again = subprocess.run(
         agent_args(web.info, server.url, "faults", "c", run.agents, tmp_path / "c", []),
         cwd=ROOT, env=run.env, capture_output=True, text=True, timeout=120,
