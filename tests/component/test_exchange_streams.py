@@ -148,6 +148,18 @@ def test_a_handover_sends_each_heir_every_key_once_on_a_partition_it_takes(
     assert [len(b) for b in many] == [HANDOVER_KEYS, 1]
 
 
+def test_a_huge_batch_splits_into_entries_of_whole_chunks() -> None:
+    chunks = [Batch(1, [f"http://a.com/{i}/{j}" for j in range(n)], [b""] * n).encode()
+              for i, n in enumerate([3, 4, 2, 6, 1])]  # fmt: skip
+    batch = Outgoing(1)
+    for chunk in chunks:
+        batch.add(chunk)
+    parts = batch.split(7)
+    assert [len(p) for p in parts] == [7, 2, 7] and all(p.partition == 1 for p in parts)
+    assert b"".join(c for p in parts for c in p.chunks) == b"".join(chunks)
+    assert batch.split(16) == [batch]
+
+
 def test_a_batch_of_another_layout_is_refused(redis_client: redis.Redis) -> None:
     owner = exchange(redis_client, "b")
     redis_client.xadd(owner.stream(0), {"v": 99, "b": Batch(0).encode()})
