@@ -77,6 +77,9 @@ def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, age
         "IRL_EXCHANGE_AGE": 1,
         # and its few IPs change hands often: a handover waits for a round of leases
         "IRL_AGENT_IP_ROUND": 1,
+        # an agent's last hosts are a few, in a sparse tail (the work is spread over the
+        # agents): QUICK_IRL's 2 s gave up on a flaky host between its 429s
+        "IRL_GIVE_UP_AFTER": 6,
     }
     args = [sys.executable, "-m", "scrapy", "crawl", "broad"]
     if seeds:
