@@ -101,6 +101,10 @@ class RedisSample:
     t: float
     used_memory: int
     dataset: int  # used_memory_dataset: used_memory less Redis's overhead (client buffers)
+    clients: int  # mem_clients_normal: the clients' query and output buffers
+    streams: int  # MEMORY USAGE of the partitions' streams, summed
+    entries: int  # entries in them (batches sent and not yet acknowledged)
+    ips: int  # MEMORY USAGE of the IP leases' hash
     calls: int
     net_bytes: int
     unique: int
@@ -135,20 +139,35 @@ def agent_cmd(info: dict[str, Any], redis_url: str, crawl: str, agent: str, agen
     ]  # fmt: skip
 
 
-def redis_sample(client: Any, t: float, unique: int) -> RedisSample:
+#: The bench's own commands, left out of the counts.
+BENCH_COMMANDS = ("cmdstat_info", "cmdstat_memory|usage", "cmdstat_xlen")
+
+
+def redis_sample(client: Any, crawl: str, t: float, unique: int) -> RedisSample:
     memory = client.info("memory")
     stats = client.info("stats")
     commands = client.info("commandstats")
     by_command = {
         k.removeprefix("cmdstat_"): int(v["calls"])
         for k, v in commands.items()
-        if k != "cmdstat_info"
+        if k not in BENCH_COMMANDS
     }
     net = stats["total_net_input_bytes"] + stats["total_net_output_bytes"]
+    streams = [f"irl:{{{crawl}}}:p:{p}" for p in range(PARTITIONS)]
+    pipe = client.pipeline(transaction=False)
+    for key in streams:
+        pipe.memory_usage(key, samples=0)
+        pipe.xlen(key)
+    pipe.memory_usage(f"irl:{{{crawl}}}:ips", samples=0)
+    *per_stream, ips = pipe.execute()
     return RedisSample(
         t,
         memory["used_memory"],
         memory["used_memory_dataset"],
+        memory["mem_clients_normal"],
+        sum(n or 0 for n in per_stream[0::2]),
+        sum(per_stream[1::2]),
+        ips or 0,
         sum(by_command.values()),
         net,
         unique,
@@ -192,7 +211,7 @@ def run_crawl(name: str, cpus: list[int | None], server_cpu: int | None, seconds
                 emit(BENCH_NAME, f"{k}_cores", round((sum(p.cpu_times()[:2]) - cpu0[k]) / wall, 3),
                      "cores", crawl=name)  # fmt: skip
             _stop(agents)
-            crawl.redis.append(redis_sample(client, time.monotonic(), _unique(agents)))
+            crawl.redis.append(redis_sample(client, name, time.monotonic(), _unique(agents)))
     finally:
         client.close()
         server.stop()
@@ -222,7 +241,7 @@ def _watch(crawl: Crawl, client: Any, seconds: float, unique: int | None) -> Non
             raise RuntimeError(f"{crawl.name}: an agent ended early; see its log")
         samples = [a.read_samples() for a in crawl.agents]
         known = sum(int(s[-1]["unique"]) if s else 0 for s in samples)
-        sample = redis_sample(client, time.monotonic(), known)
+        sample = redis_sample(client, crawl.name, time.monotonic(), known)
         crawl.redis.append(sample)
         if crawl.joined is None:
             flags = client.hgetall(f"irl:{{{crawl.name}}}:idle")
@@ -306,6 +325,9 @@ def communication(crawl: Crawl) -> tuple[float, float]:
     return sent / crawled, cached / crawled
 
 
+MEMORY_PARTS = ("used_memory", "dataset", "clients", "streams", "entries", "ips")
+
+
 def redis_memory(crawl: Crawl, unique: int) -> None:
     assert crawl.joined is not None
     base = crawl.joined.used_memory
@@ -322,6 +344,13 @@ def redis_memory(crawl: Crawl, unique: int) -> None:
     emit(BENCH_NAME, "redis_memory_peak_to_tenth", round((peak.used_memory - base) / at_tenth, 3),
          "ratio", bar="<= 1.5", unique_urls=crawl.redis[-1].unique)  # fmt: skip
     rest = after[after.index(tenth) :]
+    for label, sample in (("joined", crawl.joined), ("tenth", tenth), ("peak", peak)):
+        emit(BENCH_NAME, "redis_memory_parts", {k: getattr(sample, k) for k in MEMORY_PARTS},
+             "bytes", at=label, unique=sample.unique)  # fmt: skip
+    with (RESULTS / f"agents-{crawl.name}" / "redis.jsonl").open("w") as out:
+        for sample in crawl.redis:
+            out.write(json.dumps({k: v for k, v in vars(sample).items() if k != "by_command"}))
+            out.write("\n")
     emit(BENCH_NAME, "redis_dataset_growth", [tenth.dataset - crawl.joined.dataset,
          max(s.dataset for s in rest) - crawl.joined.dataset], "bytes at the tenth, peak after",
          median_used_memory_growth_after_tenth=sorted(s.used_memory - base for s in rest)[

@@ -51,7 +51,7 @@ from irlscrapy.exceptions import AgentConflict, ConfigurationError
 
 #: The version of the registry's and the streams' layout in Redis (DO NOT CHANGE the
 #: meaning of a version: agents of different layouts must not share a crawl).
-LAYOUT_VERSION = 3  # 2: a batch is chunks end to end; 3: IP leases
+LAYOUT_VERSION = 4  # 2: a batch is chunks end to end; 3: IP leases; 4: batches in zlib
 
 # KEYS[1] the lease, KEYS[2] the members hash; ARGV: token, ttl ms, agent id, member JSON.
 # Renew the lease if it is ours (1), take it if it is free (2); 0 if another token holds it.

@@ -15,7 +15,7 @@ from twisted.internet import defer, task
 from irlscrapy.distributed.agent import CHECKPOINT_S, Agent
 from irlscrapy.distributed.agentsettings import TICK, AgentSettings
 from irlscrapy.distributed.partitions import owner, partition_of
-from irlscrapy.distributed.streams import Batch
+from irlscrapy.distributed.streams import entry_batch
 from irlscrapy.domains import ICANN
 from tests.redisserver import RedisServer
 
@@ -81,7 +81,7 @@ def sent_urls(client: redis.Redis) -> list[str]:
         url
         for p in range(PARTITIONS)
         for _, fields in client.xrange(f"irl:{{c}}:p:{p}")
-        for url in Batch.decode(p, fields[b"b"]).urls
+        for url in entry_batch(p, b"", fields).urls
     ]
 
 

@@ -12,7 +12,7 @@ import redis
 from irlscrapy.cli import main
 from irlscrapy.distributed.partitions import partition_of
 from irlscrapy.distributed.status import STATUS_EVERY
-from irlscrapy.distributed.streams import Batch
+from irlscrapy.distributed.streams import Batch, entry_batch
 from irlscrapy.scheduler.intake import seed_aux
 from tests.redisserver import RedisServer
 
@@ -25,7 +25,7 @@ def stream_urls(client: redis.Redis, crawl: str, partitions: int) -> dict[int, l
     found: dict[int, list[Batch]] = {}
     for p in range(partitions):
         for _, fields in client.xrange(f"irl:{{{crawl}}}:p:{p}"):
-            found.setdefault(p, []).append(Batch.decode(p, fields[b"b"]))
+            found.setdefault(p, []).append(entry_batch(p, b"", fields))
     return found
 
 

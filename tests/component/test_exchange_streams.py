@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from irlscrapy.distributed.handover import HANDOVER_KEYS, heir_batches
-from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
+from irlscrapy.distributed.registry import LAYOUT_VERSION, CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.streams import ACK_CHUNK, Batch, Exchange, Outbox, Outgoing
 
 PARTITIONS = 8
@@ -165,3 +165,20 @@ def test_a_batch_of_another_layout_is_refused(redis_client: redis.Redis) -> None
     redis_client.xadd(owner.stream(0), {"v": 99, "b": Batch(0).encode()})
     with pytest.raises(ValueError, match="layout 99"):
         owner.read([0], count=1, block_ms=None)
+
+
+def test_a_batch_is_stored_compressed_and_a_damaged_one_is_refused(
+    redis_client: redis.Redis,
+) -> None:
+    sender, owner = exchange(redis_client, "a"), exchange(redis_client, "b")
+    urls = [f"http://www{i % 7}.example.com/section/page-{i}.html" for i in range(500)]
+    batch = Batch(0, urls, [b"\x00\x01"] * len(urls))
+    sent = Outgoing(0)
+    sent.add(batch.encode())
+    sender.send([sent])
+    (_, fields), *_ = redis_client.xrange(owner.stream(0))
+    assert len(fields[b"b"]) < len(batch.encode()) / 3
+    assert owner.read([0], count=10, block_ms=None)[0].urls == urls
+    redis_client.xadd(owner.stream(0), {"v": LAYOUT_VERSION, "b": b"not zlib"})
+    with pytest.raises(ValueError, match="damaged batch in partition 0"):
+        owner.read([0], count=10, block_ms=None)
