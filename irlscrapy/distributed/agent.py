@@ -43,7 +43,8 @@ without a successful tick the crawl stops, with its state resumable.
 
 *Leaving and joining.* An agent asked to leave hands its partitions over
 (:mod:`irlscrapy.distributed.handover`). One that joins a running crawl takes partitions
-from others without their URLs or knowledge: URLs of those may be fetched twice.
+from others, which hand them off (:mod:`irlscrapy.distributed.handoff`); it reads them
+once no other agent holds them (:mod:`irlscrapy.distributed.ownership`).
 """
 
 from __future__ import annotations
@@ -60,11 +61,19 @@ import redis
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
-from irlscrapy.distributed.agentsettings import TICK, AgentSettings
+from irlscrapy.distributed.agentsettings import (
+    CHECKPOINT_S,
+    READ_COUNT,
+    REDIS_GIVE_UP,
+    REPLAY_RECORDS,
+    SPILL_RECORDS,
+    TICK,
+    AgentSettings,
+)
 from irlscrapy.distributed.ipleases import IPLeases, LeaseReply, LeaseRound
 from irlscrapy.distributed.leavemarks import LEAVING, check_directory, mark_leaving, mark_left
 from irlscrapy.distributed.outboxjournal import OutboxJournal
-from irlscrapy.distributed.partitions import assignment
+from irlscrapy.distributed.ownership import Ownership
 from irlscrapy.distributed.registry import TAKEN, CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.routing import Router
 from irlscrapy.distributed.sentcache import SentCache
@@ -87,21 +96,7 @@ class TickIO:
     done: tuple[bool, bool] = (False, False)  # (the crawl is done, every other agent is)
     leases: LeaseReply | None = None  # the IP leases' round
     leave: bool = False  # an operator asked this agent to leave (irlscrapy agents leave)
-
-
-#: Batches read per partition per tick: one comes every IRL_EXCHANGE_AGE at most, except
-#: after an outage, when more would be delivered on the reactor at once.
-READ_COUNT = 4
-#: Records to send the agent holds in RAM while Redis is away; past it, they wait on
-#: disk only (OutboxJournal.spill), read back REPLAY_RECORDS a tick once Redis is back.
-SPILL_RECORDS = 200_000
-REPLAY_RECORDS = 20_000
-#: Seconds without a successful exchange before the crawl stops.
-REDIS_GIVE_UP = 300.0
-#: Seconds between checkpoints of the outbox's journal: it starts a new file, and the
-#: older ones go once everything routed before the checkpoint is in Redis (within
-#: IRL_EXCHANGE_AGE; irlscrapy.distributed.outboxjournal).
-CHECKPOINT_S = 10.0
+    taken_read: list[int] = field(default_factory=list)  # partitions taken over, read
 
 
 class Agent:
@@ -139,6 +134,11 @@ class Agent:
         #: of its own (work it finds meanwhile waits, and makes locally_idle() false)
         self.quiesce: Callable[[bool], None] = lambda idle: None
         self.on_fatal: Callable[[str], None] = lambda reason: None
+        #: the partitions this agent owns, has taken over, holds
+        self.ownership = Ownership(self.id, settings.partitions)
+        #: it holds partitions it no longer owns: hand them off (irlscrapy.distributed.handoff)
+        self.on_hand_off: Callable[[frozenset[int]], None] = lambda lost: None
+        self._handoff: list[Outgoing] = []  # keys handed off, sent before the holds
         #: keys an agent that left had seen, for partitions this one now owns (handover)
         self.deliver_keys: Callable[[np.ndarray], None] = lambda keys: None
         self.on_leave: Callable[[], None] = lambda: None  # asked to leave: settle first
@@ -147,23 +147,19 @@ class Agent:
         self._handover: list[Outgoing] = []  # keys for the heirs, sent as it stops
         self.handed_over = False  # all it held is routed: it leaves as it stops ...
         self.handover_members: list[str] = []  # ... if the members are still these
-        #: partitions newly owned whose whole backlog is still to be read
-        self.taken_over: list[int] = []
         self._alone_warned = False
-        self.members: list[str] = []
-        self.owned: frozenset[int] = frozenset()
         self.crawl_done = False
         #: every other agent is idle and every stream empty (as of the last tick that
         #: asked): only then may this one give up on hosts that keep failing
         self.others_done = False
         self._token = ""
-        self._unsent: list[Outgoing] = []  # batches a failed tick could not send
+        self.unsent: list[Outgoing] = []  # batches a failed tick could not send
         self._durable: list[Batch] = []  # delivered, to acknowledge at the next tick
         self._io_running = False
         self._published_idle: bool | None = None
         self._renew_at = 0.0
         self._renewed_at = 0.0  # when the lease on its id was last renewed
-        self._failing_since: float | None = None
+        self.failing_since: float | None = None
         self._loop: task.LoopingCall | None = None
         self.journal: OutboxJournal | None = None  # the outbox on disk (start())
         self._checkpoint_at = 0.0
@@ -200,7 +196,7 @@ class Agent:
                 f"{self.settings.redis_url}: {exc}"
             ) from exc
 
-    def _join(self) -> tuple[str, list[str], list[Batch], bool]:
+    def _join(self) -> tuple[str, list[str], list[Batch], bool, frozenset[int]]:
         s = self.settings
         registry = self.registry
         assert self.journal is not None
@@ -212,24 +208,28 @@ class Agent:
         self.exchange.create_groups(range(s.partitions))
         self.registry.client.hset(registry.key("idle"), self.id, "0")
         members = registry.members()
-        owned = assignment(members, s.partitions)[self.id]
         seeded = bool(self.registry.client.exists(registry.key("seeded")))
-        return token, members, self.exchange.pending(sorted(owned), 1 << 30), seeded
+        lost = self.ownership.start(members, registry.holds().get(self.id, frozenset()))
+        registry.publish_holds(registry.client, self.id, self.ownership.holds)
+        pending = self.exchange.pending(sorted(self.ownership.owned), 1 << 30)
+        return token, members, pending, seeded, lost
 
-    def _joined(self, joined: tuple[str, list[str], list[Batch], bool]) -> None:
-        self._token, members, pending, seeded = joined
+    def _joined(self, joined: tuple[str, list[str], list[Batch], bool, frozenset[int]]) -> None:
+        self._token, members, pending, seeded, lost = joined
         self._published_idle = False
-        self._set_members(members)
+        self.router.own(self.ownership.routed_here)
         self._renew_at = self.clock.seconds() + self.settings.lease / 3
         self._renewed_at = self.clock.seconds()
         logger.info(
             "Agent %s of crawl %s: %d partitions of %d, members %s",
             self.id,
             self.settings.crawl,
-            len(self.owned),
+            len(self.ownership.owned),
             self.settings.partitions,
             ", ".join(members),
         )
+        if lost:
+            self.on_hand_off(lost)  # (a handoff a kill -9 cut short starts over)
         if not seeded:
             logger.info(
                 "Crawl %s has no URLs yet: it begins with the first agent given seeds, or "
@@ -271,17 +271,17 @@ class Agent:
         return self._stop(journal)
 
     def _stop(self, journal: OutboxJournal) -> defer.Deferred[None]:
-        sends = self._unsent + self.outbox.ready(self.clock.seconds(), everything=True)
+        sends = self.unsent + self.outbox.ready(self.clock.seconds(), everything=True)
         sends = [part for batch in sends for part in batch.split(self.settings.batch)]
         # (records spilled to disk wait for the next start: the leave waits with them)
         leave = self.handed_over and not journal.spilling
         if leave:
             mark_leaving(journal.directory)
-        sends += self._handover
-        acks, self._unsent, self._durable = self._durable, [], []
+        sends += self._handoff + self._handover
+        acks, self.unsent, self._durable = self._durable, [], []
         leases = self.leases.release_all(self.clock.seconds())
         members = self.handover_members if leave else None
-        d = self.worker(self._last_io, sends, acks, leases, members)
+        d = self.worker(self._last_io, sends, acks, leases, members, self.ownership.unpublished())
         d.addCallbacks(self._stopped, self._stop_failed, callbackArgs=(journal,),
                        errbackArgs=(len(sends), len(acks)))  # fmt: skip
         return d
@@ -292,9 +292,10 @@ class Agent:
         acks: list[Batch],
         leases: LeaseRound,
         members: list[str] | None,
+        holds: frozenset[int] | None,
     ) -> bool:
         """The last round; with the ``members`` a handover was for, leave (True: left)."""
-        self._io(sends, acks, idle=None, renew=False)
+        self._io(sends, acks, idle=None, renew=False, holds=holds)
         self.leases.run(leases)
         # (everything is in the streams: its partitions may go to the heirs)
         if members is not None and self.registry.hand_over(self.id, self._token, members):
@@ -344,16 +345,16 @@ class Agent:
             journal.checkpoint(now)
         locally_idle = self.locally_idle()
         self.router.began |= not locally_idle  # work of its own: the crawl has begun
-        held = len(self._unsent)
+        held = len(self.unsent)
         # with nothing of its own to fetch, the agent sends what it holds at once: the
         # crawl's last rounds of exchange wait for no batch age
         # batches by age: no more a tick than the open ones over the ticks in an age
         aged = math.ceil(len(self.outbox) * TICK / self.settings.age)
-        sends = self._unsent + self.outbox.ready(now, everything=locally_idle, aged=aged)
-        if self._failing_since is None and journal.spilling:
+        sends = self.unsent + self.outbox.ready(now, everything=locally_idle, aged=aged)
+        if self.failing_since is None and journal.spilling:
             sends += Outgoing.of_records(journal.replay(REPLAY_RECORDS))
         acks = self._durable
-        self._unsent, self._durable = [], []
+        self.unsent, self._durable = [], []
         idle = (
             not sends
             and not acks
@@ -369,14 +370,17 @@ class Agent:
         status = self.status.due(now, idle, self.outbox.records, held)
         leases = self.leases.round(now) if self.leases.due(now) else None
         reads = not self.leaving
-        taken = list(self.taken_over)  # (leaving too: what they hold is exported)
-        d = self.worker(
-            self._io, sends, acks, idle, renew, check, status, self._orphans, leases, reads, taken
-        )
+        taken = list(self.ownership.taken_over)  # (leaving too: what they hold is exported)
+        handoff, holds = (
+            list(self._handoff),
+            self.ownership.unpublished(),
+        )  # (kept until they are out)
+        d = self.worker(self._io, sends + handoff, acks, idle, renew, check, status,
+                        self._orphans, leases, reads, taken, holds)  # fmt: skip
         d.addCallbacks(
             self._io_done,
             self._io_failed,
-            callbackArgs=(sends, acks, idle, renew, reads, taken),
+            callbackArgs=(sends, acks, idle, renew, reads, len(handoff), holds),
             errbackArgs=(sends, acks, leases),
         )
         self._ticking = d
@@ -393,9 +397,11 @@ class Agent:
         leases: LeaseRound | None = None,
         reads: bool = True,
         taken: Sequence[int] = (),
+        holds: frozenset[int] | None = None,
     ) -> TickIO:
         """One round of Redis I/O (on the Redis thread, one at a time: the worker has
-        one thread); see the module docstring."""
+        one thread); see the module docstring. ``holds``: what this agent holds now, to
+        publish after ``sends`` (a handoff's keys come first)."""
         registry, exchange = self.registry, self.exchange
         pipe = registry.client.pipeline(transaction=False)
         if idle is not None and idle != self._published_idle:
@@ -406,6 +412,8 @@ class Agent:
         if status is not None:
             pipe.hset(registry.key("status"), self.id, status.to_json())
         exchange.queue(pipe, sends)
+        if holds is not None:
+            registry.publish_holds(pipe, self.id, holds)
         if len(pipe):
             pipe.execute()
         self._seeded_published |= seeding
@@ -416,9 +424,13 @@ class Agent:
         if idle is None:
             return got
         got.leases = self.leases.run(leases) if leases is not None else None
-        owned = sorted(self.owned)
+        owned = sorted(self.ownership.owned)
         # (every batch delivered is acknowledged by now: what is pending was lost)
         got.batches = exchange.pending(owned, 1 << 30) if orphans and reads else []
+        if taken:  # (read once no other agent holds them: irlscrapy.distributed.ownership)
+            got.taken_read = self.ownership.readable(list(taken), registry.holds())
+            owned = [p for p in owned if p not in taken or p in got.taken_read]
+            taken = got.taken_read
         for p in taken:  # a partition handed over: what a dead owner never acknowledged
             got.batches += exchange.claim(p, int(self.settings.lease * 2000), 1 << 30)
         got.batches += exchange.read(taken, 1 << 30, None)  # then its whole backlog
@@ -440,10 +452,14 @@ class Agent:
         idle: bool,
         renew: bool,
         reads: bool = True,
-        taken: Sequence[int] = (),
+        handed_off: int = 0,
+        holds: frozenset[int] | None = None,
     ) -> None:
         self._io_running = False
-        self._failing_since = None
+        del self._handoff[:handed_off]
+        if holds is not None:
+            self.ownership.published = holds
+        self.failing_since = None
         self._orphans = False
         if self.journal is not None:
             self.journal.retire(self.outbox.oldest())
@@ -452,7 +468,7 @@ class Agent:
         if result.leases is not None:
             self.leases.apply(result.leases, self.clock.seconds())
         self._reads_over |= not reads
-        self.taken_over = [p for p in self.taken_over if p not in taken]
+        self.ownership.read(result.taken_read)
         if not idle:
             self.quiesce(False)
         stats = self.stats
@@ -463,7 +479,7 @@ class Agent:
         if renew:
             self._renew_at = self.clock.seconds() + self.settings.lease / 3
             if result.leave and not self.leaving:
-                if len(self.members) > 1:
+                if len(self.ownership.members) > 1:
                     self.leaving = True
                     self.on_leave()
                 elif not self._alone_warned:
@@ -483,33 +499,19 @@ class Agent:
                     "same IRL_AGENT_ID: this one stops (its JOBDIR is resumable)"
                 )
                 return
-            if members is not None and members != self.members:
+            if members is not None and members != self.ownership.members:
                 logger.info(
                     "Agent %s: the crawl's members changed from %s to %s",
                     self.id,
-                    ", ".join(self.members),
+                    ", ".join(self.ownership.members),
                     ", ".join(members),
                 )
                 self._set_members(members)
         if batches:
             self._deliver(batches)
-        if taken:
-            self.router.own(self.owned - set(self.taken_over))
+        if result.taken_read:
+            self.router.own(self.ownership.routed_here)
         self.crawl_done, self.others_done = done
-
-    def figures(self) -> dict[str, int]:
-        """For the progress line and the status endpoint (irlscrapy.report.figures)."""
-        failing = self._failing_since
-        return {
-            "agent_partitions": len(self.owned),
-            "agent_members": len(self.members),
-            "agent_outbox": self.outbox.records,
-            "agent_unsent_batches": len(self._unsent),
-            "agent_redis_failing_seconds": (
-                0 if failing is None else int(self.clock.seconds() - failing)
-            ),
-            **self.leases.figures(),
-        }
 
     def _io_failed(
         self,
@@ -519,7 +521,7 @@ class Agent:
         leases: LeaseRound | None = None,
     ) -> None:
         self._io_running = False
-        self._unsent = sends + self._unsent
+        self.unsent = sends + self.unsent
         self._durable = acks + self._durable
         self._orphans = True
         if failure.check(redis.ResponseError) and "NOGROUP" in failure.getErrorMessage():
@@ -530,10 +532,10 @@ class Agent:
                 "is resumable"
             )
             return
-        held = self.outbox.records + sum(len(batch) for batch in self._unsent)
+        held = self.outbox.records + sum(len(batch) for batch in self.unsent)
         if held > SPILL_RECORDS and self.journal is not None:
             self.journal.spill()  # all of it is on disk: RAM lets go
-            self._unsent = []
+            self.unsent = []
             self.outbox.clear()
             self.stats.inc_value("irl/agent/spills")
             logger.warning(
@@ -543,18 +545,18 @@ class Agent:
             )
         now = self.clock.seconds()
         if leases is not None:
-            self.leases.failed(leases, now, len(self.members))
-        if self._failing_since is None:
-            self._failing_since = now
+            self.leases.failed(leases, now, len(self.ownership.members))
+        if self.failing_since is None:
+            self.failing_since = now
             logger.warning(
                 "Agent %s cannot reach Redis (%s): crawling its own partitions, holding %d "
                 "batches to send",
                 self.id,
                 failure.getErrorMessage(),
-                len(self._unsent),
+                len(self.unsent),
             )
         self.stats.inc_value("irl/agent/redis_errors")
-        if now - self._failing_since >= REDIS_GIVE_UP:
+        if now - self.failing_since >= REDIS_GIVE_UP:
             self.on_fatal(
                 f"Redis at {self.settings.redis_url} has been unreachable for "
                 f"{REDIS_GIVE_UP:g} s ({failure.getErrorMessage()}): the crawl stops; its "
@@ -586,11 +588,13 @@ class Agent:
         return self.leaving and self._reads_over and not self._durable and not self._io_running
 
     def _set_members(self, members: list[str]) -> None:
-        before = self.owned
-        self.members = members
-        self.owned = assignment(members, self.settings.partitions).get(self.id, frozenset())
-        # Partitions taken (at the start: all it owns, it may have missed a handover) have
-        # their whole backlog read, keys first, and are routed to as another's until then
-        self.taken_over = [p for p in self.taken_over if p in self.owned]
-        self.taken_over += sorted(self.owned - before)
-        self.router.own(self.owned - set(self.taken_over))
+        lost = self.ownership.set_members(members)
+        self.router.own(self.ownership.routed_here)
+        if lost:
+            self.on_hand_off(lost)
+
+    def hand_off(self, partitions: frozenset[int], keys: list[Outgoing]) -> None:
+        """The keys of a handoff of ``partitions`` (irlscrapy.distributed.handoff): sent
+        at the next round of I/O, and Redis then learns this agent holds them no more."""
+        self._handoff += keys
+        self.ownership.released(partitions)

@@ -1,5 +1,5 @@
 """One agent's settings (irlscrapy.distributed.settings), read and checked, and the
-agent's tick."""
+agent's fixed timings and bounds."""
 
 from __future__ import annotations
 
@@ -13,6 +13,19 @@ from irlscrapy.exceptions import ConfigurationError
 
 #: Seconds between two rounds of Redis I/O.
 TICK = 1.0
+#: Batches read per partition per tick: one comes every IRL_EXCHANGE_AGE at most, except
+#: after an outage, when more would be delivered on the reactor at once.
+READ_COUNT = 4
+#: Records to send the agent holds in RAM while Redis is away; past it, they wait on
+#: disk only (OutboxJournal.spill), read back REPLAY_RECORDS a tick once Redis is back.
+SPILL_RECORDS = 200_000
+REPLAY_RECORDS = 20_000
+#: Seconds without a successful exchange before the crawl stops.
+REDIS_GIVE_UP = 300.0
+#: Seconds between checkpoints of the outbox's journal: it starts a new file, and the
+#: older ones go once everything routed before the checkpoint is in Redis (within
+#: IRL_EXCHANGE_AGE; irlscrapy.distributed.outboxjournal).
+CHECKPOINT_S = 10.0
 
 
 @dataclass(frozen=True)

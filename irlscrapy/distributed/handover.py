@@ -13,11 +13,15 @@ its next renewal (:mod:`irlscrapy.distributed.agent`) and its scheduler starts a
    workbench), the agent holds everything it knows.
 2. *Export.* The stored URLs (:func:`stored_records`: the workbench's and the bench's,
    parked first, then every record of BEAST and of the parked store, read without
-   taking them) go to their partitions' streams as ordinary URL records, with the aux
-   bytes the new owner's intake stores (their priority and payload). The keys URLseen
-   holds, less those of the URLs sent, go to every heir, once per heir
-   (:func:`heir_batches`): URLseen keys carry no partition, and a key another
-   partition's owner stores is never looked up there, so each heir may have them all.
+   taking them) go to their partitions' streams *handed over*, with the aux bytes the
+   new owner's intake stores (their priority and payload) and the handover's salt
+   (:func:`irlscrapy.distributed.ownership.handover_salt`). The keys URLseen holds go
+   to every heir, once per heir (:func:`heir_batches`): URLseen keys carry no
+   partition, and a key another partition's owner stores is never looked up there, so
+   each heir may have them all.
+   A URL handed over is admitted by its new owner although these keys (or its own:
+   the URL may come back to an agent that held it before) say it was seen, once per
+   salt (:meth:`irlscrapy.scheduler.intake.Intake.receive`).
 3. *Leave.* The spider closes (reason ``agent_left``); the agent's last round of I/O
    sends all of it, acknowledges, gives its IP leases back, then removes it from the
    members, which hands its partitions to the others (rendezvous hashing over the
@@ -34,7 +38,9 @@ no URL the leaver had seen is admitted again, and each URL it held is admitted o
 *A kill during a leave.* Nothing is taken out of BEAST or the parked store, and the URL
 records sent are in the outbox's journal, so a leave cut short starts over at the next
 start: the records it sent meanwhile come back to it (it still owns their partitions)
-and its URLseen drops them, the keys it sent change nothing.
+and its intake drops them (their salt is its own), the keys it sent change nothing.
+
+A handoff under way (:mod:`irlscrapy.distributed.handoff`) ends before the export.
 
 Not handed over: STAR's in-degrees of the moved PLDs (their new owner counts from the
 links it receives from then on), robots.txt rules and host health (learnt again), and
@@ -48,7 +54,7 @@ at their next renewal), and its first request there is the host's robots.txt.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -57,10 +63,9 @@ from twisted.internet import task
 from irlscrapy.closing import close_spider
 from irlscrapy.distributed.partitions import assignment
 from irlscrapy.distributed.streams import Outgoing
-from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.internals import spider_busy
-from irlscrapy.scheduler.intake import stored_aux
-from irlscrapy.scheduler.pipeline import unpack_record
+from irlscrapy.scheduler.intake import handed_off_aux
+from irlscrapy.scheduler.items import unpack_record
 from irlscrapy.scheduler.requestcodec import payload_url
 
 if TYPE_CHECKING:
@@ -119,8 +124,10 @@ class Departure:
         dispatcher: Dispatcher,
         crawler: Any,
         clock: Any,
+        handing_off: Callable[[], bool],
     ) -> None:
         self.agent = agent
+        self.handing_off = handing_off  # a handoff under way ends first
         self.crawler = crawler
         self.intake = intake
         self.frontier = frontier
@@ -158,7 +165,8 @@ class Departure:
             "batches read and not acknowledged": not self.agent.reads_settled,
             "records spilled to disk, to send": self.agent.journal is not None
             and self.agent.journal.spilling,
-            "partitions taken over, to read": self.agent.taken_over,
+            "partitions taken over, to read": self.agent.ownership.taken_over,
+            "a handoff to agents that joined": self.handing_off(),
         }
         return [what for what, count in waits.items() if count]
 
@@ -182,35 +190,29 @@ class Departure:
         close_spider(self.crawler, LEFT_REASON)
 
     def export(self) -> tuple[int, int]:
-        """Route the stored URLs to their partitions, and the seen keys to the heirs;
-        return how many of each."""
-        sent: list[np.ndarray] = []
+        """Route the stored URLs to their partitions, handed over, and the seen keys to
+        the heirs; return how many of each."""
+        agent = self.agent
+        members = agent.handover_members = sorted(agent.ownership.members)
+        salt = agent.ownership.salt
+        sent = 0
         urls: list[str] = []
         auxes: list[bytes] = []
         for record in stored_records(self.frontier):
             priority, _, payload = unpack_record(record)
             urls.append(payload_url(payload))
-            auxes.append(stored_aux(priority, payload))
+            auxes.append(handed_off_aux(priority, payload, salt))
             if len(urls) >= EXPORT_CHUNK:
-                sent.append(self._send(urls, auxes))
-                urls, auxes = [], []
-        if urls:
-            sent.append(self._send(urls, auxes))
-        held = np.unique(np.concatenate(sent)) if sent else np.zeros(0, dtype=np.uint64)
+                agent.router.hand_over_urls(urls, auxes)
+                sent, urls, auxes = sent + len(urls), [], []
+        agent.router.hand_over_urls(urls, auxes)
+        sent += len(urls)
         keys = 0
         drum = self.intake.urlseen.drum
         assert drum is not None
-        agent = self.agent
-        agent.handover_members = sorted(agent.members)
-        others = [member for member in agent.members if member != agent.id]
-        heirs = assignment(others, agent.settings.partitions)
+        heirs = assignment([m for m in members if m != agent.id], agent.settings.partitions)
         for stored, _ in drum.items():
-            seen = np.setdiff1d(stored, held, assume_unique=True)
-            agent.send_as_it_leaves(heir_batches(seen, heirs, agent.owned))
-            keys += len(seen)
-        self.agent.handed_over = True
-        return int(sum(len(s) for s in sent)), keys
-
-    def _send(self, urls: list[str], auxes: list[bytes]) -> np.ndarray:
-        self.agent.router.hand_over_urls(urls, auxes)
-        return url_keys(urls)
+            agent.send_as_it_leaves(heir_batches(stored, heirs, agent.ownership.owned))
+            keys += len(stored)
+        agent.handed_over = True
+        return sent, keys

@@ -46,6 +46,7 @@ from typing import Any, cast
 
 import redis
 
+from irlscrapy.distributed.ownership import decode_holds, encode_holds
 from irlscrapy.distributed.partitions import PARTITION_FUNCTION, check_partitions
 from irlscrapy.exceptions import AgentConflict, ConfigurationError
 
@@ -65,7 +66,8 @@ redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
 if held then return 1 end
 return 2
 """
-# KEYS: the members hash, the lease, the leave request, the set of agents that left;
+# KEYS: the members hash, the lease, the leave request, the set of agents that left,
+# the partitions each agent holds (irlscrapy.distributed.ownership);
 # ARGV: the agent, its token, the members (sorted, comma-separated) its handover was for.
 # Leave only if the members are still those and some other stays: 1, else 0.
 _HAND_OVER = """
@@ -80,6 +82,7 @@ end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('DEL', KEYS[3])
 redis.call('SADD', KEYS[4], ARGV[1])
+redis.call('HDEL', KEYS[5], ARGV[1])
 return 1
 """
 # KEYS[1] the lease; ARGV[1] the token: release the lease only if it is ours.
@@ -242,9 +245,20 @@ class CrawlRegistry:
         the leave request go, and ``agent`` is recorded as left. False: nothing done."""
         keys = [self.key("members"), self.key("lease", agent), self.key("leave", agent)]
         left = self._hand_over(
-            keys=[*keys, self.key("left")], args=[agent, token, ",".join(sorted(members))]
+            keys=[*keys, self.key("left"), self.key("holds")],
+            args=[agent, token, ",".join(sorted(members))],
         )
         return bool(left)
+
+    def holds(self) -> dict[str, frozenset[int]]:
+        """The partitions each agent holds (irlscrapy.distributed.ownership)."""
+        raw = cast(dict[bytes, bytes], self.client.hgetall(self.key("holds")))
+        return {agent.decode(): decode_holds(value) for agent, value in raw.items()}
+
+    def publish_holds(self, pipe: Any, agent: str, partitions: frozenset[int]) -> None:
+        """``agent`` holds ``partitions`` from now on (queued on ``pipe``, or sent if it
+        is the client)."""
+        pipe.hset(self.key("holds"), agent, encode_holds(partitions))
 
     def release(self, agent: str, token: str) -> None:
         """Give the lease up (the agent stops, and stays a member)."""

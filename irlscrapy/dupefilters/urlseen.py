@@ -201,6 +201,12 @@ class DRUMDupeFilter(BaseDupeFilter):
         keys = [self.identity.request_key(r) for r in requests]
         return self.drum.submit(keys, CHECK_UPDATE, aux=aux)
 
+    def submit_keyed(self, keys: np.ndarray, aux: Sequence[bytes]) -> int:
+        """Check+update keys the caller made, with their aux (handed-over URLs:
+        irlscrapy.scheduler.intake.Intake.receive)."""
+        assert self.drum is not None, "open() first"
+        return self.drum.submit(keys, CHECK_UPDATE, aux=aux)
+
     def submit_keys(self, keys: np.ndarray) -> int:
         """Insert keys as seen, with no check and an empty aux each (what an agent that
         left the crawl had seen: irlscrapy.distributed.handover)."""

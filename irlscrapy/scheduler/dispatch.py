@@ -52,9 +52,10 @@ from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
+from irlscrapy.scheduler.items import Item, MemoryItem, RobotsFetch
 from irlscrapy.scheduler.keys import FETCH_KEY, REFUSED_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.ledger import FetchLedger
-from irlscrapy.scheduler.pipeline import Frontier, Item, MemoryItem, RobotsFetch
+from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import (
     LINK,
     decode_request,

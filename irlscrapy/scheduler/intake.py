@@ -53,13 +53,15 @@ from twisted.internet import task
 from twisted.python.failure import Failure
 
 from irlscrapy.dupefilters.drum import ResultBatch
+from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, RequestCodecError
 from irlscrapy.internals import EngineWaker, forget_environment_proxy
 from irlscrapy.links import Links
+from irlscrapy.scheduler.items import RobotsFetch
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.scheduler.linkrules import LinkRules, origin
-from irlscrapy.scheduler.pipeline import Frontier, RobotsFetch
+from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, encode_request
 from irlscrapy.statedir import StateDirectory
 
@@ -71,13 +73,24 @@ logger = logging.getLogger(__name__)
 _AUX = struct.Struct(">Bi")
 #: Keys a URLseen batch of handed-over keys holds at most (receive_keys).
 HANDOVER_KEYS_BATCH = 65_536
-TO_BEAST, TO_HOST = 0, 1
+#: Where a URL URLseen finds new goes: BEAST, or the front of its host (a retry or a
+#: redirect). HANDED_OFF marks a URL another agent held and hands over (see receive()).
+TO_BEAST, TO_HOST, HANDED_OFF = 0, 1, 2
+#: A handed-off URL's salt (after the aux's head): its URLseen key, xor the salt, is the
+#: key its admission is checked under.
+_SALT = struct.Struct(">Q")
 
 
 def stored_aux(priority: int, payload: bytes) -> bytes:
     """The aux bytes of a URL stored at ``priority`` (to BEAST): how an agent that
     leaves sends the URLs it held (irlscrapy.distributed.handover)."""
     return _AUX.pack(TO_BEAST, priority) + payload
+
+
+def handed_off_aux(priority: int, payload: bytes, salt: int) -> bytes:
+    """The aux bytes of a URL an agent holds and hands over to the partition's owner,
+    under ``salt`` (irlscrapy.distributed.handover; see Intake.receive)."""
+    return _AUX.pack(HANDED_OFF, priority) + _SALT.pack(salt) + payload
 
 
 def seed_aux(url: str) -> bytes:
@@ -119,6 +132,9 @@ class Intake:
         #: requests of schemes without hosts to be polite to, handed out first
         self.direct: deque[Request] = deque()
         self.merging = False  # a URLseen merge, or the drain of its results, is running
+        self.merges = 0  # URLseen merges started ...
+        self.merges_stored = 0  # ... and the number of the last one stored (drained)
+        self.merges_held = False  # no merge starts (a handoff reads URLseen's keys)
         #: the clock's time from which a starving crawler may flush URLseen again: the
         #: last merge's end plus its length, so such flushes take at most half the time
         #: (cheap in a young crawl, rare at scale, where a merge costs as the store)
@@ -252,8 +268,36 @@ class Intake:
 
     def receive(self, urls: list[str], auxes: list[bytes]) -> None:
         """URLs another agent sent, for this one owns their PLDs: to URLseen, durable on
-        return (the agent acknowledges them to Redis after this)."""
-        self.urlseen.submit_urls(urls, auxes)
+        return (the agent acknowledges them to Redis after this).
+
+        A URL handed over (HANDED_OFF) was admitted once, at the agent that held it, and
+        never fetched; this agent's URLseen may know it nonetheless (the keys of that
+        agent, or its own: the URL may be coming back). So it is checked under its key
+        xor the handover's salt, which admits it once per handover however often it
+        comes (a handover a kill cut short sends again, with the same salt), and its
+        own key is only stored as seen. One under this agent's own salt is its own,
+        back from a leave a kill cut short: it holds it still, and drops it."""
+        handed = [i for i, aux in enumerate(auxes) if aux[0] == HANDED_OFF]
+        if handed:
+            own = self.agent.ownership.salt if self.agent is not None else None
+            given, salts, stored = [], [], []
+            for i in handed:
+                aux = auxes[i]
+                salt = _SALT.unpack_from(aux, _AUX.size)[0]
+                if salt != own:
+                    given.append(urls[i])
+                    salts.append(salt)
+                    head = _AUX.pack(TO_BEAST, _AUX.unpack_from(aux)[1])
+                    stored.append(head + aux[_AUX.size + _SALT.size :])
+            if given:
+                keys = url_keys(given)
+                self.urlseen.submit_keyed(keys ^ np.array(salts, dtype=np.uint64), stored)
+                self.urlseen.submit_keys(keys)
+            kept = set(handed)
+            urls = [u for i, u in enumerate(urls) if i not in kept]
+            auxes = [a for i, a in enumerate(auxes) if i not in kept]
+        if urls:
+            self.urlseen.submit_urls(urls, auxes)
         self.submitted()
 
     def receive_keys(self, keys: np.ndarray) -> None:
@@ -365,9 +409,10 @@ class Intake:
             self.flush()
 
     def flush(self) -> None:
-        if self.merging:
+        if self.merging or self.merges_held:
             return
         self.merging = True
+        self.merges += 1
         self._merge_started = self.waker.clock.seconds()
         merge = self.urlseen.flush()
         merge.addCallback(lambda _: self.start_drain())
@@ -385,8 +430,15 @@ class Intake:
         drain.addCallback(self.drained)
         drain.addErrback(self._drain_failed)
 
+    def hold_merges(self, hold: bool) -> None:
+        """Hold URLseen's merges (URLseen's keys can then be read), or let them go on."""
+        self.merges_held = hold
+        if not hold and self.urlseen.pending:
+            self.flush()
+
     def drained(self, _: Any) -> None:
         self.merging = False
+        self.merges_stored = self.merges
         self._drain_task = None
         now = self.waker.clock.seconds()
         self.starving_flush_at = now + max(0.0, now - self._merge_started)

@@ -18,6 +18,7 @@ from twisted.internet import defer
 
 from irlscrapy import defaults
 from irlscrapy.distributed.agent import Agent
+from irlscrapy.distributed.handoff import Handoff
 from irlscrapy.distributed.handover import LEFT_REASON, Departure
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
@@ -174,6 +175,9 @@ class IRLScheduler(BaseScheduler):
         intake.agent = agent
         agent.deliver_urls = intake.receive
         agent.deliver_keys = intake.receive_keys
+        handoff = Handoff(agent, intake, frontier, self.crawler.stats, self.waker.clock)
+        agent.on_hand_off = handoff.begin
+        frontier.forward = handoff.forward
         self.departure = Departure(
             agent,
             intake,
@@ -181,6 +185,7 @@ class IRLScheduler(BaseScheduler):
             dispatcher,
             self.crawler,
             self.waker.clock,
+            lambda: handoff.active,
         )
         agent.on_leave = self.departure.begin
         if indegree is not None:
@@ -190,6 +195,7 @@ class IRLScheduler(BaseScheduler):
                 dispatcher.has_pending_requests()
                 or len(dispatcher.ledger)
                 or frontier.parked.replay_waits  # (found while it said it was idle)
+                or handoff.active
             )
         )
         agent.fetching = lambda: bool(len(dispatcher.ledger))
@@ -383,7 +389,7 @@ class IRLScheduler(BaseScheduler):
         if self.dispatcher is None:
             return {}
         agent = self.agent
-        return {**self.dispatcher.status(), **(agent.figures() if agent is not None else {})}
+        return {**self.dispatcher.status(), **(agent_figures(agent) if agent is not None else {})}
 
     def idle_status(self) -> dict[str, int] | None:
         """What the no-idle watch (irlscrapy.report.idlewatch) samples; None while
@@ -399,3 +405,19 @@ class IRLScheduler(BaseScheduler):
     def _dispatcher(self) -> Dispatcher:
         assert self.dispatcher is not None, "open() first"
         return self.dispatcher
+
+
+def agent_figures(agent: Agent) -> dict[str, int]:
+    """The agent's figures for the progress line and the status endpoint
+    (irlscrapy.report.figures)."""
+    failing = agent.failing_since
+    return {
+        "agent_partitions": len(agent.ownership.owned),
+        "agent_members": len(agent.ownership.members),
+        "agent_outbox": agent.outbox.records,
+        "agent_unsent_batches": len(agent.unsent),
+        "agent_redis_failing_seconds": (
+            0 if failing is None else int(agent.clock.seconds() - failing)
+        ),
+        **agent.leases.figures(),
+    }

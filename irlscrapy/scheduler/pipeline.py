@@ -59,21 +59,14 @@ Every URL that leaves BEAST for RAM, or reaches a host directly, is first journa
 (:mod:`irlscrapy.scheduler.frontier.admitted`) and marked done by :meth:`Frontier.finished` or
 when it is dropped; :meth:`Frontier.readmit` puts the live ones back after a restart.
 
-The frontier's record (BEAST's payload, and the journal's item)::
-
-    record := priority: i32be, batch: u64be, payload
-              priority: the Request.priority within the host; batch: the URLseen batch
-              the URL came from (0: none), which lets a restart skip a batch that was
-              stored before its acknowledgement was
+The frontier's record is described in :mod:`irlscrapy.scheduler.items`.
 """
 
 from __future__ import annotations
 
 import logging
-import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from twisted.internet import defer
@@ -88,11 +81,11 @@ from irlscrapy.scheduler.frontier.workbench import FRONT, VisitState, Workbench
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.robots import RobotsRules
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
+from irlscrapy.scheduler.items import HEAD, Item, MemoryItem, RobotsFetch, item_url
 from irlscrapy.scheduler.requestcodec import payload_url
 
 logger = logging.getLogger(__name__)
 
-_HEAD = struct.Struct(">iQ")
 #: Records admit() reads from BEAST per call, at most ...
 ADMIT_SLICE = 64
 #: ... and for at most this long (seconds): reading, deferring, journaling and asking
@@ -108,44 +101,6 @@ GIVEN_UP = "given up: its host or origin kept failing and the crawl finished"
 #: Seconds a host waits, when its turn comes while its robots.txt is still out, before
 #: it is looked at again.
 ROBOTS_PENDING_WAIT = 1.0
-
-
-class RobotsFetch:
-    """The workbench item of a host's robots.txt fetch. ``request``: its retry or
-    redirect (kept in RAM only: after a restart robots.txt is fetched anew); None: a
-    first fetch of ``/robots.txt``."""
-
-    __slots__ = ("host", "request")
-
-    def __init__(self, host: str, request: Any = None) -> None:
-        self.host = host
-        self.request = request
-
-
-#: What the workbench holds for one stored URL: (payload, journal id). A plain tuple of
-#: atomic values, so the cyclic GC stops tracking it: the workbench holds ~10^5 of them,
-#: and a full collection's pause grows with every tracked object (an object of a class
-#: is always tracked). The URL is read from the payload when asked for.
-Item = tuple[bytes, int]
-
-
-@dataclass(slots=True)
-class MemoryItem:
-    """A Request that cannot be stored on disk (a callback that is no spider method, an
-    object in meta): it skips BEAST and the journal and lives in RAM, as in Scrapy's
-    memory queues; a kill -9 loses it."""
-
-    request: Any
-    url: str
-
-
-def item_url(item: Item | MemoryItem) -> str:
-    return payload_url(item[0]) if isinstance(item, tuple) else item.url
-
-
-def unpack_record(record: bytes) -> tuple[int, int, bytes]:
-    """(priority, URLseen batch, payload) of a frontier record (module docstring)."""
-    return (*_HEAD.unpack_from(record), record[_HEAD.size :])
 
 
 class Frontier:
@@ -194,6 +149,10 @@ class Frontier:
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
         self._full_hosts: set[str] = set()  # hosts that made admission pause
+        #: a handoff (irlscrapy.distributed.handoff): hosts another agent now owns, whose
+        #: stored URLs go to ``forward`` instead of a host (None: none)
+        self.foreign: Callable[[str], bool] | None = None
+        self.forward: Callable[[int, Item], None] = lambda priority, item: None
         self._deferred_run = 0  # records deferred in a row since one was admitted
         self.closed = False
 
@@ -214,13 +173,13 @@ class Frontier:
     def push(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A unique URL: into BEAST, under its PLD."""
         host = url_host(payload_url(payload))
-        self.beast.push(domain_key(self.plds(host)), _HEAD.pack(priority, batch) + payload)
+        self.beast.push(domain_key(self.plds(host)), HEAD.pack(priority, batch) + payload)
         self.resume_admission()  # new records may be of other hosts: try again
 
     def push_direct(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A retry or redirect of a host's own request: to the front of its host."""
         url = payload_url(payload)
-        id_ = self.journal.admit(-1, -1, 0, _HEAD.pack(priority, batch) + payload)
+        id_ = self.journal.admit(-1, -1, 0, HEAD.pack(priority, batch) + payload)
         self._to_host(url_host(url), priority, (payload, id_), front=True)
 
     def push_memory(self, request: Any, front: bool = False) -> None:
@@ -236,8 +195,8 @@ class Frontier:
     def readmit(self, admitted: list[Admitted]) -> None:
         """After a restart: the URLs journaled as admitted and not done, back into RAM."""
         for a in admitted:
-            priority = _HEAD.unpack_from(a.item)[0]
-            payload = a.item[_HEAD.size :]
+            priority = HEAD.unpack_from(a.item)[0]
+            payload = a.item[HEAD.size :]
             url = payload_url(payload)
             self._to_host(url_host(url), priority, (payload, a.id), front=a.slot < 0)
 
@@ -270,8 +229,8 @@ class Frontier:
             assert popped is not None
             read += 1
             domain, record = popped
-            priority = _HEAD.unpack_from(record)[0]
-            payload = record[_HEAD.size :]
+            priority = HEAD.unpack_from(record)[0]
+            payload = record[HEAD.size :]
             url = payload_url(payload)
             host = url_host(url)
             if not self._room_for(host):
@@ -355,6 +314,9 @@ class Frontier:
     def _to_host(
         self, host: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
     ) -> None:
+        if self.foreign is not None and isinstance(item, tuple) and self.foreign(host):
+            self.forward(priority if priority != FRONT else 0, item)
+            return
         state = self.workbench.hosts.get(host)
         if state is not None:
             self._add(state.host, state.ip, priority, item, front)
@@ -566,8 +528,36 @@ class Frontier:
                 self._robots_out.discard(item.host)
         return given
 
+    def take_foreign(self, foreign: Callable[[str], bool]) -> tuple[list[str], int]:
+        """A handoff begins: set :attr:`foreign`, and forward every stored URL in RAM of
+        the hosts it picks (in the workbench, on the bench, waiting for DNS); drop their
+        robots.txt retries. Return the hosts in the workbench, and the URLs forwarded."""
+        self.foreign = foreign
+        items: list[tuple[int, Any]] = []
+        for origin in self.bench.held_origins():
+            if foreign(url_host(origin)):
+                items += self.bench.take_held(origin)
+        hosts = [state for state in self.workbench.hosts.values() if foreign(state.host)]
+        for state in hosts:
+            items += self.workbench.remove_urls(state, lambda i: not isinstance(i, MemoryItem))
+        for host in [host for host in self._resolving if foreign(host)]:
+            waiting = self._resolving[host]
+            items += [(p, item) for p, item, _ in waiting if not isinstance(item, MemoryItem)]
+            self._resolving[host] = [w for w in waiting if isinstance(w[1], MemoryItem)]
+            self.waiting_dns -= len(waiting) - len(self._resolving[host])
+        forwarded = 0
+        for priority, item in items:
+            if isinstance(item, tuple):
+                self.forward(priority if priority != FRONT else 0, item)
+                forwarded += 1
+            elif isinstance(item, RobotsFetch):
+                self._robots_out.discard(item.host)
+            else:  # (a Request kept in RAM, from the bench: it stays here)
+                self._to_host(url_host(item.url), priority, item, front=False)
+        return [state.host for state in hosts], forwarded
+
     def _park(self, item: Item, priority: int) -> None:
-        self.parked.park(_HEAD.pack(priority if priority != FRONT else 0, 0) + item[0])
+        self.parked.park(HEAD.pack(priority if priority != FRONT else 0, 0) + item[0])
         self.journal.done(item[1])
 
     def _release_bench(self, now: float) -> None:
@@ -590,7 +580,7 @@ class Frontier:
         """Parked URLs (of ``older`` generations, else the current one) back to BEAST."""
 
         def push(record: bytes) -> None:
-            payload = record[_HEAD.size :]
+            payload = record[HEAD.size :]
             self.beast.push(domain_key(self.plds(url_host(payload_url(payload)))), record)
 
         pushed = self.parked.replay(push, older)

@@ -28,7 +28,8 @@ from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.pipeline import Frontier, unpack_record
+from irlscrapy.scheduler.items import unpack_record
+from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)

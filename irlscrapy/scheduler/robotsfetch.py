@@ -28,8 +28,9 @@ from twisted.python.failure import Failure
 
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.robots import REDIRECT_HOPS, RobotsRules
+from irlscrapy.scheduler.items import RobotsFetch, item_url
 from irlscrapy.scheduler.keys import FETCH_KEY, ROBOTS_KEY
-from irlscrapy.scheduler.pipeline import Frontier, RobotsFetch, item_url
+from irlscrapy.scheduler.pipeline import Frontier
 
 #: Statuses a robots.txt callback sees: all but redirects (RedirectMiddleware follows
 #: those, as RFC 9309 asks) and 2xx (which reach it anyway).

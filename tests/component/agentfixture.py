@@ -12,8 +12,8 @@ import pytest
 import redis
 from twisted.internet import defer, task
 
-from irlscrapy.distributed.agent import CHECKPOINT_S, Agent
-from irlscrapy.distributed.agentsettings import TICK, AgentSettings
+from irlscrapy.distributed.agent import Agent
+from irlscrapy.distributed.agentsettings import CHECKPOINT_S, TICK, AgentSettings
 from irlscrapy.distributed.partitions import owner, partition_of
 from irlscrapy.distributed.streams import entry_batch
 from irlscrapy.domains import ICANN

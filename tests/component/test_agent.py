@@ -12,9 +12,9 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from irlscrapy.distributed import agent as agent_module
-from irlscrapy.distributed.agent import CHECKPOINT_S
-from irlscrapy.distributed.agentsettings import TICK
+from irlscrapy.distributed.agentsettings import CHECKPOINT_S, TICK
 from irlscrapy.distributed.streams import Batch, Exchange, Outgoing
+from irlscrapy.scheduler.irl import agent_figures
 from tests.redisserver import RedisServer
 
 from .agentfixture import AGE, PARTITIONS, advance, foreign_url, sent_urls
@@ -26,7 +26,7 @@ def test_a_busy_agent_sends_a_batch_by_age_and_keeps_its_journal_until_then(
     agent, clock = make_agent()
     url = foreign_url("ab")
     assert agent.router.route_urls([url], [b"aux"]) == ([], [])
-    figures = agent.figures()
+    figures = agent_figures(agent)
     assert figures["agent_outbox"] == 1 and figures["agent_members"] == 2
     assert 0 < figures["agent_partitions"] < PARTITIONS
     advance(clock, CHECKPOINT_S + TICK)  # a checkpoint retired the file holding the URL
@@ -66,7 +66,7 @@ def test_batches_read_by_a_tick_that_failed_are_read_again_and_delivered(
     agent, clock = make_agent()
     delivered: list[str] = []
     agent.deliver_urls = lambda urls, auxes: delivered.extend(urls)
-    p = min(agent.owned)
+    p = min(agent.ownership.owned)
     sender = Exchange(agent.registry, "b")
     sent = Outgoing(p)
     sent.add(Batch(p, ["http://mine.com/"], [b""]).encode())
@@ -165,10 +165,10 @@ def test_what_redis_cannot_take_waits_on_disk_past_a_bound_and_all_of_it_arrives
         for url in urls:
             agent.router.route_urls([url], [b""])
             advance(clock, TICK)
-            held = agent.figures()["agent_outbox"]
+            held = agent_figures(agent)["agent_outbox"]
             assert held <= 5  # RAM lets go past the bound
         assert agent.stats.values["irl/agent/spills"] >= 2
-        assert agent.figures()["agent_redis_failing_seconds"] > 0
+        assert agent_figures(agent)["agent_redis_failing_seconds"] > 0
     finally:
         redis_server.start()
     advance(clock, TICK)  # this Redis keeps no data: the agent says so, and stops

@@ -11,7 +11,7 @@ import pytest
 
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth
-from irlscrapy.scheduler.pipeline import MemoryItem, item_url
+from irlscrapy.scheduler.items import MemoryItem, item_url
 from irlscrapy.scheduler.requestcodec import encode_link
 
 from .frontierfixture import open_test_frontier

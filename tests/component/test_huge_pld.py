@@ -19,7 +19,7 @@ from twisted.internet import defer
 from irlscrapy.scheduler.frontier.workbench import IPEntry, VisitState
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.delays import Politeness
-from irlscrapy.scheduler.pipeline import Item
+from irlscrapy.scheduler.items import Item
 from irlscrapy.scheduler.requestcodec import encode_link
 
 from .frontierfixture import open_test_frontier

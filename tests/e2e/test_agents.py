@@ -102,10 +102,11 @@ class AgentRun:
         self.runs: dict[str, list[Path]] = defaultdict(list)
         self.seeds: list[str] = info["seeds"]  # given to every agent ([]: none)
 
-    def start(self, agent: str) -> None:
+    def start(self, agent: str, agents: list[str] | None = None) -> None:
+        """Start ``agent``, with ``agents`` as IRL_AGENTS (default: all of the run's)."""
         err = self.work / f"{agent}-{len(self.runs[agent])}.err"
         self.runs[agent].append(err)
-        args = agent_args(self.info, self.redis_url, self.crawl, agent, self.agents,
+        args = agent_args(self.info, self.redis_url, self.crawl, agent, agents or self.agents,
                           self.work / agent, self.seeds)  # fmt: skip
         for setting in self.settings:
             args += ["-s", setting]
@@ -145,6 +146,20 @@ class AgentRun:
 
     def last_err(self, agent: str) -> str:
         return self.runs[agent][-1].read_text()[-3000:]
+
+
+def wait_for_log(err: Path, text: str) -> None:
+    deadline = time.monotonic() + CRAWL_TIMEOUT_S
+    while text not in err.read_text():
+        assert time.monotonic() < deadline, f"{err.name} never said {text!r}"
+        time.sleep(0.2)
+
+
+def stat(err: str, name: str) -> int:
+    """A stat of the last stats dump in an agent's log (0 if absent)."""
+    dump = err.rsplit("Dumping Scrapy stats:", 1)[-1]
+    found = dump.split(f"'{name}': ", 1)
+    return int(found[1].split(",", 1)[0].split("}", 1)[0]) if len(found) > 1 else 0
 
 
 def wait_for_pages(log: Path, pages: int) -> None:
@@ -276,25 +291,31 @@ def assert_status_shows_the_agents_at_work(run: AgentRun) -> None:
     assert f"crawl {run.crawl}: {len(run.agents)} agents, {PARTITIONS} partitions" in table
 
 
-def test_kill_9_redis_away_and_a_graceful_leave_lose_nothing(tmp_path: Path) -> None:
-    """Three agents; mid-crawl Redis stops for 10 s (it has its append-only file, as a
-    production Redis): the agents crawl their own partitions meanwhile and keep what
-    they send on disk. During the outage b is killed with kill -9; once Redis is back it
-    is started again with its id and JOBDIR: it waits for its dead lease, reads again
-    what it had not made durable, and sends what its journal holds. Then ``irlscrapy
-    agents leave c``: c finishes its fetches, hands the URLs it holds and the keys of
-    those it has seen to a and b, and stops. The crawl completes with the ground truth
-    and no URL downloaded twice (a retry of a failure at c, handed over, is fetched by
-    its heir). Started again with its JOBDIR, c refuses: its work went to the others."""
+def test_a_join_kill_9_redis_away_and_a_graceful_leave_lose_nothing(tmp_path: Path) -> None:
+    """Agents a and b begin the crawl; c joins it under way, and a and b hand off the
+    partitions it takes (the keys of the URLs they have seen, then the URLs they hold
+    of them). Then Redis stops for 10 s (it has its append-only file, as a production
+    Redis): the agents crawl their own partitions meanwhile and keep what they send on
+    disk. During the outage b is killed with kill -9; once Redis is back it is started
+    again with its id and JOBDIR: it waits for its dead lease, reads again what it had
+    not made durable, and sends what its journal holds. Then ``irlscrapy agents leave
+    c``: c finishes its fetches, hands the URLs it holds and the keys of those it has
+    seen to a and b, and stops. The crawl completes with the ground truth and no URL
+    downloaded twice (a retry of a failure at c, handed over, is fetched by its heir).
+    Started again with its JOBDIR, c refuses: its work went to the others."""
     server = RedisServer(tmp_path / "redis", persistent=True).start()
     log = tmp_path / "requests.jsonl"
     web = start_web(log)
     try:
         run = AgentRun(web.info, server.url, "faults", ["a", "b", "c"], tmp_path,
                        f"IRL_AGENT_LEASE={LEASE_S}")  # fmt: skip
-        for agent in run.agents:
-            run.start(agent)
-        wait_for_pages(log, 500)
+        run.start("a", ["a", "b"])
+        run.start("b", ["a", "b"])
+        wait_for_pages(log, 300)
+        run.start("c")
+        wait_for_log(run.runs["a"][0], "handed off")
+        wait_for_log(run.runs["b"][0], "handed off")
+        wait_for_pages(log, len(downloads(log)) + 200)
         server.stop()
         during = len(downloads(log))
         time.sleep(5)
@@ -312,6 +333,10 @@ def test_kill_9_redis_away_and_a_graceful_leave_lose_nothing(tmp_path: Path) -> 
     finally:
         web.stop()
         server.stop()
+    # a and b handed off to c the URLs they held of its partitions (a was never killed,
+    # so its count is in its final stats), and the keys of those they had seen
+    assert stat(run.runs["a"][0].read_text(), "irl/agent/urls_handed_off") > 0
+    assert all("keys of URLs it has seen go to" in run.runs[agent][0].read_text() for agent in "ab")
     assert "cannot reach Redis" in run.runs["a"][0].read_text()
     assert "Agent b of crawl faults" in run.runs["b"][1].read_text()
     err = run.runs["c"][0].read_text()
