@@ -20,6 +20,9 @@ irlscrapy agents leave --redis URL --crawl ID [--wait S] AGENT
     ask a running agent to leave the crawl: it finishes its fetches, hands its partitions
     and the URLs it holds to the others, and stops (with --wait, wait up to S seconds
     for it to be gone)
+irlscrapy agents remove --redis URL --crawl ID AGENT
+    remove a member that no process runs as and that will not come back (its machine is
+    gone): its partitions go to the others, what it held is lost
 """
 
 from __future__ import annotations
@@ -68,7 +71,8 @@ def _parser() -> argparse.ArgumentParser:
     seed = sub.add_parser("seed", help="send seed URLs to the crawl's agents")
     status = sub.add_parser("status", help="show the crawl's agents")
     leave = sub.add_parser("leave", help="ask an agent to hand its partitions over and stop")
-    for p in (seed, status, leave):
+    remove = sub.add_parser("remove", help="remove a member that will not come back")
+    for p in (seed, status, leave, remove):
         p.add_argument("--redis", required=True, help="the crawl's IRL_REDIS_URL")
         p.add_argument("--crawl", required=True, help="the crawl's IRL_CRAWL_ID")
     seed.add_argument(
@@ -82,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     seed.add_argument("seeds", help="URL,URL,... or a file of one URL per line")
     status.add_argument("--json", action="store_true", help="one JSON object per agent")
     leave.add_argument("agent", help="the agent's IRL_AGENT_ID")
+    remove.add_argument("agent", help="the agent's IRL_AGENT_ID")
     leave.add_argument(
         "--wait", type=float, default=0.0, help="seconds to wait for it to be gone (default 0)"
     )
@@ -94,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             print(_report(args.jobdirs, args.out))
         elif args.command == "agents":
-            from irlscrapy.distributed.commands import leave, seed, status
+            from irlscrapy.distributed.commands import leave, remove, seed, status
 
             if args.action == "seed":
                 print(
@@ -102,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             elif args.action == "leave":
                 print(leave(args.redis, args.crawl, args.agent, args.wait))
+            elif args.action == "remove":
+                print(remove(args.redis, args.crawl, args.agent))
             else:
                 print(status(args.redis, args.crawl, args.json))
         elif args.action == "serve":

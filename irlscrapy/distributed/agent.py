@@ -51,8 +51,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,42 +60,29 @@ import redis
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
+from irlscrapy.distributed import leavemarks as marks
 from irlscrapy.distributed.agentsettings import (
     CHECKPOINT_S,
-    READ_COUNT,
     REDIS_GIVE_UP,
     REPLAY_RECORDS,
     SPILL_RECORDS,
     TICK,
     AgentSettings,
 )
-from irlscrapy.distributed.ipleases import IPLeases, LeaseReply, LeaseRound
-from irlscrapy.distributed.leavemarks import LEAVING, check_directory, mark_leaving, mark_left
+from irlscrapy.distributed.ipleases import IPLeases, LeaseRound
 from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.distributed.ownership import Ownership
 from irlscrapy.distributed.registry import TAKEN, CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.routing import Router
 from irlscrapy.distributed.sentcache import SentCache
-from irlscrapy.distributed.status import AgentStatus, StatusClock
+from irlscrapy.distributed.status import StatusClock
 from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
+from irlscrapy.distributed.tickio import TickIO, tick_io
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class TickIO:
-    """What a tick's Redis I/O found."""
-
-    batches: list[Batch] = field(default_factory=list)  # read
-    members: list[str] | None = None  # the crawl's members (read at a renewal)
-    held: int = 1  # its agent id's lease: 0 lost, 1 renewed, TAKEN anew (it had lapsed)
-    done: tuple[bool, bool] = (False, False)  # (the crawl is done, every other agent is)
-    leases: LeaseReply | None = None  # the IP leases' round
-    leave: bool = False  # an operator asked this agent to leave (irlscrapy agents leave)
-    taken_read: list[int] = field(default_factory=list)  # partitions taken over, read
 
 
 class Agent:
@@ -152,11 +138,11 @@ class Agent:
         #: every other agent is idle and every stream empty (as of the last tick that
         #: asked): only then may this one give up on hosts that keep failing
         self.others_done = False
-        self._token = ""
+        self.token = ""
         self.unsent: list[Outgoing] = []  # batches a failed tick could not send
         self._durable: list[Batch] = []  # delivered, to acknowledge at the next tick
         self._io_running = False
-        self._published_idle: bool | None = None
+        self.published_idle: bool | None = None
         self._renew_at = 0.0
         self._renewed_at = 0.0  # when the lease on its id was last renewed
         self.failing_since: float | None = None
@@ -168,7 +154,7 @@ class Agent:
         #: one reads this agent's pending batches again (else they stay pending for good)
         self._orphans = False
         self._ticking: defer.Deferred[Any] | None = None  # the tick under way
-        self._seeded_published = False  # Redis knows it
+        self.seeded_published = False  # Redis knows it
 
     @classmethod
     def from_crawler(cls, crawler: Any, clock: Any) -> Agent | None:
@@ -187,6 +173,7 @@ class Agent:
         one lease if a killed process with this id still holds it."""
         self.journal = self.router.journal = OutboxJournal(directory)
         self.journal.open()  # what it left is sent again: owners drop what they have
+        self.ownership.salt = marks.salt_of(directory)[1]  # (a handover cut short goes on)
         self._checkpoint_at = self.clock.seconds() + CHECKPOINT_S
         try:
             self._joined(self._join())
@@ -197,10 +184,9 @@ class Agent:
             ) from exc
 
     def _join(self) -> tuple[str, list[str], list[Batch], bool, frozenset[int]]:
-        s = self.settings
-        registry = self.registry
+        s, registry = self.settings, self.registry
         assert self.journal is not None
-        check_directory(self.journal.directory, registry, self.id)
+        marks.check_directory(self.journal.directory, registry, self.id)
         registry.ensure_config()
         for name in s.agents:
             registry.add_member(name)
@@ -211,12 +197,18 @@ class Agent:
         seeded = bool(self.registry.client.exists(registry.key("seeded")))
         lost = self.ownership.start(members, registry.holds().get(self.id, frozenset()))
         registry.publish_holds(registry.client, self.id, self.ownership.holds)
-        pending = self.exchange.pending(sorted(self.ownership.owned), 1 << 30)
-        return token, members, pending, seeded, lost
+        # (also of partitions lost while it was down: they are handed off with the rest)
+        return (
+            token,
+            members,
+            self.exchange.pending(sorted(self.ownership.holds), 1 << 30),
+            seeded,
+            lost,
+        )
 
     def _joined(self, joined: tuple[str, list[str], list[Batch], bool, frozenset[int]]) -> None:
-        self._token, members, pending, seeded, lost = joined
-        self._published_idle = False
+        self.token, members, pending, seeded, lost = joined
+        self.published_idle = False
         self.router.own(self.ownership.routed_here)
         self._renew_at = self.clock.seconds() + self.settings.lease / 3
         self._renewed_at = self.clock.seconds()
@@ -257,7 +249,7 @@ class Agent:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         journal = self.journal
-        if not self._token or journal is None:  # it never joined
+        if not self.token or journal is None:  # it never joined
             return defer.succeed(None)
         if self._io_running and self._ticking is not None:
             ended: defer.Deferred[None] = defer.Deferred()
@@ -276,7 +268,7 @@ class Agent:
         # (records spilled to disk wait for the next start: the leave waits with them)
         leave = self.handed_over and not journal.spilling
         if leave:
-            mark_leaving(journal.directory)
+            marks.mark_leaving(journal.directory)
         sends += self._handoff + self._handover
         acks, self.unsent, self._durable = self._durable, [], []
         leases = self.leases.release_all(self.clock.seconds())
@@ -295,23 +287,23 @@ class Agent:
         holds: frozenset[int] | None,
     ) -> bool:
         """The last round; with the ``members`` a handover was for, leave (True: left)."""
-        self._io(sends, acks, idle=None, renew=False, holds=holds)
+        tick_io(self, sends, acks, idle=None, renew=False, holds=holds)
         self.leases.run(leases)
         # (everything is in the streams: its partitions may go to the heirs)
-        if members is not None and self.registry.hand_over(self.id, self._token, members):
+        if members is not None and self.registry.hand_over(self.id, self.token, members):
             return True
-        if self._token:
-            self.registry.release(self.id, self._token)
+        if self.token:
+            self.registry.release(self.id, self.token)
         return False
 
     def _stopped(self, left: bool, journal: OutboxJournal) -> None:
         # (spilled records not yet sent wait for the next start, in their files)
         journal.close() if journal.spilling else journal.remove_all()
         if left:
-            mark_left(journal.directory, self.settings.crawl)
+            marks.mark_left(journal.directory, self.settings.crawl)
             logger.info("Agent %s left crawl %s", self.id, self.settings.crawl)
         elif self.handed_over:
-            (journal.directory / LEAVING).unlink(missing_ok=True)
+            (journal.directory / marks.LEAVING).unlink(missing_ok=True)
             logger.warning("Agent %s did not leave (members changed, or spilled records "
                            "wait): the leave starts over at its next start", self.id)  # fmt: skip
 
@@ -375,7 +367,7 @@ class Agent:
             list(self._handoff),
             self.ownership.unpublished(),
         )  # (kept until they are out)
-        d = self.worker(self._io, sends + handoff, acks, idle, renew, check, status,
+        d = self.worker(tick_io, self, sends + handoff, acks, idle, renew, check, status,
                         self._orphans, leases, reads, taken, holds)  # fmt: skip
         d.addCallbacks(
             self._io_done,
@@ -384,65 +376,6 @@ class Agent:
             errbackArgs=(sends, acks, leases),
         )
         self._ticking = d
-
-    def _io(
-        self,
-        sends: list[Outgoing],
-        acks: list[Batch],
-        idle: bool | None,
-        renew: bool,
-        check: bool = False,
-        status: AgentStatus | None = None,
-        orphans: bool = False,
-        leases: LeaseRound | None = None,
-        reads: bool = True,
-        taken: Sequence[int] = (),
-        holds: frozenset[int] | None = None,
-    ) -> TickIO:
-        """One round of Redis I/O (on the Redis thread, one at a time: the worker has
-        one thread); see the module docstring. ``holds``: what this agent holds now, to
-        publish after ``sends`` (a handoff's keys come first)."""
-        registry, exchange = self.registry, self.exchange
-        pipe = registry.client.pipeline(transaction=False)
-        if idle is not None and idle != self._published_idle:
-            pipe.hset(registry.key("idle"), self.id, "1" if idle else "0")
-        seeding = self.router.began and not self._seeded_published
-        if seeding:
-            pipe.set(registry.key("seeded"), "1", nx=True)
-        if status is not None:
-            pipe.hset(registry.key("status"), self.id, status.to_json())
-        exchange.queue(pipe, sends)
-        if holds is not None:
-            registry.publish_holds(pipe, self.id, holds)
-        if len(pipe):
-            pipe.execute()
-        self._seeded_published |= seeding
-        if idle is not None:
-            self._published_idle = idle
-        exchange.done(acks)
-        got = TickIO()
-        if idle is None:
-            return got
-        got.leases = self.leases.run(leases) if leases is not None else None
-        owned = sorted(self.ownership.owned)
-        # (every batch delivered is acknowledged by now: what is pending was lost)
-        got.batches = exchange.pending(owned, 1 << 30) if orphans and reads else []
-        if taken:  # (read once no other agent holds them: irlscrapy.distributed.ownership)
-            got.taken_read = self.ownership.readable(list(taken), registry.holds())
-            owned = [p for p in owned if p not in taken or p in got.taken_read]
-            taken = got.taken_read
-        for p in taken:  # a partition handed over: what a dead owner never acknowledged
-            got.batches += exchange.claim(p, int(self.settings.lease * 2000), 1 << 30)
-        got.batches += exchange.read(taken, 1 << 30, None)  # then its whole backlog
-        if reads:
-            got.batches += exchange.read(owned, READ_COUNT, None)
-        if renew:
-            got.held = registry.renew(self.id, self._token, self.settings.lease)
-            got.members = registry.members()
-            got.leave = bool(registry.client.exists(registry.key("leave", self.id)))
-        if check and not got.batches:
-            got.done = registry.crawl_done(exchange.stream(""), self.settings.partitions, self.id)
-        return got
 
     def _io_done(
         self,
@@ -590,7 +523,8 @@ class Agent:
     def _set_members(self, members: list[str]) -> None:
         lost = self.ownership.set_members(members)
         self.router.own(self.ownership.routed_here)
-        if lost:
+        if lost and self.journal is not None:  # a new loss: a new salt to hand over under
+            self.ownership.salt = marks.new_salt(self.journal.directory, "handoff")
             self.on_hand_off(lost)
 
     def hand_off(self, partitions: frozenset[int], keys: list[Outgoing]) -> None:

@@ -1,5 +1,5 @@
-"""``irlscrapy agents seed``, ``status`` and ``leave``: a multi-agent crawl from outside
-its agents (irlscrapy/cli.py parses the command line)."""
+"""``irlscrapy agents seed``, ``status``, ``leave`` and ``remove``: a multi-agent crawl
+from outside its agents (irlscrapy/cli.py parses the command line)."""
 
 from __future__ import annotations
 
@@ -93,6 +93,32 @@ def leave(redis_url: str, crawl: str, agent: str, wait: float) -> str:
         return f"crawl {crawl}: agent {agent} handed its partitions over and left"
     return f"crawl {crawl}: agent {agent} was asked to leave; it hands its partitions over " + (
         "at its next renewal" if running else "when it runs again"
+    )
+
+
+def remove(redis_url: str, crawl: str, agent: str) -> str:
+    """Remove ``agent``, a member that no process runs as and that will not come back,
+    from ``crawl``: its partitions go to the others, and what it held is lost."""
+    with _client(redis_url) as client:
+        config = stored_config(client, crawl)
+        if config is None:
+            raise ConfigurationError(f"there is no crawl {crawl!r} at {redis_url}")
+        registry = CrawlRegistry(client, crawl, config)
+        done = registry.remove(agent)
+    if done == -1:
+        raise ConfigurationError(
+            f"agent {agent!r} of crawl {crawl!r} is running: ask it to leave instead "
+            "(irlscrapy agents leave), which hands its work over"
+        )
+    if done == 0:
+        raise ConfigurationError(f"{agent!r} is not a member of crawl {crawl!r}")
+    if done == -2:
+        raise ConfigurationError(f"{agent!r} is crawl {crawl!r}'s only member: nobody would crawl")
+    return (
+        f"crawl {crawl}: agent {agent} removed; its partitions go to the other agents. What "
+        "it held is lost: URLs it had found and not fetched (unless found again), and what "
+        "it had seen (the new owners may fetch those pages again). Its JOBDIR can no "
+        "longer join the crawl"
     )
 
 

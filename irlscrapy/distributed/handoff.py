@@ -16,7 +16,8 @@ runs:
    it although the keys below say it was seen (it was, here, and never fetched).
 2. *Settle.* It waits until URLseen has merged and stored every URL submitted before the
    change (the last ones of those partitions this agent admitted), and until no fetch
-   of their hosts is in flight and each such host's delay has passed.
+   of their hosts is in flight and each such host is due again (its delay, or a
+   back-off, has passed; :data:`HOST_WAIT_S` at most).
 3. *Keys.* With URLseen's merges held, it reads every key URLseen holds and sends them
    to each agent that takes one of the partitions (keys carry no partition, as in
    :mod:`irlscrapy.distributed.handover`).
@@ -24,10 +25,16 @@ runs:
    more, in one round of I/O. Their new owners read their backlog then, keys first: no
    URL this agent has seen is admitted again, and each URL it forwards is admitted once.
 
+After a restart the frontier forwards from the start (:meth:`Handoff.attach`): what
+the admitted journal puts back in RAM, and what BEAST holds, of partitions this agent
+no longer owns still goes to their owners.
+
 A kill -9 during a handoff: Redis still says the agent holds the partitions, so the
-handoff starts over when it starts again; keys sent twice change nothing. A URL
-forwarded just before a kill whose mark in the admitted journal was lost is forwarded
-again at the restart, and fetched twice: a kill -9's cost, as a fetch in flight is.
+handoff starts over when it starts again, under the same salt
+(:mod:`irlscrapy.distributed.leavemarks`): keys sent twice change nothing, and a URL
+forwarded again (its mark in the admitted journal was lost with the kill) is admitted
+once. Each new loss of partitions hands off under a new salt, so a URL that comes back
+to this agent and goes again is admitted again.
 
 Politeness: the new owner reaches a moved host only after the release, which waits for
 this agent's last fetch there and the host's delay after it; the IP delay holds
@@ -58,6 +65,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+#: Seconds the release waits at most for a moved host to be due again (a host resting
+#: after failures, or retired, is not waited for).
+HOST_WAIT_S = 30.0
+
 
 class Handoff:
     """The handing agent's side (see the module docstring): :meth:`begin` with the
@@ -72,12 +83,20 @@ class Handoff:
         self.lost: frozenset[int] = frozenset()  # partitions to hand off
         self._hosts: list[str] = []  # their hosts the workbench had when it began
         self._merge: int | None = None  # the URLseen merge that must be stored first
+        self._hosts_until = 0.0  # the end of the wait for their hosts (HOST_WAIT_S)
         self._loop: task.LoopingCall | None = None
         self._say_at = 0.0  # when to say what it waits for
 
     @property
     def active(self) -> bool:
         return bool(self.lost)
+
+    def attach(self) -> None:
+        """The agent has joined (its ownership is known): from now on the frontier
+        forwards what it holds of partitions this agent does not own, those the admitted
+        journal put back in RAM at the restart first."""
+        if self.frontier.foreign is None:
+            self.frontier.take_foreign(self._foreign)
 
     def begin(self, lost: frozenset[int]) -> None:
         """Hand off ``lost`` (partitions this agent holds and no longer owns)."""
@@ -86,6 +105,7 @@ class Handoff:
         hosts, forwarded = self.frontier.take_foreign(self._foreign)
         self._hosts = sorted(set(self._hosts) | set(hosts))
         self._say_at = self.clock.seconds() + SAY_EVERY_S
+        self._hosts_until = self.clock.seconds() + HOST_WAIT_S
         logger.info(
             "Agent %s hands off %d partitions it no longer owns (members %s): %d URLs it "
             "held in RAM forwarded, the rest as they come up",
@@ -126,7 +146,7 @@ class Handoff:
             host
             for host in self._hosts
             if (state := hosts.get(host)) is not None
-            and (state.in_flight or state.next_fetch > now)
+            and (state.in_flight or (state.next_fetch > now and now < self._hosts_until))
         ]
         waits = {
             "URLs of before the change to store": intake.merges_stored < self._merge,

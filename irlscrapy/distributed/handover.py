@@ -15,7 +15,7 @@ its next renewal (:mod:`irlscrapy.distributed.agent`) and its scheduler starts a
    parked first, then every record of BEAST and of the parked store, read without
    taking them) go to their partitions' streams *handed over*, with the aux bytes the
    new owner's intake stores (their priority and payload) and the handover's salt
-   (:func:`irlscrapy.distributed.ownership.handover_salt`). The keys URLseen holds go
+   (:mod:`irlscrapy.distributed.leavemarks`). The keys URLseen holds go
    to every heir, once per heir (:func:`heir_batches`): URLseen keys carry no
    partition, and a key another partition's owner stores is never looked up there, so
    each heir may have them all.
@@ -37,8 +37,9 @@ no URL the leaver had seen is admitted again, and each URL it held is admitted o
 
 *A kill during a leave.* Nothing is taken out of BEAST or the parked store, and the URL
 records sent are in the outbox's journal, so a leave cut short starts over at the next
-start: the records it sent meanwhile come back to it (it still owns their partitions)
-and its intake drops them (their salt is its own), the keys it sent change nothing.
+start, under the same salt: the records it sent meanwhile come back to it (it still
+owns their partitions) and its intake drops them (their salt is its own), those its
+heirs already have are not admitted twice, and the keys it sent change nothing.
 
 A handoff under way (:mod:`irlscrapy.distributed.handoff`) ends before the export.
 
@@ -61,6 +62,7 @@ import numpy as np
 from twisted.internet import task
 
 from irlscrapy.closing import close_spider
+from irlscrapy.distributed.leavemarks import new_salt, salt_of
 from irlscrapy.distributed.partitions import assignment
 from irlscrapy.distributed.streams import Outgoing
 from irlscrapy.internals import spider_busy
@@ -141,6 +143,10 @@ class Departure:
         if self.begun:
             return
         self.begun = True
+        directory = self.agent.journal.directory if self.agent.journal is not None else None
+        if directory is not None:  # (a leave cut short goes on under its salt)
+            kind, salt = salt_of(directory)
+            self.agent.ownership.salt = salt if kind == "leave" else new_salt(directory, "leave")
         self._say_at = self.clock.seconds() + SAY_EVERY_S
         logger.info(
             "Agent %s leaves the crawl: it finishes its fetches in flight, then hands its "

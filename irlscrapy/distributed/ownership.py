@@ -11,30 +11,22 @@ has handed that knowledge over (:mod:`irlscrapy.distributed.handoff` when anothe
 joins and takes it, :mod:`irlscrapy.distributed.handover` when this one leaves).
 
 Every agent publishes what it holds (``irl:{c}:holds``, agent -> partitions), and a new
-owner reads a partition it has taken over only once no other agent holds it
-(:meth:`Ownership.readable`): the keys its last owner hands over are then first in the
-partition's stream, before any URL another agent sent there. What it holds survives a
+owner reads the partitions it has taken over only once no other agent holds any of
+them (:meth:`Ownership.readable`), all in one read: the keys their last owners hand over
+(each to one of the partitions it gives this agent) are then delivered before any URL
+another agent sent to any of them. What it holds survives a
 restart in Redis, so an agent killed during a handoff hands off again when it starts.
 
 Invariants:
 *An agent holds every partition it owns.*
-*A partition an agent has taken over is read only once no other agent holds it.*
+*The partitions an agent has taken over are read only once no other agent holds any.*
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from hashlib import blake2b
+from collections.abc import Mapping
 
 from irlscrapy.distributed.partitions import assignment
-
-
-def handover_salt(agent: str, members: Sequence[str]) -> int:
-    """The salt of the URLs ``agent`` hands over while the crawl's members are
-    ``members`` (irlscrapy.scheduler.intake.Intake.receive): a handover started over
-    after a kill has the same, so its URLs are admitted once."""
-    text = f"{agent}|{','.join(sorted(members))}".encode()
-    return int.from_bytes(blake2b(text, digest_size=8).digest(), "big")
 
 
 def encode_holds(partitions: frozenset[int]) -> str:
@@ -58,6 +50,8 @@ class Ownership:
         self.holds: frozenset[int] = frozenset()
         #: what Redis has of ``holds`` (None: nothing yet)
         self.published: frozenset[int] | None = None
+        #: the salt of the URLs it hands over now (irlscrapy.distributed.leavemarks)
+        self.salt = 0
 
     def start(self, members: list[str], held_before: frozenset[int]) -> frozenset[int]:
         """Ownership at the start, with what Redis says this agent held before (empty:
@@ -90,19 +84,15 @@ class Ownership:
         """Their knowledge is handed off (and on its way to Redis)."""
         self.holds -= partitions - self.owned
 
-    @property
-    def salt(self) -> int:
-        """The salt of the URLs this agent hands over now (:func:`handover_salt`)."""
-        return handover_salt(self.agent, self.members)
-
     def unpublished(self) -> frozenset[int] | None:
         """What this agent holds, if Redis does not know it yet."""
         return self.holds if self.holds != self.published else None
 
     def readable(self, taken: list[int], holds: Mapping[str, frozenset[int]]) -> list[int]:
-        """The partitions of ``taken`` no other agent holds (``holds``: each agent's)."""
+        """``taken`` if no other agent holds any of them (``holds``: each agent's), else
+        none (see the module docstring)."""
         held = set().union(*(h for agent, h in holds.items() if agent != self.agent))
-        return [p for p in taken if p not in held]
+        return [] if held.intersection(taken) else list(taken)
 
     def read(self, partitions: list[int]) -> None:
         """The whole backlog of ``partitions`` (taken over) is read."""

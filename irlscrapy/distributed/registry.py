@@ -85,6 +85,19 @@ redis.call('SADD', KEYS[4], ARGV[1])
 redis.call('HDEL', KEYS[5], ARGV[1])
 return 1
 """
+# KEYS: the members hash, the lease, the holds, the idle flags, the status records, the
+# leave request, the set of agents out of the crawl; ARGV[1]: the agent. Remove a member
+# no process runs as: 1; -1 if one does, 0 if it is no member, -2 if it is the only one.
+_REMOVE = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+if redis.call('HLEN', KEYS[1]) < 2 then return -2 end
+for i = 3, 5 do redis.call('HDEL', KEYS[i], ARGV[1]) end
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[6])
+redis.call('SADD', KEYS[7], ARGV[1])
+return 1
+"""
 # KEYS[1] the lease; ARGV[1] the token: release the lease only if it is ours.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -167,6 +180,7 @@ class CrawlRegistry:
         self._release = client.register_script(_RELEASE)
         self._crawl_done = client.register_script(_CRAWL_DONE)
         self._hand_over = client.register_script(_HAND_OVER)
+        self._remove = client.register_script(_REMOVE)
 
     def key(self, *parts: object) -> str:
         return self.prefix + ":".join(map(str, parts))
@@ -249,6 +263,13 @@ class CrawlRegistry:
             args=[agent, token, ",".join(sorted(members))],
         )
         return bool(left)
+
+    def remove(self, agent: str) -> int:
+        """Remove ``agent``, a member no process runs as, from the crawl for good: 1;
+        -1 if a process runs as it, 0 if it is no member, -2 if it is the only one."""
+        keys = [self.key("members"), self.key("lease", agent), self.key("holds")]
+        keys += [self.key("idle"), self.key("status"), self.key("leave", agent), self.key("left")]
+        return int(self._remove(keys=keys, args=[agent]))
 
     def holds(self) -> dict[str, frozenset[int]]:
         """The partitions each agent holds (irlscrapy.distributed.ownership)."""

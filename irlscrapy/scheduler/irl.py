@@ -208,6 +208,7 @@ class IRLScheduler(BaseScheduler):
         agent.on_fatal = lambda message: self.stop.give_up(message, "irlscrapy_agent_stopped")
         assert self.state.path is not None
         agent.start(self.state.path / "agent")
+        handoff.attach()
 
     def _quiesce(self, idle: bool) -> None:
         """The agent says it is idle (True), or busy again: parked URLs wait meanwhile,

@@ -554,6 +554,7 @@ class Frontier:
                 self._robots_out.discard(item.host)
             else:  # (a Request kept in RAM, from the bench: it stays here)
                 self._to_host(url_host(item.url), priority, item, front=False)
+        self.resume_admission()  # (a lost host may have paused it)
         return [state.host for state in hosts], forwarded
 
     def _park(self, item: Item, priority: int) -> None:

@@ -116,7 +116,7 @@ class HeldTicks:
         self.ticks: list[tuple[defer.Deferred[Any], Any, tuple[Any, ...]]] = []
 
     def __call__(self, f: Any, *args: Any) -> defer.Deferred[Any]:
-        if f.__name__ != "_io":
+        if f.__name__ != "tick_io":
             return defer.maybeDeferred(f, *args)
         d: defer.Deferred[Any] = defer.Deferred()
         self.ticks.append((d, f, args))

@@ -1,4 +1,4 @@
-"""``irlscrapy agents seed``, ``status`` and ``leave`` against a real redis-server."""
+"""``irlscrapy agents seed``, ``status``, ``leave`` and ``remove`` against a real redis-server."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from irlscrapy.cli import main
 from irlscrapy.distributed.partitions import partition_of
 from irlscrapy.distributed.status import STATUS_EVERY
 from irlscrapy.distributed.streams import Batch, entry_batch
+from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.intake import seed_aux
 from tests.redisserver import RedisServer
 
@@ -124,4 +125,48 @@ def test_leave_asks_a_member_to_leave_one_at_a_time_and_never_the_last(
     registry.hand_over("c", "", ["a", "b", "c"])
     registry.hand_over("b", "", ["a", "b"])
     code, said = leave("a")
+    assert code == 2 and "only member" in said
+
+
+def test_remove_takes_a_dead_member_out_for_good_and_its_jobdir_is_refused(
+    redis_server: RedisServer,
+    redis_client: redis.Redis,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
+    """A member whose machine is gone blocks the crawl's end (it is never idle):
+    ``remove`` takes it out, its partitions go to the others, and its JOBDIR, should
+    it come back, is refused; a new JOBDIR joins anew. A running agent, a non-member and
+    the last member are refused."""
+    from irlscrapy.distributed.leavemarks import check_directory
+    from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
+
+    registry = CrawlRegistry(redis_client, "c", CrawlConfig(16))
+    registry.ensure_config()
+    for agent in "ab":
+        registry.add_member(agent)
+    check_directory(tmp_path / "b", registry, "b")  # b's JOBDIR, as it starts
+    registry.join("a", 30.0)  # a runs
+    redis_client.hset("irl:{c}:holds", "b", "1,2")
+    redis_client.hset("irl:{c}:idle", "b", "0")
+
+    def remove(agent: str) -> tuple[int, str]:
+        code = main(["agents", "remove", "--redis", redis_server.url, "--crawl", "c", agent])
+        out, err = capsys.readouterr()
+        return code, out + err
+
+    code, said = remove("a")
+    assert code == 2 and "is running: ask it to leave instead" in said
+    assert remove("x") == (2, "irlscrapy: 'x' is not a member of crawl 'c'\n")
+    code, said = remove("b")
+    assert code == 0 and "agent b removed" in said and "What it held is lost" in said
+    assert registry.members() == ["a"] and registry.holds() == {}
+    assert redis_client.hkeys("irl:{c}:idle") == []
+    registry.add_member("b")  # (IRL_AGENTS, listed by an agent that starts)
+    assert registry.members() == ["a"]
+    with pytest.raises(ConfigurationError, match="'b' was removed from crawl 'c'"):
+        check_directory(tmp_path / "b", registry, "b")
+    check_directory(tmp_path / "b-new", registry, "b")  # a new JOBDIR may join anew
+    redis_client.delete("irl:{c}:lease:a")
+    code, said = remove("a")
     assert code == 2 and "only member" in said
