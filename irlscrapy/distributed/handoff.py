@@ -139,8 +139,9 @@ class Handoff:
         intake, now = self.intake, self.clock.seconds()
         if self._merge is None:
             self._merge = intake.merges + 1 if intake.pending else intake.merges
-        if intake.pending and not intake.merging:
-            intake.flush()
+        stored = intake.merges_stored >= self._merge
+        if not stored and intake.pending and not intake.merging:
+            intake.flush()  # (the merge it waits for; later ones come as they would)
         hosts = self.frontier.workbench.hosts
         self._hosts = [
             host
@@ -149,7 +150,7 @@ class Handoff:
             and (state.in_flight or (state.next_fetch > now and now < self._hosts_until))
         ]
         waits = {
-            "URLs of before the change to store": intake.merges_stored < self._merge,
+            "URLs of before the change to store": not stored,
             "fetches or host delays of their hosts": self._hosts,
         }
         return [what for what, count in waits.items() if count]

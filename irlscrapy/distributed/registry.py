@@ -16,11 +16,14 @@ a crawl's keys share one slot and its Lua scripts may touch several of them.
     Ownership (:mod:`irlscrapy.distributed.partitions`) is computed over the members,
     **not** over the agents alive now: an agent killed with kill -9 keeps its partitions,
     and the URLs sent to it wait in its streams until it is back with the same id and
-    JOBDIR (only its JOBDIR knows which of their URLs it has seen). (Removing a member
-    that never comes back is not built yet.)
+    JOBDIR (only its JOBDIR knows which of their URLs it has seen). A member that never
+    comes back is taken out by ``irlscrapy agents remove`` (:meth:`CrawlRegistry.remove`).
 ``irl:{c}:leave:{agent}``, ``irl:{c}:left``
     An operator's request that ``agent`` leave (``irlscrapy agents leave``), and the
-    agents that left: IRL_AGENTS does not make them members again; a join does.
+    agents that left or were removed: IRL_AGENTS does not make them members again; a
+    join (with a new JOBDIR: irlscrapy.distributed.leavemarks) does.
+``irl:{c}:holds``
+    A hash: agent id -> the partitions it holds (irlscrapy.distributed.ownership).
 ``irl:{c}:lease:{agent}``
     The running agent's lease: a random token with a TTL, renewed every third of it. A
     second process with the same agent id finds the lease held and waits up to one TTL
@@ -31,7 +34,8 @@ Invariants:
 *At most one process holds an agent id's lease at a time* (a holder whose renewal finds
 another token has lost it and must stop).
 *The configuration of a crawl never changes once written.*
-*Membership changes only by join and graceful leave, never by a lapse of a lease.*
+*Membership changes only by join, graceful leave and removal, never by a lapse of a
+lease.*
 """
 
 from __future__ import annotations

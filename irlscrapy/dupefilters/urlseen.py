@@ -197,11 +197,9 @@ class DRUMDupeFilter(BaseDupeFilter):
 
     def submit_requests(self, requests: Sequence[Request], aux: Sequence[bytes]) -> int:
         """Check+update Requests (by :class:`RequestIdentity`) in one batch."""
-        assert self.drum is not None, "open() first"
-        keys = [self.identity.request_key(r) for r in requests]
-        return self.drum.submit(keys, CHECK_UPDATE, aux=aux)
+        return self.submit_keyed([self.identity.request_key(r) for r in requests], aux)
 
-    def submit_keyed(self, keys: np.ndarray, aux: Sequence[bytes]) -> int:
+    def submit_keyed(self, keys: np.ndarray | Sequence[int], aux: Sequence[bytes]) -> int:
         """Check+update keys the caller made, with their aux (handed-over URLs:
         irlscrapy.scheduler.intake.Intake.receive)."""
         assert self.drum is not None, "open() first"

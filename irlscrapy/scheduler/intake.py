@@ -431,9 +431,11 @@ class Intake:
         drain.addErrback(self._drain_failed)
 
     def hold_merges(self, hold: bool) -> None:
-        """Hold URLseen's merges (URLseen's keys can then be read), or let them go on."""
+        """Hold URLseen's merges (URLseen's keys can then be read), or let them go on
+        (with the merge a flush held back, if URLs wait)."""
+        released = self.merges_held and not hold
         self.merges_held = hold
-        if not hold and self.urlseen.pending:
+        if released and self.urlseen.pending:
             self.flush()
 
     def drained(self, _: Any) -> None:

@@ -315,7 +315,7 @@ class Frontier:
         self, host: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
     ) -> None:
         if self.foreign is not None and isinstance(item, tuple) and self.foreign(host):
-            self.forward(priority if priority != FRONT else 0, item)
+            self.forward(_stored_priority(priority), item)
             return
         state = self.workbench.hosts.get(host)
         if state is not None:
@@ -548,7 +548,7 @@ class Frontier:
         forwarded = 0
         for priority, item in items:
             if isinstance(item, tuple):
-                self.forward(priority if priority != FRONT else 0, item)
+                self.forward(_stored_priority(priority), item)
                 forwarded += 1
             elif isinstance(item, RobotsFetch):
                 self._robots_out.discard(item.host)
@@ -558,7 +558,7 @@ class Frontier:
         return [state.host for state in hosts], forwarded
 
     def _park(self, item: Item, priority: int) -> None:
-        self.parked.park(HEAD.pack(priority if priority != FRONT else 0, 0) + item[0])
+        self.parked.park(HEAD.pack(_stored_priority(priority), 0) + item[0])
         self.journal.done(item[1])
 
     def _release_bench(self, now: float) -> None:
@@ -588,3 +588,8 @@ class Frontier:
         if pushed:
             self._full_hosts.clear()
         return pushed
+
+
+def _stored_priority(priority: int) -> int:
+    """The priority a URL of the workbench is stored with (a retry's FRONT: 0)."""
+    return priority if priority != FRONT else 0
