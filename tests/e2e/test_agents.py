@@ -13,8 +13,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from irlscrapy.distributed.partitions import owner, partition_of
 from irlscrapy.domains import pld, url_host
 from irlscrapy.invitro.process import InVitroProcess
@@ -40,7 +38,10 @@ from .conftest import (
 from .startruth import TOP, assert_counts_equal, star_counts, star_truth
 
 CRAWL_TIMEOUT_S = 240
-HOST_DELAY = 0.2  # QUICK_IRL's tau_h and tau_s: every domain has the default budget
+#: tau_h and its floor (every domain has the default budget), half QUICK_IRL's: still
+#: far longer than an in-vitro reply, and the crawls' tails are shorter
+HOST_DELAY = 0.1
+CRAWL_DELAY_CAP = 0.2  # robots.txt Crawl-delay above this is cut to it
 IP_DELAY = 0.05
 PARTITIONS = 16
 #: the agents' lease in these tests: a restarted agent waits up to this for its dead one
@@ -80,6 +81,9 @@ def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, age
         # an agent's last hosts are a few, in a sparse tail (the work is spread over the
         # agents): QUICK_IRL's 2 s gave up on a flaky host between its 429s
         "IRL_GIVE_UP_AFTER": 6,
+        "IRL_HOST_DELAY": HOST_DELAY,
+        "IRL_HOST_DELAY_MIN": HOST_DELAY,
+        "IRL_ROBOTS_MAX_CRAWL_DELAY": CRAWL_DELAY_CAP,
     }
     args = [sys.executable, "-m", "scrapy", "crawl", "broad"]
     if seeds:
@@ -231,11 +235,11 @@ def fetched_by(log: Path) -> dict[str, set[str]]:
     return who
 
 
-@pytest.mark.parametrize(("agents", "budgets"), [("a", "off"), ("abc", "star")])
-def test_agents_crawl_the_ground_truth_with_no_overlap_and_count_star_at_owners(
-    redis_server: RedisServer, tmp_path: Path, agents: str, budgets: str
+def test_one_agent_and_three_crawl_the_ground_truth_with_no_overlap_and_count_star_at_owners(
+    redis_server: RedisServer, tmp_path: Path
 ) -> None:
-    """One agent, and three: the same pages, the ground truth's, each fetched by its
+    """One agent, and three, crawl the tiny web side by side, each crawl against its
+    own server: both download the same pages, the ground truth's, each fetched by its
     PLD's owner only; and every PLD's in-degree and pages in STAR's store of its owner
     (and of no other agent) equal the counts over the union of the pages crawled.
 
@@ -245,37 +249,46 @@ def test_agents_crawl_the_ground_truth_with_no_overlap_and_count_star_at_owners(
     and never drop a URL. The one agent is given the seeds; the three start without,
     wait, and are seeded by ``irlscrapy agents seed``, and ``irlscrapy agents status``
     shows them at work."""
-    log = tmp_path / "requests.jsonl"
-    web = start_web(log)
+    budgets = {"a": "off", "abc": "star"}
+    webs: dict[str, InVitroProcess] = {}
+    runs: dict[str, AgentRun] = {}
     try:
-        run = AgentRun(web.info, redis_server.url, f"crawl-{agents}", list(agents), tmp_path,
-                       f"IRL_STAR_TOP_DOMAINS={TOP}", f"IRL_BUDGETS={budgets}")  # fmt: skip
-        if len(agents) > 1:
-            run.seeds = []
-        for agent in run.agents:
-            run.start(agent)
-        if not run.seeds:
-            time.sleep(3)  # the agents wait for seeds: an unseeded crawl is not done
-            assert all(p.poll() is None for p in run.processes.values())
-            assert "seed URLs sent" in run.command("seed", ",".join(web.info["seeds"]))
-            assert_status_shows_the_agents_at_work(run)
-        run.wait()
+        for agents, budget in budgets.items():
+            work = tmp_path / agents
+            work.mkdir()
+            webs[agents] = web = start_web(work / "requests.jsonl")
+            star = (f"IRL_STAR_TOP_DOMAINS={TOP}", f"IRL_BUDGETS={budget}")
+            runs[agents] = AgentRun(web.info, redis_server.url, f"crawl-{agents}", list(agents),
+                                    work, *star)  # fmt: skip
+        three = runs["abc"]
+        three.seeds = []
+        for run in runs.values():
+            for agent in run.agents:
+                run.start(agent)
+        time.sleep(3)  # the three wait for seeds: an unseeded crawl is not done
+        assert all(p.poll() is None for p in three.processes.values())
+        assert "seed URLs sent" in three.command("seed", ",".join(webs["abc"].info["seeds"]))
+        assert_status_shows_the_agents_at_work(three)
+        for run in runs.values():
+            run.wait()
     finally:
-        web.stop()
-    assert "of the partitions" in run.runs[agents[0]][-1].read_text()  # its progress line
-    larger_budgets = ["'irl/star/budget/1001-10000'" in run.runs[a][-1].read_text() for a in agents]
-    assert any(larger_budgets) == (budgets == "star")
-    assert_ground_truth_and_owners(log, agents)
-    assert_repeats_are_retries(read_log(log))
-    if len(agents) > 1:
-        assert_polite_across_agents(log, agents)
-    counted: dict[str, tuple[int, int]] = {}
-    for agent in agents:
-        at_agent = star_counts(tmp_path / agent / "star")
-        foreign = [p for p in at_agent if owner(partition_of(p, PARTITIONS), agents) != agent]
-        assert not foreign, (agent, foreign[:10])
-        counted.update(at_agent)
-    assert_counts_equal(counted, star_truth())
+        for web in webs.values():
+            web.stop()
+    for agents, run in runs.items():
+        log = run.work / "requests.jsonl"
+        assert "of the partitions" in run.runs[agents[0]][-1].read_text()  # its progress line
+        larger = ["'irl/star/budget/1001-10000'" in run.runs[a][-1].read_text() for a in agents]
+        assert any(larger) == (budgets[agents] == "star")
+        assert_ground_truth_and_owners(log, agents)
+        assert_repeats_are_retries(read_log(log))
+        counted: dict[str, tuple[int, int]] = {}
+        for agent in agents:
+            at_agent = star_counts(run.work / agent / "star")
+            foreign = [p for p in at_agent if owner(partition_of(p, PARTITIONS), agents) != agent]
+            assert not foreign, (agent, foreign[:10])
+            counted.update(at_agent)
+        assert_counts_equal(counted, star_truth())
+    assert_polite_across_agents(three.work / "requests.jsonl", "abc")
 
 
 def assert_status_shows_the_agents_at_work(run: AgentRun) -> None:
