@@ -9,6 +9,11 @@
    (:func:`forget_environment_proxy`), through its private meta keys.
 5. Whether the spider still handles a response (:func:`spider_busy`), through the
    engine's scraper's slot (public names, no documented API).
+6. The requests the engine has not finished with (:func:`engine_requests`), through its
+   private ``_slot.inprogress``: a failure a downloader middleware raises in
+   ``process_response`` goes to the request's errback and reaches no middleware of
+   ours, so the scheduler learns that such a fetch is over when the engine lets go of
+   its request.
 
 tests/component/test_internals.py fails loudly if a Scrapy upgrade moves any of them.
 
@@ -41,6 +46,7 @@ at download, so the scheduler drops it before storing a request.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any, NamedTuple
 
 from scrapy.core.downloader.handlers import http11
@@ -80,6 +86,15 @@ def spider_busy(crawler: Crawler) -> bool:
     engine = crawl_engine(crawler)
     slot = getattr(getattr(engine, "scraper", None), "slot", None)
     return slot is not None and not slot.is_idle()
+
+
+def engine_requests(crawler: Crawler) -> Container[Any] | None:
+    """The requests the engine took from the scheduler and has not finished with: being
+    downloaded, or their response or failure in the spider. An engine lets go of a
+    request once what its callback or errback returned has been handled. None before
+    the engine opens its spider, or after it closed it."""
+    slot = getattr(crawl_engine(crawler), "_slot", None)
+    return None if slot is None else slot.inprogress
 
 
 class EngineWaker:

@@ -13,8 +13,9 @@ guard refuses, or CannotResolveHostError; so its errback runs.
 ``PageDoneMiddleware`` (spider middleware, outermost): once the spider's output for a
 response has been consumed (its links handed to the frontier), the URL is done in the
 admitted journal; before that, a kill -9 makes the URL be fetched again rather than its
-links be lost. Pages no callback sees are taken as done a minute after their fetch
-(``irlscrapy.scheduler.ledger.PAGE_DONE_AFTER``).
+links be lost. A page whose failure no middleware of ours sees (one raised in a
+downloader middleware's ``process_response``) is done once the engine has finished
+with its request (``irlscrapy.scheduler.ledger``).
 
 ``HostHealthMiddleware`` (downloader middleware, order HOST_HEALTH_ORDER: above
 RetryMiddleware's 550, so it sees each answer and failure before a retry is made of it):

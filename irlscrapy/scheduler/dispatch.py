@@ -18,8 +18,10 @@ tokens, meta ``FETCH_KEY``): a fetch is handed out holding its host and IP; it *
 when the request leaves the downloader (``request_left_downloader``), or ends before
 reaching it (FetchEndMiddleware), or comes back as a retry or redirect: then the host
 and IP are released (:meth:`end`). Its page is *done* once the spider has handled the
-response (PageDoneMiddleware), or ``ledger.PAGE_DONE_AFTER`` seconds after its end if
-no middleware said so: then its URL leaves the admitted journal (:meth:`page_done`).
+response (PageDoneMiddleware), or, if no middleware says so (a failure that goes to the
+request's errback only), once the engine has finished with the request, looked at every
+``PAGE_CHECK_INTERVAL`` and at close: then its URL leaves the admitted journal
+(:meth:`page_done`, :meth:`finish_pages`).
 A robots.txt fetch ends with its outcome (robotsfetch). A request in a downloader slot
 of the project's own releases its host when it is handed out (:func:`own_download_slot`).
 
@@ -47,7 +49,7 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from irlscrapy import defaults
 from irlscrapy.domains import url_host, url_origin
-from irlscrapy.internals import EngineWaker
+from irlscrapy.internals import EngineWaker, engine_requests
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.services import HostServices
@@ -73,6 +75,8 @@ ADMIT_INTERVAL = 0.02
 #: Seconds between the refills of a crawler with room for more fetches and nothing due
 #: (_idle): a URLseen flush and a resumed admission. With nothing in flight, at once.
 IDLE_REFILL_INTERVAL = 1.0
+#: Seconds between two looks at the pages pending for requests the engine is done with.
+PAGE_CHECK_INTERVAL = 0.1
 
 
 def own_download_slot(request: Request, ip: str) -> bool:
@@ -138,6 +142,7 @@ class Dispatcher:
         self._admission_due = 0.0  # the clock's time admission may run again
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
         self._hungry_due = 0.0  # the clock's time _idle may admit past the horizon again
+        self._pages_due = 0.0  # the clock's time finish_pages may run again
 
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:
@@ -176,14 +181,16 @@ class Dispatcher:
             self.waker.wake_at(self._admission_due)  # come back for the rest
         if not len(frontier.beast) and not intake.merging and intake.pending:
             intake.flush()  # the early flush: BEAST is dry, the workbench will be next
-        self._sweep_pages(now)
+        if now >= self._pages_due:
+            self._pages_due = now + PAGE_CHECK_INTERVAL
+            self.finish_pages()
         got = frontier.take(now)
         if got is None:
             self._idle()
             return None
         state, item = got
-        token = self.ledger.hand_out(state, item, robots=isinstance(item, RobotsFetch))
         request = self._request(state, item)
+        token = self.ledger.hand_out(state, item, isinstance(item, RobotsFetch), request)
         request.meta[FETCH_KEY] = token
         self.stats.inc_value("irl/scheduler/dequeued")
         if own_download_slot(request, state.ip):
@@ -365,7 +372,7 @@ class Dispatcher:
         error, a redirect) to the host delay too, so a host that refuses connections is
         not asked again and again at the IP delay's pace."""
         now = self.waker.clock.seconds()
-        fetch = self.ledger.end(token, now)
+        fetch = self.ledger.end(token)
         if fetch is None:
             return  # already released
         end = fetch.ended if fetch.ended is not None else now
@@ -396,12 +403,14 @@ class Dispatcher:
         if item is not None:
             self.frontier.finished(item)
 
-    def _sweep_pages(self, now: float) -> None:
-        """Pages whose end no middleware reported (a response no callback saw, a
-        download error) are done ledger.PAGE_DONE_AFTER seconds after their fetch
-        ended."""
-        for item in self.ledger.sweep(now):
-            self.frontier.finished(item)
+    def finish_pages(self) -> None:
+        """Pages no middleware reported done (a failure raised by a downloader
+        middleware's process_response goes to the request's errback only) are done once
+        the engine has finished with their requests."""
+        running = engine_requests(self.waker.crawler)
+        if running is not None and self.ledger.pages_pending:
+            for item in self.ledger.finished(running):
+                self.frontier.finished(item)
 
     # -- host health ---------------------------------------------------------------------
     def host_answered(self, request: Request) -> None:

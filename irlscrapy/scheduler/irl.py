@@ -275,7 +275,10 @@ class IRLScheduler(BaseScheduler):
 
     def close(self, reason: str) -> defer.Deferred[None] | None:
         # Fetches in flight, and pages whose links were not all handed over (a stop can
-        # cut that short), stay admitted in the journal: fetched again on resume.
+        # cut that short), stay admitted in the journal: fetched again on resume. The
+        # pages the engine has finished with are done.
+        if self.dispatcher is not None:
+            self.dispatcher.finish_pages()
         self.intake.close()
         self.waker.cancel()
         if self.agent is not None:

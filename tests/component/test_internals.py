@@ -55,6 +55,23 @@ def test_the_engine_still_has_a_slot_with_a_nextcall_and_a_closing_flag() -> Non
     assert out == "True True\nFalse False True"
 
 
+def test_the_engine_slot_holds_a_request_from_hand_out_to_its_removal() -> None:
+    out = _run(
+        "from scrapy.utils.reactor import install_reactor\n"
+        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
+        "from scrapy import Request\n"
+        "from scrapy.core.engine import _Slot\n"
+        "from scrapy.utils.reactor import CallLaterOnce\n"
+        "slot = _Slot(True, CallLaterOnce(lambda: None), None)\n"
+        "r = Request('http://a.example/')\n"
+        "slot.add_request(r)\n"
+        "print(r in slot.inprogress)\n"
+        "slot.remove_request(r)\n"
+        "print(r in slot.inprogress)\n"
+    )
+    assert out == "True\nFalse"
+
+
 def test_the_scraper_still_has_a_slot_that_says_whether_it_is_idle() -> None:
     out = _run(
         "from scrapy.core.scraper import Scraper, Slot\n"

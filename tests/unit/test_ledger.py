@@ -1,45 +1,44 @@
 """The fetch ledger against a model (a dict of token -> phase), under Hypothesis: every
-token is in flight, pending its page, or done; end() and page_done() act once; the
-sweep takes pending pages in the order their fetches ended, PAGE_DONE_AFTER later."""
+token is in flight, pending its page, or done; end() and page_done() act once; finished()
+takes the pending pages whose requests the engine no longer holds, and only those."""
 
 from __future__ import annotations
 
-from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from irlscrapy.scheduler.ledger import PAGE_DONE_AFTER, FetchLedger
+from irlscrapy.scheduler.ledger import FetchLedger
 
 
 class LedgerMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.ledger: FetchLedger[str, str] = FetchLedger()
-        self.now = 0.0
         self.phase: dict[int, str] = {}  # token -> "flight" | "page" | "done"
-        self.released: dict[int, float] = {}
-        self.order: list[int] = []  # release order of pages still pending
+        self.running: set[str] = set()  # the requests the engine holds
 
     @rule(robots=st.booleans())
     def hand_out(self, robots: bool) -> None:
-        token = self.ledger.hand_out("host", f"item{len(self.phase) + 1}", robots)
+        request = f"request{len(self.phase) + 1}"
+        token = self.ledger.hand_out("host", f"item{len(self.phase) + 1}", robots, request)
         assert token not in self.phase
         self.phase[token] = "flight"
+        self.running.add(request)
 
-    @rule(seconds=st.floats(0, 2 * PAGE_DONE_AFTER))
-    def wait(self, seconds: float) -> None:
-        self.now += seconds
+    @precondition(lambda self: self.running)
+    @rule(data=st.data())
+    def engine_lets_go(self, data: st.DataObject) -> None:
+        self.running.discard(data.draw(st.sampled_from(sorted(self.running))))
 
     @precondition(lambda self: self.phase)
     @rule(data=st.data())
     def end(self, data: st.DataObject) -> None:
         token = data.draw(st.sampled_from(sorted(self.phase)))
-        fetch = self.ledger.end(token, self.now)
+        fetch = self.ledger.end(token)
         if self.phase[token] == "flight":
             assert fetch is not None and fetch.item == f"item{token}"
+            assert fetch.request == f"request{token}"
             self.phase[token] = "page"
-            self.released[token] = self.now
-            self.order.append(token)
         else:
             assert fetch is None
 
@@ -51,21 +50,20 @@ class LedgerMachine(RuleBasedStateMachine):
         if self.phase[token] == "page":
             assert item == f"item{token}"
             self.phase[token] = "done"
-            self.order.remove(token)
         else:
             assert item is None
 
     @rule()
-    def sweep(self) -> None:
-        swept = list(self.ledger.sweep(self.now))
-        expected = []
-        for token in list(self.order):
-            if self.released[token] > self.now - PAGE_DONE_AFTER:
-                break
-            expected.append(f"item{token}")
-            self.phase[token] = "done"
-            self.order.remove(token)
-        assert swept == expected
+    def finished(self) -> None:
+        done = self.ledger.finished(self.running)
+        expected = [
+            f"item{token}"
+            for token, phase in self.phase.items()
+            if phase == "page" and f"request{token}" not in self.running
+        ]
+        assert sorted(done) == sorted(expected)
+        for item in done:
+            self.phase[int(item.removeprefix("item"))] = "done"
 
     @invariant()
     def counts_agree(self) -> None:
@@ -78,4 +76,3 @@ class LedgerMachine(RuleBasedStateMachine):
 
 
 TestLedger = LedgerMachine.TestCase
-TestLedger.settings = settings(max_examples=200, stateful_step_count=40, deadline=None)
