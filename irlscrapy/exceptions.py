@@ -9,7 +9,10 @@ Hierarchy::
     ├── ReportError                ``irlscrapy report`` cannot read a crawl's records
     ├── DirectoryLocked            another crawl holds the state directory
     ├── DrumFormatError            a DRUM directory of another format or configuration
-    ├── CorruptRecordFile          a record file damaged before its end
+    ├── DamagedState               a file of a state directory is damaged: the message
+    │   │                          names it and says what is wrong (``irlscrapy check``
+    │   │                          lists every such file, ``irlscrapy repair`` mends them)
+    │   └── CorruptRecordFile      a record file damaged before its end
     ├── RequestCodecError          a request cannot be stored (also a ValueError, as
     │                              Scrapy's schedulers expect of a refused request)
     ├── AgentConflict              another process runs as this agent of a multi-agent
@@ -48,7 +51,19 @@ class DrumFormatError(IrlscrapyError):
     """The directory holds a DRUM of another format or configuration."""
 
 
-class CorruptRecordFile(IrlscrapyError):
+class DamagedState(IrlscrapyError):
+    """A file of a state directory is damaged (cut short, overwritten, missing from a
+    sequence): reading on would lose or invent state. The message is ``<file>: <what is
+    wrong>``; a crawl that meets it stops before it fetches anything and points to
+    ``irlscrapy repair`` (:mod:`irlscrapy.openfailure`)."""
+
+    def __init__(self, path: object, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class CorruptRecordFile(DamagedState):
     """A record file is damaged before its end; it cannot be read safely."""
 
 

@@ -9,11 +9,18 @@ Format (all integers big-endian)::
 
 Crash semantics: :meth:`RecordWriter.append` hands the record to the OS before it
 returns (``flush``), so a kill -9 of the process loses nothing appended; a power loss
-may lose what the OS had not written yet (no fsync: a documented non-goal). A record
-cut short by a crash during ``append`` is detected on read (short length or bad CRC)
-and ignored, and :func:`repair` truncates the file before it, so appends continue
-after the last whole record. A bad record that is *not* at the end is corruption and
-raises :class:`CorruptRecordFile`.
+may lose what the OS had not written yet (no fsync: a documented non-goal). A kill -9
+during ``append`` can leave only a *torn tail*: the last record's head, whole, and
+less of its payload than the head says. It is ignored on read, and :func:`repair`
+truncates the file before it, so appends continue after the last whole record.
+Anything else is damage, and raises :class:`CorruptRecordFile` naming the byte offset:
+
+- a record whose CRC fails (a crash never leaves a record of full length with a bad
+  CRC: the size of the file grows only with the bytes written);
+- a record whose length runs past the end of the file while a whole record starts
+  somewhere after it (its length field is damaged: what follows is not a torn tail);
+- a torn tail in a file the caller knows was complete (``whole``: a segment closed
+  before a newer one was started), or a file shorter than its header.
 
 A new file appears under its name only with its header whole: the header is written
 to ``<name>.tmp`` and renamed into place, so a kill -9 while a file is being created
@@ -22,6 +29,7 @@ leaves no headerless file behind (only a stray ``.tmp``, overwritten next time).
 
 from __future__ import annotations
 
+import logging
 import os
 import struct
 import zlib
@@ -29,7 +37,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
 from irlscrapy.exceptions import CorruptRecordFile
+
+logger = logging.getLogger(__name__)
 
 MAGIC = b"IRLREC\x00\x01"
 _HEAD = struct.Struct(">II")
@@ -37,42 +49,102 @@ RECORD_OVERHEAD = _HEAD.size  # bytes of framing per record
 MAX_RECORD = 1 << 30
 
 
-def scan(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, payload)`` of every whole record; stop at a torn tail."""
+def scan(path: Path, *, whole: bool = False) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(offset, payload)`` of every whole record; stop at a torn tail (with
+    ``whole``, a torn tail is damage too). Damage raises CorruptRecordFile."""
     with open(path, "rb") as f:
         if f.read(len(MAGIC)) != MAGIC:
-            raise CorruptRecordFile(f"{path} is not a record file (bad header)")
+            raise CorruptRecordFile(path, "not a record file of this format (bad header)")
         size = os.fstat(f.fileno()).st_size
         offset = len(MAGIC)
         while offset < size:
             head = f.read(_HEAD.size)
             if len(head) < _HEAD.size:
+                _torn(path, offset, size, whole, f"{len(head)} bytes of a record's head")
                 return
             length, crc = _HEAD.unpack(head)
             end = offset + _HEAD.size + length
             if length > MAX_RECORD or end > size:
-                return _torn(path, end, size)
+                _check_tail(f, path, offset, size, whole, length)
+                return
             payload = f.read(length)
             if zlib.crc32(payload) != crc:
-                return _torn(path, end, size)
+                raise CorruptRecordFile(
+                    path, f"the record at byte {offset} ({length} bytes) fails its checksum"
+                )
             yield offset, payload
             offset = end
 
 
-def _torn(path: Path, end: int, size: int) -> None:
-    if end < size:
+#: A tail longer than this is searched for a whole record (a damaged length) in blocks.
+_RESYNC_BLOCK = 1 << 24
+
+
+def _check_tail(f: BinaryIO, path: Path, offset: int, size: int, whole: bool, length: int) -> None:
+    """The record at ``offset`` claims ``length`` bytes, past the end of the file: a torn
+    tail, unless ``whole`` or a whole record starts after its head (then its length is
+    damaged, and the records after it would be lost)."""
+    claim = f"the record at byte {offset} claims {length} bytes, and {size - offset - 8} follow"
+    _torn(path, offset, size, whole, claim)
+    start = offset + 1
+    while start < size - _HEAD.size:
+        f.seek(start)
+        block = f.read(_RESYNC_BLOCK + _HEAD.size)
+        found = _whole_record_in(block, f, start, size)
+        if found is not None:
+            raise CorruptRecordFile(
+                path, f"{claim}, but a whole record starts at byte {found}: a damaged length"
+            )
+        start += _RESYNC_BLOCK
+
+
+def _whole_record_in(block: bytes, f: BinaryIO, start: int, size: int) -> int | None:
+    """The offset of the first whole, non-empty record (its CRC right) starting in
+    ``block`` (read at ``start``), if any."""
+    n = len(block) - _HEAD.size + 1
+    if n <= 0:
+        return None
+    raw = np.frombuffer(block, dtype=np.uint8)
+    lengths = (
+        raw[0:n].astype(np.uint64) << np.uint64(24)
+        | raw[1 : n + 1].astype(np.uint64) << np.uint64(16)
+        | raw[2 : n + 2].astype(np.uint64) << np.uint64(8)
+        | raw[3 : n + 3].astype(np.uint64)
+    )
+    positions = np.arange(n, dtype=np.uint64) + np.uint64(start)
+    # an empty record (eight zero bytes, CRC 0) is all too common in a torn payload;
+    # no writer appends one
+    ends = positions + np.uint64(_HEAD.size) + lengths
+    fits = np.flatnonzero((lengths > 0) & (ends <= np.uint64(size)))
+    for i in fits.tolist():
+        at = start + i
+        f.seek(at)
+        length, crc = _HEAD.unpack(f.read(_HEAD.size))
+        if zlib.crc32(f.read(length)) == crc:
+            return at
+    return None
+
+
+def _torn(path: Path, offset: int, size: int, whole: bool, what: str) -> None:
+    if whole:
         raise CorruptRecordFile(
-            f"{path}: a damaged record before the end of the file; restore the state "
-            "directory from a backup or start a new one"
+            path, f"cut short: {what} (a file closed whole; {size} bytes, torn at {offset})"
         )
 
 
 def repair(path: Path) -> int:
-    """Truncate a torn trailing record; return the length of the whole records."""
+    """Truncate a torn trailing record (saying so); return the length of the whole
+    records."""
     end = len(MAGIC)
     for offset, payload in scan(path):
         end = offset + _HEAD.size + len(payload)
-    if path.stat().st_size != end:
+    size = path.stat().st_size
+    if size != end:
+        logger.warning(
+            "%s: cut its torn last record (%d bytes), an append a crash interrupted",
+            path,
+            size - end,
+        )
         os.truncate(path, end)
     return end
 
@@ -94,8 +166,9 @@ class RecordWriter:
         self._file = open(self.path, "ab")  # noqa: SIM115 -- held until close()
 
     def append(self, payload: bytes) -> int:
-        """Append one record; return the file size after it."""
+        """Append one record (not empty); return the file size after it."""
         assert self._file is not None, "open() first"
+        assert payload, "an empty record (see _whole_record_in)"
         self._file.write(_HEAD.pack(len(payload), zlib.crc32(payload)) + payload)
         self._file.flush()
         return self._file.tell()

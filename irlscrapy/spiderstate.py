@@ -29,13 +29,13 @@ logger = logging.getLogger(__name__)
 
 class SpiderState(spiderstate.SpiderState):
     def spider_closed(self, spider: Spider) -> None:
-        if not self.jobdir:
-            return
+        if not self.jobdir or not hasattr(spider, "state"):
+            return  # (no state was read: the spider never opened)
         path = Path(self.statefn)
         partial = path.with_name(path.name + ".partial")
         try:
             with partial.open("wb") as f:
-                pickle.dump(spider.state, f, protocol=4)  # type: ignore[attr-defined]
+                pickle.dump(spider.state, f, protocol=4)
                 f.flush()
                 os.fsync(f.fileno())
         except BaseException:

@@ -82,11 +82,11 @@ import numpy as np
 import plyvel
 
 from irlscrapy.dirlock import DirectoryLock
-from irlscrapy.dupefilters import drumjournal
+from irlscrapy.dupefilters import drumfiles, drumjournal
 from irlscrapy.dupefilters.drumcache import ChunkStore
 from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
-from irlscrapy.exceptions import ConfigurationError, DrumFormatError
-from irlscrapy.recordfile import RecordWriter, scan
+from irlscrapy.exceptions import ConfigurationError, DamagedState, DrumFormatError
+from irlscrapy.recordfile import RecordWriter
 from irlscrapy.tablepages import release_table_pages
 
 logger = logging.getLogger(__name__)
@@ -108,12 +108,6 @@ class ResultBatch:
     unique: np.ndarray  # bool: the key was absent when the tuple arrived
     values: np.ndarray | None
     aux: list[bytes] | None
-
-
-@dataclass
-class _Generation:
-    tuples: int = 0
-    last_seq: int = 0
 
 
 class DRUM:
@@ -167,7 +161,7 @@ class DRUM:
         self._acked = 0
         self._delivered = 0  # highest sequence number handed out by results()
         self._keys = 0
-        self._generations: dict[int, _Generation] = {}  # journals on disk
+        self._generations: dict[int, drumfiles.Generation] = {}  # journals on disk
         self._chunks: ChunkStore | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -186,13 +180,10 @@ class DRUM:
             self._acked = self._meta_int(b"Macked")
             self._keys = self._meta_int(b"Mkeys")
             self._delivered = self._acked
-            for gen in self._journal_generations():
-                summary = _Generation()
-                for payload in self._payloads(gen):
-                    seq, n = drumjournal.peek(payload)
-                    summary.tuples += n
-                    summary.last_seq = seq
+            for gen in drumfiles.journal_generations(self.path):
+                summary = drumfiles.read_generation(self._db, self.path, gen)
                 self._generations[gen] = summary
+                self._check_derived(gen, summary.tuples)
             self._next_seq = (
                 max([self._acked, *(g.last_seq for g in self._generations.values())]) + 1
             )
@@ -312,9 +303,9 @@ class DRUM:
         return self._keys
 
     def _start_generation(self, gen: int) -> None:
-        self._journal = RecordWriter(self._journal_path(gen))
+        self._journal = RecordWriter(drumfiles.journal_path(self.path, gen))
         self._journal.open()
-        self._generations.setdefault(gen, _Generation())
+        self._generations.setdefault(gen, drumfiles.Generation())
         self._gen = gen
         self._fill[:] = 0
 
@@ -329,6 +320,8 @@ class DRUM:
             if self._generations[self._gen].last_seq:  # the open generation has batches
                 assert self._journal is not None
                 self._journal.close()
+                closed = drumfiles.journal_path(self.path, self._gen)
+                self._db.put(drumfiles.closed_key(self._gen), _U64.pack(closed.stat().st_size))
                 self._start_generation(self._gen + 1)
         merged = 0
         for gen in sorted(self._generations):
@@ -361,11 +354,13 @@ class DRUM:
             raise ValueError(f"cannot acknowledge batch {seq}: only {self._delivered} delivered")
         self._acked = seq
         self._db.put(b"Macked", _U64.pack(seq))
-        for gen in sorted(self._generations):
-            if gen < self._merged and self._generations[gen].last_seq <= seq:
-                del self._generations[gen]
-                self._journal_path(gen).unlink()
-                self._results_path(gen).unlink(missing_ok=True)
+        for gen in sorted(self._generations):  # oldest first: no gap in the journals
+            if gen >= self._merged or self._generations[gen].last_seq > seq:
+                break
+            del self._generations[gen]
+            drumfiles.journal_path(self.path, gen).unlink()
+            drumfiles.results_path(self.path, gen).unlink(missing_ok=True)
+            self._db.delete(drumfiles.closed_key(gen))
 
     def ack_merged(self) -> None:
         """Acknowledge every merged batch without reading its results."""
@@ -398,11 +393,24 @@ class DRUM:
         assert self._chunks is not None, "open() first"
         return self._chunks.runs()
 
+    def _check_derived(self, gen: int, tuples: int) -> None:
+        """At open: a generation's bucket files whole (else rebuilt), and its results
+        file whole if a merge wrote to it (drumfiles)."""
+        if not tuples:
+            return
+        if not drumfiles.check_buckets(self._db, self.path, gen, tuples, self._record.itemsize):
+            logger.warning("%s: bucket files of generation %d cut short: rebuilt", self.path, gen)
+        started = any(self._db.iterator(prefix=b"A" + _U64.pack(gen), include_value=False))
+        if gen < self._merged or started:
+            drumfiles.check_results(self.path, gen, tuples, self._slot_dtype().itemsize)
+
     def _merge_generation(self, gen: int) -> None:
         total = self._generations[gen].tuples
         if total:
             self._partition(gen)
-            slots = self._open_slots(gen, total, "r+" if self._results_path(gen).exists() else "w+")
+            slots = self._open_slots(
+                gen, total, "r+" if drumfiles.results_path(self.path, gen).exists() else "w+"
+            )
             for bucket in range(self.buckets):
                 self._merge_bucket(gen, bucket, slots)
                 # The pages of the chunk tables this bucket read stay mapped, in RSS, until
@@ -419,13 +427,13 @@ class DRUM:
             wb.delete(b"P" + _U64.pack(gen))
             wb.put(b"Mmerged", _U64.pack(gen + 1))
         self._merged = gen + 1
-        shutil.rmtree(self._buckets_dir(gen), ignore_errors=True)
+        shutil.rmtree(drumfiles.buckets_dir(self.path, gen), ignore_errors=True)
 
     def _partition(self, gen: int) -> None:
         """Spread generation ``gen``'s tuples over its bucket files (idempotent)."""
         if self._db.get(b"P" + _U64.pack(gen)) is not None:
             return
-        directory = self._buckets_dir(gen)
+        directory = drumfiles.buckets_dir(self.path, gen)
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir()
         with contextlib.ExitStack() as stack:
@@ -435,7 +443,7 @@ class DRUM:
             held: list[np.ndarray] = []
             held_bytes = 0
             arrival = 0
-            for payload in self._payloads(gen):
+            for payload in drumfiles.payloads(self.path, gen):
                 records = self._records(payload, arrival)
                 arrival += len(records)
                 held.append(records)
@@ -482,7 +490,9 @@ class DRUM:
         if progress == _DONE:
             return
         resume = _U64.unpack(progress)[0] if progress else 0
-        records = np.fromfile(self._buckets_dir(gen) / f"{bucket}.bin", dtype=self._record)
+        records = np.fromfile(
+            drumfiles.buckets_dir(self.path, gen) / f"{bucket}.bin", dtype=self._record
+        )
         records = records[np.lexsort((records["tag"], records["key"]))]
         tkeys = records["key"]
         tops = (records["tag"] & np.uint64(3)).astype(np.uint8)
@@ -531,8 +541,9 @@ class DRUM:
         total = self._generations[gen].tuples
         dtype = self._slot_dtype()
         with contextlib.ExitStack() as stack:
-            results = stack.enter_context(open(self._results_path(gen), "rb")) if total else None
-            for payload in self._payloads(gen):
+            results_file = drumfiles.results_path(self.path, gen)
+            results = stack.enter_context(open(results_file, "rb")) if total else None
+            for payload in drumfiles.payloads(self.path, gen):
                 batch = drumjournal.decode(payload, self.value_dtype)
                 n = len(batch.keys)
                 if results is None or n == 0:
@@ -540,7 +551,7 @@ class DRUM:
                     continue
                 part = np.fromfile(results, dtype=dtype, count=n)
                 if len(part) != n:
-                    raise DrumFormatError(f"{self._results_path(gen)} is shorter than its journal")
+                    raise DamagedState(results_file, "shorter than its journal")
                 values = part["value"] if self.value_dtype is not None else None
                 yield ResultBatch(
                     batch.seq, batch.keys, part["unique"].astype(bool), values, batch.aux
@@ -554,26 +565,8 @@ class DRUM:
 
     def _open_slots(self, gen: int, total: int, mode: Literal["r+", "w+"]) -> np.memmap[Any, Any]:
         return np.memmap(
-            self._results_path(gen), dtype=self._slot_dtype(), mode=mode, shape=(total,)
+            drumfiles.results_path(self.path, gen),
+            dtype=self._slot_dtype(),
+            mode=mode,
+            shape=(total,),
         )
-
-    def _payloads(self, gen: int) -> Iterator[bytes]:
-        for _, payload in scan(self._journal_path(gen)):
-            yield payload
-
-    def _journal_generations(self) -> list[int]:
-        gens = []
-        for p in self.path.glob("journal-*.rec"):
-            stem = p.stem.removeprefix("journal-")
-            if stem.isdigit():
-                gens.append(int(stem))
-        return sorted(gens)
-
-    def _journal_path(self, gen: int) -> Path:
-        return self.path / f"journal-{gen}.rec"
-
-    def _results_path(self, gen: int) -> Path:
-        return self.path / f"results-{gen}.bin"
-
-    def _buckets_dir(self, gen: int) -> Path:
-        return self.path / f"buckets-{gen}"

@@ -81,7 +81,9 @@ class CrawlProgress:
         )
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
-        if self._loop is not None and self._loop.running:
+        if self._loop is None:
+            return  # the spider never opened (irlscrapy.openfailure said why)
+        if self._loop.running:
             self._loop.stop()
         elapsed = max(time.monotonic() - self.started, 1e-9)
         stats = self.crawler.stats

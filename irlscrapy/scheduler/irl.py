@@ -25,6 +25,7 @@ from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
+from irlscrapy.openfailure import report_open_failure
 from irlscrapy.scheduler.diskfull import CrawlStop, disk_full, stops_when_disk_is_full
 from irlscrapy.scheduler.dispatch import Dispatcher, DispatchSettings
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
@@ -149,16 +150,20 @@ class IRLScheduler(BaseScheduler):
     # -- open / close --------------------------------------------------------------------
     def open(self, spider: Spider) -> defer.Deferred[None] | None:
         try:
-            self._open(spider)
-        except Exception as exc:
-            if disk_full(exc):
-                raise IrlscrapyError(
-                    f"the disk holding {self.state.path} is full ({exc}): free some space, "
-                    "then start the crawl again"
-                ) from exc
+            try:
+                self._open(spider)
+            except Exception as exc:
+                if disk_full(exc):
+                    raise IrlscrapyError(
+                        f"the disk holding {self.state.path} is full ({exc}): free some "
+                        "space, then start the crawl again"
+                    ) from exc
+                raise
+            if self.agent is not None:
+                self._join_crawl()
+        except IrlscrapyError as exc:
+            report_open_failure(exc, self.state.path)
             raise
-        if self.agent is not None:
-            self._join_crawl()
         return None
 
     def _join_crawl(self) -> None:

@@ -1,0 +1,81 @@
+"""A crawl that cannot open its state says why in one line, and exits non-zero.
+
+When the IRL scheduler's ``open`` fails with one of irlscrapy's own errors (a damaged
+or locked state directory, a full disk, a configuration the crawl's state refuses),
+the message is the whole story: it names the file or setting and says what to do.
+Scrapy, though, goes on to close a spider that never finished opening, and each of
+its components that meets the half-open crawl logs a traceback (its scraper's slot,
+CoreStats' start time, ...), all chained to our error; then asyncio reports the
+crawl's task with the error's own traceback. The crawl exits 1 (Scrapy's
+``bootstrap_failed``), which is right.
+
+:func:`report_open_failure` logs the message once, as an ERROR with the state
+directory's ``irlscrapy check`` and ``irlscrapy repair`` commands when the state is
+damaged, and from then on drops every log record and asyncio report whose exception
+is, or was raised while handling, that error, and the errors of spider_closed handlers
+of components that never opened: the reader sees the one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from irlscrapy.exceptions import DamagedState, IrlscrapyError
+
+logger = logging.getLogger(__name__)
+
+
+def report_open_failure(error: IrlscrapyError, state_dir: Path | None) -> None:
+    """Log ``error`` (raised by the scheduler's open) once, and keep the tracebacks
+    Scrapy logs of the half-open crawl it leaves out of the log."""
+    message = f"the crawl cannot start: {error}"
+    if isinstance(error, DamagedState) and state_dir is not None:
+        message += (
+            f". Run `irlscrapy check {state_dir}` to list what is damaged, and "
+            f"`irlscrapy repair {state_dir}` to recover what can be recovered"
+        )
+    logger.error(message)
+    hidden = _Hidden(error)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(hidden)
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:  # no asyncio loop: the Twisted reactor is not asyncio's
+        return
+    default = loop.get_exception_handler()
+
+    def report(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if not hidden.caused_by(context.get("exception")):
+            if default is None:
+                loop.default_exception_handler(context)
+            else:
+                default(loop, context)
+
+    loop.set_exception_handler(report)
+
+
+class _Hidden(logging.Filter):
+    """Drops records whose exception chain holds ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        # Scrapy's components that never opened fail in their spider_closed handlers
+        # (CoreStats: no start time), logged by scrapy.utils.signal apart from our error
+        if record.name == "scrapy.utils.signal" and record.exc_info:
+            return False
+        return not (record.exc_info and self.caused_by(record.exc_info[1]))
+
+    def caused_by(self, exception: BaseException | None) -> bool:
+        seen: set[int] = set()
+        while exception is not None and id(exception) not in seen:
+            if exception is self.error:
+                return True
+            seen.add(id(exception))
+            exception = exception.__cause__ or exception.__context__
+        return False
