@@ -14,10 +14,11 @@ with LevelDB's default of 1,000 open tables of 2 MB, a cache of 10^8 hosts would
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import plyvel
 
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, DamagedState
 
 FORMAT_KEY = b"!format"
 BLOCK_CACHE = 4 << 20
@@ -25,11 +26,21 @@ WRITE_BUFFER = 2 << 20
 OPEN_TABLES = 128
 
 
+def open_leveldb(path: Path, **options: Any) -> plyvel.DB:
+    """``plyvel.DB(path, create_if_missing=True, **options)``; a LevelDB damaged (a file
+    of it cut, overwritten or deleted) as DamagedState."""
+    if not (path / "CURRENT").exists() and any(path.glob("MANIFEST-*")):
+        raise DamagedState(path, "a LevelDB without its CURRENT file")
+    try:
+        return plyvel.DB(str(path), create_if_missing=True, **options)
+    except (plyvel.CorruptionError, plyvel.IOError) as exc:
+        raise DamagedState(path, f"a damaged LevelDB ({exc})") from None
+
+
 def open_cache_db(path: Path, version: bytes, what: str) -> plyvel.DB:
     """Open (or create) the LevelDB at ``path`` holding ``what`` in format ``version``."""
-    db = plyvel.DB(
-        str(path),
-        create_if_missing=True,
+    db = open_leveldb(
+        path,
         bloom_filter_bits=10,
         lru_cache_size=BLOCK_CACHE,
         write_buffer_size=WRITE_BUFFER,

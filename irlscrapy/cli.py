@@ -9,6 +9,14 @@ irlscrapy report JOBDIR [JOBDIR ...] [--out DIR]
     PNG plots, and report.json, into DIR (default JOBDIR/report); prints the page's path.
     Several JOBDIRs, those of a multi-agent crawl's agents, make one report of the whole
     crawl (--out required)
+irlscrapy check JOBDIR
+    verify a crawl's state directory (JOBDIR or IRL_STATE_DIR) while no crawl runs on it:
+    every file read whole, checksums and segment sequences checked; lists each damaged
+    file and what is wrong with it; exits 1 if any
+irlscrapy repair JOBDIR
+    mend a damaged state directory so the crawl resumes: keeps every record that is
+    whole, rebuilds what is derived, deletes what is only a cache, and says per file
+    what it did and what was lost; then checks it again
 irlscrapy agents seed --redis URL --crawl ID [--partitions P] [--private-suffixes] SEEDS
     send seed URLs (URL,URL,... or a file of one URL per line) to a multi-agent crawl's
     owners; a new crawl is created with P partitions (IRL_AGENT_PARTITIONS) and its PLDs
@@ -66,6 +74,13 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="output directory (default JOBDIR/report; several JOBDIRs: required)",
     )
+    for name, helptext in (
+        ("check", "verify a crawl's state directory"),
+        ("repair", "mend a damaged state directory"),
+    ):
+        commands.add_parser(name, help=helptext).add_argument(
+            "jobdir", type=Path, metavar="JOBDIR", help="the crawl's JOBDIR (or IRL_STATE_DIR)"
+        )
     agents = commands.add_parser("agents", help="a multi-agent crawl")
     sub = agents.add_subparsers(dest="action", required=True)
     seed = sub.add_parser("seed", help="send seed URLs to the crawl's agents")
@@ -98,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "report":
             print(_report(args.jobdirs, args.out))
+        elif args.command in ("check", "repair"):
+            return _check(args.jobdir, repair=args.command == "repair")
         elif args.command == "agents":
             from irlscrapy.distributed.commands import leave, remove, seed, status
 
@@ -120,6 +137,27 @@ def main(argv: list[str] | None = None) -> int:
     except IrlscrapyError as exc:
         print(f"irlscrapy: {exc}", file=sys.stderr)
         return 2
+    return 0
+
+
+def _check(jobdir: Path, repair: bool) -> int:
+    """``irlscrapy check`` (and ``repair``, which checks again after): 0 if the state
+    directory is whole, else 1."""
+    from irlscrapy.statecheck import check_state, repair_state
+
+    def say(part: str) -> None:
+        print(f"  reading {part}", file=sys.stderr)
+
+    if repair:
+        for line in repair_state(jobdir, say) or ["nothing to mend"]:
+            print(f"repair: {line}")
+    damage = check_state(jobdir, say)
+    for problem in damage:
+        print(f"damaged: {problem}")
+    if damage:
+        print(f"{jobdir}: {len(damage)} damaged; run `irlscrapy repair {jobdir}`")
+        return 1
+    print(f"{jobdir}: no damage found")
     return 0
 
 

@@ -34,6 +34,7 @@ import os
 import struct
 import zlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -86,16 +87,11 @@ def _check_tail(f: BinaryIO, path: Path, offset: int, size: int, whole: bool, le
     damaged, and the records after it would be lost)."""
     claim = f"the record at byte {offset} claims {length} bytes, and {size - offset - 8} follow"
     _torn(path, offset, size, whole, claim)
-    start = offset + 1
-    while start < size - _HEAD.size:
-        f.seek(start)
-        block = f.read(_RESYNC_BLOCK + _HEAD.size)
-        found = _whole_record_in(block, f, start, size)
-        if found is not None:
-            raise CorruptRecordFile(
-                path, f"{claim}, but a whole record starts at byte {found}: a damaged length"
-            )
-        start += _RESYNC_BLOCK
+    found = _next_whole_record(f, offset + 1, size)
+    if found is not None:
+        raise CorruptRecordFile(
+            path, f"{claim}, but a whole record starts at byte {found}: a damaged length"
+        )
 
 
 def _whole_record_in(block: bytes, f: BinaryIO, start: int, size: int) -> int | None:
@@ -147,6 +143,60 @@ def repair(path: Path) -> int:
         )
         os.truncate(path, end)
     return end
+
+
+@dataclass
+class Salvaged:
+    """What :func:`salvage` kept and dropped of a record file."""
+
+    kept: int  # whole records kept
+    dropped: list[tuple[int, int]]  # (offset, bytes) of each span dropped
+
+    @property
+    def dropped_bytes(self) -> int:
+        return sum(n for _, n in self.dropped)
+
+
+def salvage(path: Path, *, resync: bool = True) -> Salvaged:
+    """Rewrite the record file ``path`` with its whole records: those before its first
+    damage, and (``resync``) every whole record found after a damaged span. A file with
+    a damaged header keeps none. The new file replaces the old in one rename."""
+    size = path.stat().st_size
+    dropped: list[tuple[int, int]] = []
+    kept = 0
+    fresh = path.with_name(path.name + ".salvage")
+    with open(path, "rb") as f, open(fresh, "wb") as out:
+        out.write(MAGIC)
+        offset = len(MAGIC) if f.read(len(MAGIC)) == MAGIC else None
+        if offset is None:
+            dropped.append((0, size))
+        while offset is not None and offset < size:
+            f.seek(offset)
+            head = f.read(_HEAD.size)
+            length, crc = _HEAD.unpack(head) if len(head) == _HEAD.size else (0, 0)
+            end = offset + _HEAD.size + length
+            if 0 < length <= MAX_RECORD and end <= size:
+                payload = f.read(length)
+                if zlib.crc32(payload) == crc:
+                    out.write(head + payload)
+                    kept += 1
+                    offset = end
+                    continue
+            after = _next_whole_record(f, offset + 1, size) if resync else None
+            dropped.append((offset, (size if after is None else after) - offset))
+            offset = after
+    os.replace(fresh, path)
+    return Salvaged(kept, dropped)
+
+
+def _next_whole_record(f: BinaryIO, start: int, size: int) -> int | None:
+    while start < size - _HEAD.size:
+        f.seek(start)
+        found = _whole_record_in(f.read(_RESYNC_BLOCK + _HEAD.size), f, start, size)
+        if found is not None:
+            return found
+        start += _RESYNC_BLOCK
+    return None
 
 
 class RecordWriter:

@@ -42,6 +42,8 @@ LevelDB keys (big-endian integers; DO NOT CHANGE: format version 1)::
     b"Mmerged"            -> u64: generations below it are merged and delivered
     b"Macked"             -> u64: highest acknowledged batch sequence number
     b"Mkeys"              -> u64: number of keys in the cache
+    b"Mopen"              -> u64: the generation taking submissions (drumfiles)
+    b"G" G                -> u64: closed generation G's journal length (drumfiles)
     b"P" G                -> generation G's bucket files are complete
     b"A" G i              -> progress of bucket i of generation G: the key below which its
                              tuples are applied (u64), or b"done"
@@ -79,8 +81,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import plyvel
 
+from irlscrapy import faulthooks
+from irlscrapy.cachedb import open_leveldb
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters import drumfiles, drumjournal
 from irlscrapy.dupefilters.drumcache import ChunkStore
@@ -168,11 +171,8 @@ class DRUM:
     def open(self) -> None:
         self._lock.acquire()
         try:
-            self._db = plyvel.DB(
-                str(self.path / "cache"),
-                create_if_missing=True,
-                compression=None,
-                write_buffer_size=self.write_buffer,
+            self._db = open_leveldb(
+                self.path / "cache", compression=None, write_buffer_size=self.write_buffer
             )
             self._check_format()
             self._chunks = ChunkStore(self._db, self.value_dtype, self.chunk_keys)
@@ -180,7 +180,9 @@ class DRUM:
             self._acked = self._meta_int(b"Macked")
             self._keys = self._meta_int(b"Mkeys")
             self._delivered = self._acked
-            for gen in drumfiles.journal_generations(self.path):
+            gens = drumfiles.journal_generations(self.path)
+            drumfiles.check_present(self._db, self.path, gens)
+            for gen in gens:
                 summary = drumfiles.read_generation(self._db, self.path, gen)
                 self._generations[gen] = summary
                 self._check_derived(gen, summary.tuples)
@@ -306,6 +308,7 @@ class DRUM:
         self._journal = RecordWriter(drumfiles.journal_path(self.path, gen))
         self._journal.open()
         self._generations.setdefault(gen, drumfiles.Generation())
+        self._db.put(b"Mopen", _U64.pack(gen))
         self._gen = gen
         self._fill[:] = 0
 
@@ -358,9 +361,11 @@ class DRUM:
             if gen >= self._merged or self._generations[gen].last_seq > seq:
                 break
             del self._generations[gen]
+            # its record first: a kill -9 between leaves a journal unrecorded (read again,
+            # and found acknowledged), never a record of a journal that is gone
+            self._db.delete(drumfiles.closed_key(gen))
             drumfiles.journal_path(self.path, gen).unlink()
             drumfiles.results_path(self.path, gen).unlink(missing_ok=True)
-            self._db.delete(drumfiles.closed_key(gen))
 
     def ack_merged(self) -> None:
         """Acknowledge every merged batch without reading its results."""
@@ -413,6 +418,8 @@ class DRUM:
             )
             for bucket in range(self.buckets):
                 self._merge_bucket(gen, bucket, slots)
+                if bucket == 0:
+                    faulthooks.reach(f"merge:{self.path.name}")
                 # The pages of the chunk tables this bucket read stay mapped, in RSS, until
                 # paged out: a merge reads the whole store (irlscrapy.tablepages).
                 release_table_pages()

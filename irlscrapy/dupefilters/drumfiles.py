@@ -8,7 +8,8 @@ it, or at the first open after the run that wrote it (whose torn tail, if a kill
 left one, is cut first: the batch in it had not been submitted). On every open:
 
 - the journals' numbers are a run without gaps (acknowledgement deletes the oldest
-  first, so a gap is a file lost);
+  first, so a gap is a file lost), and it includes every closed generation recorded and
+  the one the last run had open (``b"Mopen" -> u64``);
 - a closed journal holds exactly its recorded length of whole records;
 - the bucket files of a generation whose partition is marked complete hold all its
   tuples (they are derived data: short ones are rebuilt from the journal);
@@ -21,6 +22,7 @@ Anything else is :class:`~irlscrapy.exceptions.DamagedState`, naming the file.
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import struct
 from collections.abc import Iterator
@@ -28,9 +30,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import plyvel
+
+from irlscrapy.cachedb import open_leveldb
 from irlscrapy.dupefilters import drumjournal
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.recordfile import repair, scan
+from irlscrapy.recordfile import RecordWriter, repair, salvage, scan
 
 _U64 = struct.Struct(">Q")
 
@@ -74,6 +80,26 @@ def journal_generations(directory: Path) -> list[int]:
                 "submitted in the missing ones would be lost",
             )
     return gens
+
+
+def known_generations(db: Any) -> set[int]:
+    """The generations a DRUM's LevelDB says have journals."""
+    known = {_U64.unpack(key[1:])[0] for key in db.iterator(prefix=b"G", include_value=False)}
+    opened = db.get(b"Mopen")
+    if opened is not None:
+        known.add(_U64.unpack(opened)[0])
+    return known
+
+
+def check_present(db: Any, directory: Path, gens: list[int]) -> None:
+    """Every generation the LevelDB knows of (closed and not acknowledged, or open when
+    the last run stopped: ``Mopen``) has its journal; DamagedState if one is missing."""
+    missing = sorted(known_generations(db) - set(gens))
+    if missing:
+        raise DamagedState(
+            journal_path(directory, missing[0]),
+            "missing, and the URLs submitted in it would be lost",
+        )
 
 
 def payloads(directory: Path, gen: int) -> Iterator[bytes]:
@@ -132,3 +158,116 @@ def check_results(directory: Path, gen: int, tuples: int, slot_size: int) -> Non
             f"{what}, but its generation's {tuples} URLs need {tuples * slot_size}: whether "
             "each was new is lost",
         )
+
+
+# -- irlscrapy check and repair ------------------------------------------------------------
+def _slot_size(db: Any) -> int:
+    """Bytes of a result slot of the DRUM whose LevelDB is ``db``."""
+    config = json.loads(db.get(b"Mconfig") or b"{}")
+    return 1 + (np.dtype(config["value_dtype"]).itemsize if config.get("value_dtype") else 0)
+
+
+def inspect(directory: Path) -> list[DamagedState]:
+    """What is damaged in the DRUM at ``directory``, without changing it (its LevelDB
+    is read whole, its checksums verified)."""
+    try:
+        db = open_leveldb(directory / "cache", paranoid_checks=True)
+    except DamagedState as damage:
+        return [damage]
+    found: list[DamagedState] = []
+    try:
+        for _ in db.iterator(verify_checksums=True, fill_cache=False):
+            pass
+        slot_size = _slot_size(db)
+        merged = _U64.unpack(db.get(b"Mmerged"))[0] if db.get(b"Mmerged") else 0
+        gens = journal_generations(directory)
+        check_present(db, directory, gens)
+        for gen in gens:
+            path = journal_path(directory, gen)
+            recorded = db.get(closed_key(gen))
+            size = path.stat().st_size
+            if recorded is not None and size != _U64.unpack(recorded)[0]:
+                held = _U64.unpack(recorded)[0]
+                found.append(DamagedState(path, f"{size} bytes, it held {held} when closed"))
+                continue
+            tuples = sum(drumjournal.peek(p)[1] for _, p in scan(path, whole=recorded is not None))
+            started = any(db.iterator(prefix=b"A" + _U64.pack(gen), include_value=False))
+            if tuples and (gen < merged or started):
+                check_results(directory, gen, tuples, slot_size)
+    except DamagedState as damage:
+        found.append(damage)
+    except plyvel.Error as exc:
+        found.append(DamagedState(directory / "cache", f"a damaged LevelDB ({exc})"))
+    finally:
+        db.close()
+    return found
+
+
+def mend(directory: Path) -> list[str]:
+    """Make the DRUM at ``directory`` open again, dropping what is damaged; what was
+    done and lost, one line each."""
+    done: list[str] = []
+    cache = directory / "cache"
+    try:
+        db = open_leveldb(cache)
+    except DamagedState:
+        plyvel.repair_db(str(cache))
+        done.append(f"{cache}: LevelDB repaired (keys in damaged blocks are lost)")
+        db = open_leveldb(cache)
+    try:
+        slot_size = _slot_size(db)
+        gens = {
+            int(stem)
+            for p in directory.glob("journal-*.rec")
+            if (stem := p.stem.removeprefix("journal-")).isdigit()
+        } | known_generations(db)
+        for gen in range(min(gens), max(gens) + 1) if gens else ():
+            done += _mend_generation(db, directory, gen, slot_size)
+    finally:
+        db.close()
+    return done
+
+
+def _mend_generation(db: Any, directory: Path, gen: int, slot_size: int) -> list[str]:
+    path = journal_path(directory, gen)
+    if not path.exists():
+        writer = RecordWriter(path)
+        writer.open()
+        writer.close()
+        db.put(closed_key(gen), _U64.pack(path.stat().st_size))
+        return [f"{path}: missing; an empty one stands in (its URLs are lost)"]
+    recorded = db.get(closed_key(gen))
+    try:
+        for _ in scan(path, whole=recorded is not None):
+            pass
+        if recorded is None or path.stat().st_size == _U64.unpack(recorded)[0]:
+            return []
+    except DamagedState:
+        pass
+    salvaged = salvage(path, resync=False)  # a prefix: the tuples' arrivals stay
+    db.put(closed_key(gen), _U64.pack(path.stat().st_size))
+    done = [
+        f"{path}: kept its first {salvaged.kept} batches, dropped {salvaged.dropped_bytes} "
+        "bytes (the URLs in them are lost)"
+    ]
+    tuples = sum(drumjournal.peek(p)[1] for _, p in scan(path, whole=True))
+    shutil.rmtree(buckets_dir(directory, gen), ignore_errors=True)
+    db.delete(b"P" + _U64.pack(gen))
+    results = results_path(directory, gen)
+    if results.exists():
+        _first_occurrences(path, results, tuples, slot_size)
+        done.append(f"{results}: rebuilt (a URL seen before may be stored and fetched again)")
+    return done
+
+
+def _first_occurrences(journal: Path, results: Path, tuples: int, slot_size: int) -> None:
+    """A results file where each key's first tuple in the generation is new: nothing
+    is lost, and a URL seen in an earlier generation may be stored again."""
+    keys = np.concatenate(
+        [drumjournal.decode(p, None, with_aux=False).keys for _, p in scan(journal, whole=True)]
+        or [np.zeros(0, np.uint64)]
+    )
+    slots = np.zeros(tuples * slot_size, np.uint8)
+    first = np.unique(keys, return_index=True)[1]
+    slots[first * slot_size] = 1
+    results.write_bytes(slots.tobytes())

@@ -16,7 +16,7 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.internet import defer
 
-from irlscrapy import defaults
+from irlscrapy import defaults, faulthooks
 from irlscrapy.distributed.agent import Agent
 from irlscrapy.distributed.handoff import Handoff
 from irlscrapy.distributed.handover import LEFT_REASON, Departure
@@ -226,6 +226,7 @@ class IRLScheduler(BaseScheduler):
     def _open(self, spider: Spider) -> None:
         state, hosts, indegree = self.state, self.hosts, self.indegree
         state.open()
+        faulthooks.reach("state-open")
         self.urlseen.batched = True
         self.urlseen.open()
         hosts.open(state)

@@ -30,11 +30,14 @@ the reactor).
 
 Invariant: *after open(), the items returned are exactly those admitted and not marked
 done, whatever point of an earlier run a kill -9 stopped* (a copy is appended before its
-old segment can be deleted; segments are deleted oldest first).
+old segment can be deleted; segments are deleted oldest first). So the segments' numbers
+run without gaps, and every segment but the newest is whole: open() raises DamagedState
+otherwise.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 import struct
 from collections import deque
@@ -42,6 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from irlscrapy.exceptions import DamagedState
 from irlscrapy.recordfile import RecordWriter, scan
 
 _ADMIT = struct.Struct(">cQqqQ")
@@ -98,8 +102,16 @@ class AdmittedJournal:
         self.directory.mkdir(parents=True, exist_ok=True)
         live: dict[int, Admitted] = {}
         segments = self._segments()
+        for before, after in itertools.pairwise(segments):
+            if after != before + 1:  # segments are deleted oldest first
+                raise DamagedState(
+                    self._path(before + 1),
+                    f"missing: the segments run from {segments[0]} to {segments[-1]}, and "
+                    "the URLs admitted in the missing ones would be lost",
+                )
         for segment in segments:
-            for _, record in scan(self._path(segment)):
+            # a segment older than the newest was closed whole: no torn tail
+            for _, record in scan(self._path(segment), whole=segment != segments[-1]):
                 kind = record[:1]
                 if kind == b"A":
                     _, id_, slot, offset, domain = _ADMIT.unpack_from(record)

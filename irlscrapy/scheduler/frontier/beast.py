@@ -75,7 +75,8 @@ import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy import faulthooks
+from irlscrapy.exceptions import ConfigurationError, DamagedState
 from irlscrapy.recordfile import RECORD_OVERHEAD, RecordWriter, scan
 from irlscrapy.scheduler.frontier.distinct import DistinctCount
 
@@ -142,14 +143,13 @@ class Beast:
         state_file = self.path / "state.json"
         if not state_file.exists():
             if any(self.path.glob("*.rec")):
-                raise ConfigurationError(
-                    f"{self.path} holds BEAST queue files but no state.json; it was not "
-                    "written by this version: restore it or start with a new state directory"
+                raise DamagedState(
+                    state_file, "missing, and the queue files beside it cannot be read without it"
                 )
             self._qf = self._writer(self._qf_path(0))
             self._save_state()
             return
-        self._resume(json.loads(state_file.read_text()), read_past, visit)
+        self._resume(read_state(state_file), read_past, visit)
 
     def _resume(
         self,
@@ -377,6 +377,7 @@ class Beast:
         old = self._qf_path(self._qf_generation)
         self._qf_generation += 1
         self._qf = self._writer(self._qf_path(self._qf_generation))
+        faulthooks.reach("beast-resplit")
         self.qf_records = 0
         self.qf_resplits += 1
         for _, record in scan(old):
@@ -401,3 +402,15 @@ class Beast:
 
     def _qf_path(self, generation: int) -> Path:
         return self.path / f"qf-{generation}.rec"
+
+
+def read_state(path: Path) -> dict[str, object]:
+    """state.json, with the fields every version has as integers; DamagedState if it
+    cannot be read so."""
+    try:
+        state = json.loads(path.read_text())
+        for field in ("version", "reading", "j", "cycle_end", "qf"):
+            int(state[field])
+    except (ValueError, KeyError, TypeError) as exc:  # (JSONDecodeError is a ValueError)
+        raise DamagedState(path, f"unreadable ({exc!r})") from None
+    return state

@@ -1,0 +1,266 @@
+"""``irlscrapy check`` and ``irlscrapy repair``: a state directory verified, and mended.
+
+:func:`check_state` reads every file of a state directory the way a crawl's open does,
+and more strictly (every LevelDB block's checksum), and changes nothing: it returns
+what is damaged, each as a :class:`~irlscrapy.exceptions.DamagedState` naming the file.
+:func:`repair_state` makes the directory open again, keeping what can be kept, and says
+what it did and what was lost, one line per file. Both refuse a directory a crawl holds.
+
+What each kind of file is, what damage means and what repair does (the crash semantics
+of each file are in its module's docstring; a kill -9 only ever leaves a torn tail on
+the newest file of a sequence, which the crawl's open cuts and says so):
+
+======================================  ===================================================
+file                                    repair
+======================================  ===================================================
+``urlseen/``, ``contentseen/``,         a damaged journal is cut at its first damage (the
+``star/edges/``, ``star/indegree/``     batches after it are lost: a prefix keeps the
+(DRUM: journal-G.rec, results-G.bin,    arrivals of the rest); its bucket files are
+buckets-G/, cache/)                     rebuilt; its results, if any, are rebuilt with each
+                                        key new at its first tuple (a URL seen before may be
+                                        fetched again); a missing journal becomes an empty
+                                        one; a damaged LevelDB goes through LevelDB's repair
+                                        (keys in damaged blocks are lost)
+``admitted-N.rec``, ``parked-N.rec``,   every whole record is kept, the damaged spans
+``beast/slot-N.rec``, ``beast/qf-N.rec``  dropped (the URLs in them are lost: URLseen holds
+``agent/outbox-N.rec``                  them as seen); admitted segments missing from their
+                                        run are skipped (renumbered)
+``beast/state.json``                    rebuilt from the queue files (only counters lost)
+``dns/cache/``, ``robots/cache/``       deleted: only caches
+``star/names/``                         LevelDB's repair, else deleted (PLD names of past
+                                        rankings are lost)
+``report/stats.json``,                  deleted (rewritten at the next close)
+``star/leaders.json``
+``spider.state``                        deleted (the spider's own state is lost)
+======================================  ===================================================
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import pickletools
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import plyvel
+
+from irlscrapy.cachedb import open_leveldb
+from irlscrapy.dirlock import DirectoryLock
+from irlscrapy.dupefilters import drumfiles
+from irlscrapy.exceptions import DamagedState
+from irlscrapy.recordfile import salvage, scan
+from irlscrapy.scheduler.frontier.beast import STATE_VERSION, read_state
+
+DRUMS = ("urlseen", "contentseen", "star/edges", "star/indegree")
+CACHES = ("dns/cache", "robots/cache")
+NAMES = "star/names"
+REBUILT_JSON = ("report/stats.json", "star/leaders.json")
+SEQUENCES = ("admitted", "parked", "beast/slot", "beast/qf", "agent/outbox")
+
+
+def check_state(directory: Path, say: Callable[[str], None] = lambda _: None) -> list[DamagedState]:
+    """What is damaged under ``directory``; ``say`` hears of each part as it is read."""
+    with _locked(directory):
+        return list(_damage(directory, say))
+
+
+def repair_state(directory: Path, say: Callable[[str], None] = lambda _: None) -> list[str]:
+    """Mend what is damaged under ``directory``; one line per file mended."""
+    done: list[str] = []
+    with _locked(directory):
+        for drum in DRUMS:
+            if (directory / drum / "cache").is_dir():
+                say(f"DRUM {drum}")
+                done += drumfiles.mend(directory / drum)
+        for prefix in SEQUENCES:
+            for path in _numbered(directory, prefix):
+                try:
+                    _read_through(path, whole=False)
+                except DamagedState:
+                    salvaged = salvage(path)
+                    done.append(
+                        f"{path}: kept {salvaged.kept} records, dropped "
+                        f"{salvaged.dropped_bytes} damaged bytes (the URLs in them are lost)"
+                    )
+        done += _renumber_admitted(directory)
+        done += _mend_beast_state(directory)
+        for cache in (*CACHES, NAMES):
+            done += _mend_leveldb(directory / cache, deletable=cache in CACHES)
+        for name in REBUILT_JSON:
+            path = directory / name
+            if path.exists() and _json_damage(path) is not None:
+                path.unlink()
+                done.append(f"{path}: deleted (it is written again)")
+        state = directory / "spider.state"
+        if state.exists() and _pickle_damage(state) is not None:
+            state.unlink()
+            done.append(f"{state}: deleted (the spider's own state is lost)")
+    return done
+
+
+class _locked:
+    """Hold the state directory's lock: no crawl may run on it meanwhile."""
+
+    def __init__(self, directory: Path) -> None:
+        if not directory.is_dir():
+            raise DamagedState(directory, "no such state directory")
+        self.lock = DirectoryLock(directory, "irlscrapy state")
+
+    def __enter__(self) -> None:
+        self.lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+def _damage(directory: Path, say: Callable[[str], None]) -> Iterator[DamagedState]:
+    for drum in DRUMS:
+        if (directory / drum / "cache").is_dir():
+            say(f"DRUM {drum}")
+            yield from drumfiles.inspect(directory / drum)
+    admitted = _numbered(directory, "admitted")
+    numbers = [_number(p) for p in admitted]
+    for before, after in itertools.pairwise(numbers):
+        if after != before + 1:
+            yield DamagedState(directory / f"admitted-{before + 1}.rec", "missing from its run")
+    for prefix in SEQUENCES:
+        say(prefix)
+        for path in _numbered(directory, prefix):
+            # an admitted segment older than the newest was closed whole
+            whole = prefix == "admitted" and path != admitted[-1]
+            try:
+                _read_through(path, whole)
+            except DamagedState as damage:
+                yield damage
+    beast = directory / "beast"
+    if beast.is_dir() and (any(beast.glob("*.rec")) or (beast / "state.json").exists()):
+        try:
+            read_state(beast / "state.json")
+        except (DamagedState, FileNotFoundError):
+            yield DamagedState(beast / "state.json", "missing or unreadable")
+    for cache in (*CACHES, NAMES):
+        if (directory / cache).is_dir():
+            say(cache)
+            found = _leveldb_damage(directory / cache)
+            if found is not None:
+                yield found
+    for name in REBUILT_JSON:
+        if (directory / name).exists() and (problem := _json_damage(directory / name)):
+            yield DamagedState(directory / name, problem)
+    state = directory / "spider.state"
+    if state.exists() and (problem := _pickle_damage(state)):
+        yield DamagedState(state, problem)
+
+
+_NUMBERED = re.compile(r"(.*)-(\d+)\.rec")
+
+
+def _numbered(directory: Path, prefix: str) -> list[Path]:
+    """``<prefix>-<n>.rec`` files, by n."""
+    folder, _, stem = prefix.rpartition("/")
+    found = [
+        p
+        for p in (directory / folder).glob(f"{stem}-*.rec")
+        if (m := _NUMBERED.fullmatch(p.name)) and m.group(1) == stem
+    ]
+    return sorted(found, key=_number)
+
+
+def _number(path: Path) -> int:
+    return int(path.stem.rsplit("-", 1)[1])
+
+
+def _read_through(path: Path, whole: bool) -> None:
+    for _ in scan(path, whole=whole):
+        pass
+
+
+def _renumber_admitted(directory: Path) -> list[str]:
+    segments = _numbered(directory, "admitted")
+    if not segments:
+        return []
+    first = _number(segments[0])
+    done = []
+    for i, path in enumerate(segments):
+        if _number(path) != first + i:
+            path.rename(directory / f"admitted-{first + i}.rec")
+            done.append(f"{path}: renumbered {first + i} (the segments before it are missing)")
+    return done
+
+
+def _mend_beast_state(directory: Path) -> list[str]:
+    """Rebuild a damaged or missing state.json from the queue files: the lowest slot is
+    read next, the newest QF file is the QF, the cycle is the smallest power of two
+    spanning the slots; the eq. 31 counters start again."""
+    beast = directory / "beast"
+    slots = [_number(p) for p in _numbered(directory, "beast/slot")]
+    qfs = [_number(p) for p in _numbered(directory, "beast/qf")]
+    path = beast / "state.json"
+    if not (slots or qfs) or (path.exists() and _beast_state_whole(path)):
+        return []
+    reading = min(slots, default=0)
+    j = max(2, 1 << math.ceil(math.log2(max(slots, default=0) - reading + 1)))
+    state: dict[str, object] = {"version": STATE_VERSION, "reading": reading, "j": j}
+    state |= {"cycle_end": reading + j}
+    state |= {"qf": max(qfs, default=0), "resplit": None}
+    path.write_text(json.dumps(state))
+    for old in qfs[:-1]:
+        (beast / f"qf-{old}.rec").unlink()
+    return [f"{path}: rebuilt from the queue files (BEAST's pacing counters start again)"]
+
+
+def _beast_state_whole(path: Path) -> bool:
+    try:
+        read_state(path)
+    except DamagedState:
+        return False
+    return True
+
+
+def _leveldb_damage(path: Path) -> DamagedState | None:
+    try:
+        db = open_leveldb(path, paranoid_checks=True)
+    except DamagedState as damage:
+        return damage
+    try:
+        for _ in db.iterator(verify_checksums=True, fill_cache=False):
+            pass
+    except plyvel.Error as exc:
+        return DamagedState(path, f"a damaged LevelDB ({exc})")
+    finally:
+        db.close()
+    return None
+
+
+def _mend_leveldb(path: Path, deletable: bool) -> list[str]:
+    if not path.is_dir() or _leveldb_damage(path) is None:
+        return []
+    plyvel.repair_db(str(path))
+    if _leveldb_damage(path) is None:
+        return [f"{path}: LevelDB repaired (entries in damaged blocks are lost)"]
+    shutil.rmtree(path)
+    what = "only a cache" if deletable else "the names of PLDs ranked before are lost"
+    return [f"{path}: deleted, LevelDB's repair could not mend it ({what})"]
+
+
+def _json_damage(path: Path) -> str | None:
+    try:
+        json.loads(path.read_text())
+    except (ValueError, UnicodeDecodeError) as exc:
+        return f"unreadable ({exc})"
+    return None
+
+
+def _pickle_damage(path: Path) -> str | None:
+    """Walk the pickle's opcodes to its STOP, building nothing (its classes are the
+    spider's, which this process may not import)."""
+    try:
+        for _ in pickletools.genops(path.read_bytes()):
+            pass
+    except Exception as exc:  # a damaged pickle raises about anything
+        return f"unreadable ({exc!r})"
+    return None

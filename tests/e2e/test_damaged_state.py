@@ -1,0 +1,186 @@
+"""Damaged state meets a clear answer (irlscrapy.statecheck, irlscrapy.openfailure).
+
+One crawl of the tiny web, killed with kill -9 midway, leaves a state directory with
+every kind of file (several URLseen journals, BEAST slots, admitted and parked
+segments, LevelDB caches, STAR's stores). Each kind of file is then cut short,
+overwritten in its middle and deleted, each in a copy of the directory (a generated
+table of cases): ``check`` names the damaged file, or the damage is one the crawl
+recovers from by itself (a deleted cache); ``repair`` mends it, and ``check`` then
+finds nothing. A crawl on a damaged directory stops before fetching anything with one
+line that names the file and points to ``irlscrapy repair``, exits non-zero, and
+prints no traceback; repaired, it resumes and finishes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from irlscrapy.exceptions import DamagedState
+from irlscrapy.statecheck import check_state, repair_state
+
+from .conftest import QUICK_IRL, ROOT, crawl_tiny, downloads, tiny_crawl_args
+
+#: a small DRUM: URLseen merges often, so a kill finds several journals
+SETTINGS = (*QUICK_IRL, "IRL_DRUM_MEMORY=1048576", "IRL_WORKBENCH_URLS=100")
+#: the tenth URLseen merge: a few hundred pages into the crawl
+MERGE_PAUSE = "merge:urlseen@10"
+
+
+@pytest.fixture(scope="module")
+def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The JOBDIR of a crawl killed with kill -9 while it merged URLseen (its test-only
+    pause, irlscrapy.faulthooks, held it there), its in-vitro server stopped."""
+    work = tmp_path_factory.mktemp("killed")
+    log, job, pause = work / "first.jsonl", work / "job", work / "paused"
+    err = work / "first.err"
+    env = {**os.environ, "IRLSCRAPY_PAUSE_AT": MERGE_PAUSE, "IRLSCRAPY_PAUSE_FILE": str(pause)}
+    with err.open("w") as stderr:
+        proc = subprocess.Popen(
+            tiny_crawl_args(log, f"JOBDIR={job}", *SETTINGS),
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    deadline = time.monotonic() + 120
+    while not pause.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, err.read_text()[-3000:]
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+    web = re.search(r"in-vitro web \(tiny, seed \d+, pid (\d+)\)", err.read_text())
+    assert web, err.read_text()[-2000:]
+    os.kill(int(web.group(1)), signal.SIGTERM)
+    print(f"killed during URLseen merge at {len(downloads(log))} pages")
+    assert len(list((job / "urlseen").glob("journal-*.rec"))) >= 2, "a closed journal, merging"
+    assert check_state(job) == [], "a kill -9 leaves no damage"
+    return job
+
+
+def _cut(path: Path) -> None:
+    os.truncate(path, max(0, path.stat().st_size - max(3, path.stat().st_size // 3)))
+
+
+def _overwrite(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 4] = bytes(b ^ 0xA5 for b in data[middle : middle + 4])
+    path.write_bytes(bytes(data))
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
+
+
+DAMAGES: dict[str, Callable[[Path], None]] = {
+    "cut": _cut,
+    "overwrite": _overwrite,
+    "delete": _delete,
+}
+
+#: One file of each kind, by a glob under the state directory: the first match (sorted),
+#: the oldest of a sequence. For a LevelDB, damage goes to its newest table or log.
+KINDS = {
+    "urlseen journal (closed)": "urlseen/journal-*.rec",
+    "urlseen LevelDB": "urlseen/cache/MANIFEST-*",
+    "STAR in-degree journal": "star/indegree/journal-*.rec",
+    "STAR names LevelDB": "star/names/CURRENT",
+    "admitted segment": "admitted-*.rec",
+    "parked segment": "parked-*.rec",
+    "BEAST slot": "beast/slot-*.rec",
+    "BEAST QF": "beast/qf-*.rec",
+    "BEAST state": "beast/state.json",
+    "robots cache": "robots/cache/MANIFEST-*",
+    "DNS cache": "dns/cache/MANIFEST-*",
+}
+
+#: Damage check cannot tell from what a kill -9 leaves, which the crawl's open takes as
+#: it comes: a deleted cache (fetched again); the newest file of a sequence cut short (a
+#: crash's torn tail; a parked segment or BEAST queue file may be the one a crash tore);
+#: a BEAST queue file, parked segment or the only admitted segment deleted (a gap in
+#: their numbers is normal, and their URLs are lost without a trace: see the closing
+#: note of issue 21). Every other case is found by check.
+UNSEEN = {
+    ("robots cache", "delete"),
+    ("DNS cache", "delete"),
+    ("BEAST slot", "delete"),
+    ("BEAST QF", "delete"),
+    ("BEAST slot", "cut"),
+    ("BEAST QF", "cut"),
+    ("parked segment", "delete"),
+    ("parked segment", "cut"),
+    ("admitted segment", "delete"),
+    ("admitted segment", "cut"),
+    ("STAR in-degree journal", "cut"),
+}
+
+
+def _target(job: Path, kind: str) -> Path:
+    found = sorted(job.glob(KINDS[kind]), key=lambda p: (len(p.name), p.name))  # by number
+    if not found:
+        pytest.fail(f"the killed crawl left no {kind} ({KINDS[kind]})")
+    return found[0]
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_check_names_the_damage_and_repair_mends_it(
+    killed: Path, tmp_path: Path, kind: str, damage: str
+) -> None:
+    job = tmp_path / "job"
+    shutil.copytree(killed, job)
+    target = _target(job, kind)
+    DAMAGES[damage](target)
+    found = check_state(job)
+    if (kind, damage) in UNSEEN:
+        assert found == [] or all(isinstance(d, DamagedState) for d in found)
+    else:
+        assert found, f"{kind} {damage}: check found nothing"
+        # the file itself, or the LevelDB it is part of
+        assert any(str(d.path) in (str(target), str(target.parent)) for d in found), found
+    repair_state(job)
+    assert check_state(job) == []
+
+
+def test_a_crawl_on_damaged_state_says_so_in_one_line_and_resumes_once_repaired(
+    killed: Path, tmp_path: Path
+) -> None:
+    job = tmp_path / "job"
+    shutil.copytree(killed, job)
+    journal = sorted((job / "urlseen").glob("journal-*.rec"))[0]
+    _cut(journal)
+    refused = crawl_tiny(tmp_path / "refused.jsonl", f"JOBDIR={job}", *SETTINGS)
+    assert refused.returncode != 0
+    assert "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    errors = [line for line in refused.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    assert str(journal) in errors[0] and f"irlscrapy repair {job}" in errors[0], errors[0]
+    refused_log = tmp_path / "refused.jsonl"
+    assert not refused_log.exists() or downloads(refused_log) == []
+    checked = subprocess.run(
+        [sys.executable, "-m", "irlscrapy", "check", str(job)], capture_output=True, text=True
+    )
+    assert checked.returncode == 1 and str(journal) in checked.stdout, checked.stdout
+    repaired = subprocess.run(
+        [sys.executable, "-m", "irlscrapy", "repair", str(job)], capture_output=True, text=True
+    )
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert f"repair: {journal}: kept its first" in repaired.stdout, repaired.stdout
+    assert "no damage found" in repaired.stdout
+    resumed = crawl_tiny(tmp_path / "resumed.jsonl", f"JOBDIR={job}", *SETTINGS)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "summary (finished)" in resumed.stderr
+    assert "Traceback" not in resumed.stderr, resumed.stderr[-3000:]
