@@ -18,34 +18,31 @@ there is room (``capacity`` URLs, counting those waiting for DNS):
   caller says the crawler is *hungry* (room for a fetch, no host due);
 - a host already holding ``host_cap`` URLs (or its horizon share, or whose IP holds
   its share) gets no more: the record goes back to BEAST, which places it in a later
-  queue (``irl/frontier/deferred``). So a huge site cannot
-  fill RAM with URLs that all wait on its one host (the paper's stall); and after a run
-  of deferrals admission pauses until such a host has taken a URL, so deferring never
-  spins through the disk queues. The run is counted across admit() calls (each reads
+  queue (``irl/frontier/deferred``). So a huge site cannot fill RAM with URLs that all
+  wait on its one host (the paper's stall); and after a run of deferrals admission
+  pauses until such a host has taken a URL, so deferring never spins through the disk
+  queues. The run is counted across admit() calls (each reads
   at most ``ADMIT_SLICE`` records) and is ``DEFERRAL_RUN`` records long, or as long as
   BEAST when it holds fewer: then every record it holds is a full host's;
 - once a host's robots rules are known, its disallowed URLs are dropped
   (``irl/robots/disallowed``), at admission and once for those already admitted.
 
 robots.txt (:mod:`irlscrapy.scheduler.hosts.robotscache` keeps the outcomes): when
-:meth:`Frontier.take` draws a URL of a host whose rules are unknown or expired, the
-URL goes back to the front of its host and the fetch handed out is the host's robots.txt
-instead (a :class:`RobotsFetch`, which the scheduler releases under the IP delay only).
-So robots.txt is the first fetch of every host, and is fetched again when its TTL has
-passed, or when an unreachable robots.txt is due for a retry (until then the host is
-postponed). While a host's robots.txt is out (a redirect to another host can take a
-while), its URLs wait. ``Crawl-delay`` raises the host's delay, up to
-``max_crawl_delay`` (``irl/robots/crawl_delay_capped`` counts hosts asking for more).
+:meth:`Frontier.take` draws a URL of a host whose rules are unknown or expired, the URL
+goes back to the front of its host and the host's robots.txt is handed out instead (a
+:class:`RobotsFetch`, released under the IP delay only): the first fetch of every host,
+again when its TTL has passed or an unreachable one is due for a retry (the host is
+postponed until then); meanwhile its URLs wait. ``Crawl-delay`` raises the host's delay,
+up to ``max_crawl_delay`` (``irl/robots/crawl_delay_capped`` counts hosts asking more).
+A resumed run holds each host and IP for its delay first (:attr:`restart_hold`).
 
-Host health (:mod:`irlscrapy.scheduler.hosts.hosthealth`) backs off and retires failing hosts
-and origins (:mod:`irlscrapy.scheduler.frontier.parking`): a host in back-off is postponed in the
-workbench; an origin in back-off has its URLs held on the bench (:meth:`hold_origin`);
-a retired host or origin has its stored URLs parked on disk (:meth:`retire`), and so
-does every URL of it admitted while it rests. When a retirement ends the parked URLs
-go back to BEAST. :meth:`give_up` parks what a finished crawl leaves.
-
-Retries and redirects of a host's own request skip BEAST (:meth:`push_direct`): they go
-to the front of that host's visit state.
+Host health (:mod:`irlscrapy.scheduler.hosts.hosthealth`) backs off and retires failing
+hosts and origins (:mod:`irlscrapy.scheduler.frontier.parking`): a host in back-off is
+postponed; an origin in back-off has its URLs held on the bench (:meth:`hold_origin`); a
+retired host or origin has its stored URLs parked on disk (:meth:`retire`), and every URL
+of it admitted while it rests; they go back to BEAST when it ends. :meth:`give_up` parks
+what a finished crawl leaves. Retries and redirects of a host's own request skip BEAST
+(:meth:`push_direct`): they go to the front of its visit state.
 
 Invariants:
 *Every URL pushed is, exactly once, handed out by take(), dropped with a stat, or parked.*
@@ -77,11 +74,12 @@ from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore
+from irlscrapy.scheduler.frontier.restarthold import RestartHold
 from irlscrapy.scheduler.frontier.workbench import FRONT, VisitState, Workbench
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.robots import RobotsRules
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.items import HEAD, Item, MemoryItem, RobotsFetch, item_url
+from irlscrapy.scheduler.items import HEAD, Item, MemoryItem, RobotsFetch, item_url, unpack_record
 from irlscrapy.scheduler.requestcodec import payload_url
 
 logger = logging.getLogger(__name__)
@@ -149,6 +147,7 @@ class Frontier:
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
         self._full_hosts: set[str] = set()  # hosts that made admission pause
+        self.restart_hold: RestartHold | None = None  # None: a new crawl
         #: a handoff (irlscrapy.distributed.handoff): hosts another agent now owns, whose
         #: stored URLs go to ``forward`` instead of a host (None: none)
         self.foreign: Callable[[str], bool] | None = None
@@ -165,8 +164,7 @@ class Frontier:
         self.parked.close()
 
     def __len__(self) -> int:
-        """URLs not handed out yet: in BEAST, waiting for DNS, in the workbench or held
-        (not those parked)."""
+        """URLs not handed out yet (in BEAST, waiting for DNS, in RAM; not parked)."""
         return len(self.beast) + self.waiting_dns + len(self.workbench) + len(self.bench)
 
     # -- in ----------------------------------------------------------------------------
@@ -195,10 +193,10 @@ class Frontier:
     def readmit(self, admitted: list[Admitted]) -> None:
         """After a restart: the URLs journaled as admitted and not done, back into RAM."""
         for a in admitted:
-            priority = HEAD.unpack_from(a.item)[0]
-            payload = a.item[HEAD.size :]
-            url = payload_url(payload)
-            self._to_host(url_host(url), priority, (payload, a.id), front=a.slot < 0)
+            priority, _, payload = unpack_record(a.item)
+            self._to_host(
+                url_host(payload_url(payload)), priority, (payload, a.id), front=a.slot < 0
+            )
 
     def _refuse(self, item: Item | MemoryItem | RobotsFetch, why: str) -> None:
         if isinstance(item, RobotsFetch):  # its redirect went where it cannot be fetched
@@ -397,18 +395,18 @@ class Frontier:
             if got is None:
                 return None
             state, item = got
+            if self.restart_hold is not None:
+                self._robots_clear(state, now)
+                if self.restart_hold.held(self.workbench, state, item, now):
+                    continue
             if self.horizon is not None:
                 self.horizon.fetched()
             if state.host in self._full_hosts:
                 self.resume_admission()  # a full host took a URL: admission may go on
-            if isinstance(item, RobotsFetch) or self.robots is None:
-                return got
-            rules, refetch_at = self.robots.lookup(state.host)
-            if rules is not None and refetch_at > now:
-                if state.crawl_delay < 0:
-                    state.crawl_delay = self._crawl_delay(rules, count=False)
+            if isinstance(item, RobotsFetch) or self._robots_clear(state, now):
                 return got
             # The rules are unknown or expired: the URL waits for them.
+            refetch_at = self.robots.lookup(state.host)[1]  # type: ignore[union-attr]
             self.workbench.add(state.host, state.ip, item, front=True)
             if state.host not in self._robots_out and refetch_at <= now:
                 self._robots_out.add(state.host)
@@ -416,6 +414,16 @@ class Frontier:
             # Its robots.txt is out, or unreachable and not due for a retry yet.
             self.workbench.release(state, now, ip_only=True)
             self.workbench.postpone(state, max(refetch_at, now + ROBOTS_PENDING_WAIT))
+
+    def _robots_clear(self, state: VisitState, now: float) -> bool:
+        """May ``state``'s host be fetched as to robots.txt (not obeyed, or its rules
+        known and in force)? Its Crawl-delay is set from the rules."""
+        if self.robots is None:
+            return True
+        rules, refetch_at = self.robots.lookup(state.host)
+        if rules is not None and refetch_at > now and state.crawl_delay < 0:
+            state.crawl_delay = self._crawl_delay(rules, count=False)
+        return rules is not None and refetch_at > now
 
     def robots_known(self, host: str, status: int | None, body: bytes) -> RobotsRules | None:
         """The robots.txt of ``host`` answered ``status`` (None: no answer) with
@@ -458,8 +466,7 @@ class Frontier:
 
     # -- host health ------------------------------------------------------------------
     def next_due(self) -> float | None:
-        """The earliest instant something may be handed out or released from the bench;
-        None if nothing waits there."""
+        """When something may be handed out or leave the bench first (None: nothing)."""
         times = [t for t in (self.workbench.next_due(), self.bench.next_time()) if t is not None]
         return min(times) if times else None
 
@@ -512,8 +519,7 @@ class Frontier:
     def give_up(self) -> int:
         """The crawl ends: park every stored URL still in RAM (of hosts and origins in
         back-off, retired, or waiting for a robots.txt retry); refuse the Requests kept
-        in RAM (their errbacks run); drop robots.txt retries. Return how many URLs were
-        parked."""
+        in RAM (their errbacks run); drop robots.txt retries. Return the URLs parked."""
         items = [i for origin in self.bench.held_origins() for i in self.bench.take_held(origin)]
         for state in list(self.workbench.hosts.values()):
             items += self.workbench.remove_urls(state, lambda item: True)
@@ -529,9 +535,8 @@ class Frontier:
         return given
 
     def take_foreign(self, foreign: Callable[[str], bool]) -> tuple[list[str], int]:
-        """A handoff begins: set :attr:`foreign`, and forward every stored URL in RAM of
-        the hosts it picks (in the workbench, on the bench, waiting for DNS); drop their
-        robots.txt retries. Return the hosts in the workbench, and the URLs forwarded."""
+        """A handoff begins: set :attr:`foreign`, forward every stored URL in RAM of the
+        hosts it picks, drop their robots.txt retries; the hosts, and URLs forwarded."""
         self.foreign = foreign
         items: list[tuple[int, Any]] = []
         for origin in self.bench.held_origins():

@@ -25,6 +25,7 @@ from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import ParkedStore
+from irlscrapy.scheduler.frontier.restarthold import RestartHold
 from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
@@ -124,6 +125,11 @@ def open_frontier(
         horizon=horizon,
         **services,
     )
+    if admitted or len(beast) or journal.next_id > 1:  # a run before this one fetched
+        longest = max(politeness.host_delay, politeness.ip_delay, settings.max_crawl_delay)
+        frontier.restart_hold = RestartHold(
+            services["clock"](), longest, workbench.host_delay, workbench.ip_delay
+        )
     if admitted or len(beast):
         logger.info(
             "resuming from %s: %d URLs queued, %d admitted before the stop fetched again",
