@@ -18,23 +18,39 @@ from typing import Any
 
 import plyvel
 
-from irlscrapy.exceptions import ConfigurationError, DamagedState
+from irlscrapy.exceptions import ConfigurationError, DamagedState, IrlscrapyError
 
 FORMAT_KEY = b"!format"
 BLOCK_CACHE = 4 << 20
 WRITE_BUFFER = 2 << 20
 OPEN_TABLES = 128
+#: The files that hold a LevelDB's data (a ``.log`` is its write-ahead log).
+_DATA = (".ldb", ".sst", ".log")
 
 
-def open_leveldb(path: Path, **options: Any) -> plyvel.DB:
-    """``plyvel.DB(path, create_if_missing=True, **options)``; a LevelDB damaged (a file
-    of it cut, overwritten or deleted) as DamagedState."""
-    if not (path / "CURRENT").exists() and any(path.glob("MANIFEST-*")):
-        raise DamagedState(path, "a LevelDB without its CURRENT file")
+def open_leveldb(path: Path, *, create: bool = True, **options: Any) -> plyvel.DB:
+    """``plyvel.DB(path, **options)``, created if it does not exist and ``create``; a
+    LevelDB damaged (a file of it cut, overwritten or deleted) as DamagedState.
+
+    A directory without ``CURRENT`` is a LevelDB being created (a kill -9 after its
+    first ``MANIFEST`` and before ``CURRENT`` leaves that, and LevelDB creates it again)
+    unless it holds data: then it is damage, which LevelDB would make worse by creating
+    a new database and deleting the old tables (``irlscrapy repair`` recovers them)."""
+    if not (path / "CURRENT").exists():
+        data = [p for p in path.glob("*") if p.suffix in _DATA and p.stat().st_size]
+        manifests = [p for p in path.glob("MANIFEST-*") if p.name != "MANIFEST-000001"]
+        if data or manifests:
+            raise DamagedState(path, "a LevelDB without its CURRENT file")
+        if not create:
+            raise DamagedState(path, "missing")
     try:
-        return plyvel.DB(str(path), create_if_missing=True, **options)
-    except (plyvel.CorruptionError, plyvel.IOError) as exc:
+        return plyvel.DB(str(path), create_if_missing=create, **options)
+    except plyvel.CorruptionError as exc:
         raise DamagedState(path, f"a damaged LevelDB ({exc})") from None
+    except plyvel.IOError as exc:
+        if "No such file" in str(exc):  # a table or log LevelDB knows of is gone
+            raise DamagedState(path, f"a damaged LevelDB ({exc})") from None
+        raise IrlscrapyError(f"cannot open the LevelDB {path}: {exc}") from exc
 
 
 def open_cache_db(path: Path, version: bytes, what: str) -> plyvel.DB:

@@ -39,7 +39,8 @@ def report_open_failure(error: IrlscrapyError, state_dir: Path | None) -> None:
         )
     logger.error(message)
     hidden = _Hidden(error)
-    for handler in logging.getLogger().handlers:
+    handlers = logging.getLogger().handlers
+    for handler in handlers:
         handler.addFilter(hidden)
     try:
         loop = asyncio.get_event_loop()
@@ -48,11 +49,16 @@ def report_open_failure(error: IrlscrapyError, state_dir: Path | None) -> None:
     default = loop.get_exception_handler()
 
     def report(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        if not hidden.caused_by(context.get("exception")):
-            if default is None:
-                loop.default_exception_handler(context)
-            else:
-                default(loop, context)
+        if hidden.caused_by(context.get("exception")):
+            # the crawl's task ended with the error, its half-open close done: the
+            # log filter has nothing left to hide
+            for handler in handlers:
+                handler.removeFilter(hidden)
+            loop.set_exception_handler(default)
+        elif default is None:
+            loop.default_exception_handler(context)
+        else:
+            default(loop, context)
 
     loop.set_exception_handler(report)
 

@@ -79,6 +79,8 @@ def scan(path: Path, *, whole: bool = False) -> Iterator[tuple[int, bytes]]:
 
 #: A tail longer than this is searched for a whole record (a damaged length) in blocks.
 _RESYNC_BLOCK = 1 << 24
+#: The longest record looked for after a damaged length.
+_RESYNC_RECORD = 1 << 20
 
 
 def _check_tail(f: BinaryIO, path: Path, offset: int, size: int, whole: bool, length: int) -> None:
@@ -110,8 +112,12 @@ def _whole_record_in(block: bytes, f: BinaryIO, start: int, size: int) -> int | 
     positions = np.arange(n, dtype=np.uint64) + np.uint64(start)
     # an empty record (eight zero bytes, CRC 0) is all too common in a torn payload;
     # no writer appends one
+    # (records past _RESYNC_RECORD are not looked for: checking every candidate's CRC
+    # grows with the square of the tail; a file's next small record is found instead)
     ends = positions + np.uint64(_HEAD.size) + lengths
-    fits = np.flatnonzero((lengths > 0) & (ends <= np.uint64(size)))
+    fits = np.flatnonzero(
+        (lengths > 0) & (lengths <= np.uint64(_RESYNC_RECORD)) & (ends <= np.uint64(size))
+    )
     for i in fits.tolist():
         at = start + i
         f.seek(at)

@@ -22,10 +22,13 @@ buckets-G/, cache/)                     rebuilt; its results, if any, are rebuil
                                         one; a damaged LevelDB goes through LevelDB's repair
                                         (keys in damaged blocks are lost)
 ``admitted-N.rec``, ``parked-N.rec``,   every whole record is kept, the damaged spans
-``beast/slot-N.rec``, ``beast/qf-N.rec``  dropped (the URLs in them are lost: URLseen holds
-``agent/outbox-N.rec``                  them as seen); admitted segments missing from their
+``agent/outbox-N.rec``                  dropped (the URLs in them are lost: URLseen holds
+                                        them as seen); admitted segments missing from their
                                         run are skipped (renumbered)
-``beast/state.json``                    rebuilt from the queue files (only counters lost)
+``beast/slot-N.rec``, ``beast/qf-N.rec``  cut at the first damage (BEAST resumes reading at
+                                        a byte offset, which must not move)
+``beast/state.json``                    rebuilt from the queue files (only counters lost;
+                                        the oldest QF kept: a URL may be fetched twice)
 ``dns/cache/``, ``robots/cache/``       deleted: only caches
 ``star/names/``                         LevelDB's repair, else deleted (PLD names of past
                                         rankings are lost)
@@ -40,6 +43,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import pickletools
 import re
 import shutil
@@ -73,18 +77,19 @@ def repair_state(directory: Path, say: Callable[[str], None] = lambda _: None) -
     done: list[str] = []
     with _locked(directory):
         for drum in DRUMS:
-            if (directory / drum / "cache").is_dir():
+            if _is_drum(directory / drum):
                 say(f"DRUM {drum}")
                 done += drumfiles.mend(directory / drum)
         for prefix in SEQUENCES:
-            for path in _numbered(directory, prefix):
+            for path, whole in _sequence(directory, prefix):
                 try:
-                    _read_through(path, whole=False)
+                    _read_through(path, whole)
                 except DamagedState:
-                    salvaged = salvage(path)
+                    # BEAST's readers resume at a byte offset: keep the offsets, cut there
+                    salvaged = salvage(path, resync=not prefix.startswith("beast/"))
                     done.append(
                         f"{path}: kept {salvaged.kept} records, dropped "
-                        f"{salvaged.dropped_bytes} damaged bytes (the URLs in them are lost)"
+                        f"{salvaged.dropped_bytes} bytes (the URLs in them are lost)"
                     )
         done += _renumber_admitted(directory)
         done += _mend_beast_state(directory)
@@ -119,19 +124,16 @@ class _locked:
 
 def _damage(directory: Path, say: Callable[[str], None]) -> Iterator[DamagedState]:
     for drum in DRUMS:
-        if (directory / drum / "cache").is_dir():
+        if _is_drum(directory / drum):
             say(f"DRUM {drum}")
             yield from drumfiles.inspect(directory / drum)
-    admitted = _numbered(directory, "admitted")
-    numbers = [_number(p) for p in admitted]
+    numbers = [_number(p) for p in _numbered(directory, "admitted")]
     for before, after in itertools.pairwise(numbers):
         if after != before + 1:
             yield DamagedState(directory / f"admitted-{before + 1}.rec", "missing from its run")
     for prefix in SEQUENCES:
         say(prefix)
-        for path in _numbered(directory, prefix):
-            # an admitted segment older than the newest was closed whole
-            whole = prefix == "admitted" and path != admitted[-1]
+        for path, whole in _sequence(directory, prefix):
             try:
                 _read_through(path, whole)
             except DamagedState as damage:
@@ -170,6 +172,17 @@ def _numbered(directory: Path, prefix: str) -> list[Path]:
     return sorted(found, key=_number)
 
 
+def _sequence(directory: Path, prefix: str) -> list[tuple[Path, bool]]:
+    """The files of a sequence, each with whether it was closed whole (an admitted
+    segment older than the newest)."""
+    files = _numbered(directory, prefix)
+    return [(p, prefix == "admitted" and p != files[-1]) for p in files]
+
+
+def _is_drum(path: Path) -> bool:
+    return (path / "cache").is_dir() or any(path.glob("journal-*.rec"))
+
+
 def _number(path: Path) -> int:
     return int(path.stem.rsplit("-", 1)[1])
 
@@ -206,10 +219,14 @@ def _mend_beast_state(directory: Path) -> list[str]:
     j = max(2, 1 << math.ceil(math.log2(max(slots, default=0) - reading + 1)))
     state: dict[str, object] = {"version": STATE_VERSION, "reading": reading, "j": j}
     state |= {"cycle_end": reading + j}
-    state |= {"qf": max(qfs, default=0), "resplit": None}
-    path.write_text(json.dumps(state))
-    for old in qfs[:-1]:
-        (beast / f"qf-{old}.rec").unlink()
+    # The oldest QF: whole, where a newer one may be a re-split cut short (whose records
+    # it also holds); a URL it shares with the slots may be fetched twice, none is lost.
+    state |= {"qf": min(qfs, default=0), "resplit": None}
+    fresh = path.with_name(path.name + ".tmp")
+    fresh.write_text(json.dumps(state))
+    os.replace(fresh, path)
+    for newer in qfs[1:]:
+        (beast / f"qf-{newer}.rec").unlink()
     return [f"{path}: rebuilt from the queue files (BEAST's pacing counters start again)"]
 
 

@@ -171,8 +171,13 @@ class DRUM:
     def open(self) -> None:
         self._lock.acquire()
         try:
+            started = any(self.path.glob("journal-*.rec"))  # a DRUM that has run before
             self._db = open_leveldb(
-                self.path / "cache", compression=None, write_buffer_size=self.write_buffer
+                self.path / "cache",
+                create=not started,
+                paranoid_checks=True,
+                compression=None,
+                write_buffer_size=self.write_buffer,
             )
             self._check_format()
             self._chunks = ChunkStore(self._db, self.value_dtype, self.chunk_keys)
@@ -180,7 +185,7 @@ class DRUM:
             self._acked = self._meta_int(b"Macked")
             self._keys = self._meta_int(b"Mkeys")
             self._delivered = self._acked
-            gens = drumfiles.journal_generations(self.path)
+            gens = drumfiles.journal_generations(self.path, self._db)
             drumfiles.check_present(self._db, self.path, gens)
             for gen in gens:
                 summary = drumfiles.read_generation(self._db, self.path, gen)

@@ -56,7 +56,7 @@ class ChunkStore:
         if key is None:
             empty = None if self.value_dtype is None else np.empty(0, self.value_dtype)
             return np.empty(0, np.uint64), empty
-        raw = self.db.get(key)
+        raw = self.db.get(key, verify_checksums=True)  # a damaged block: CorruptionError
         (n,) = _COUNT.unpack_from(raw)
         keys = np.frombuffer(raw, "<u8", n, 4).astype(np.uint64)
         if self.value_dtype is None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import shutil
 import struct
 from collections.abc import Iterator
@@ -64,14 +65,17 @@ def closed_key(gen: int) -> bytes:
     return b"G" + _U64.pack(gen)
 
 
-def journal_generations(directory: Path) -> list[int]:
+def journal_generations(directory: Path, db: Any) -> list[int]:
     """The generations with a journal, in order; DamagedState if one in their run is
-    missing."""
+    missing. (A directory an earlier version wrote, without ``Mopen``, may have gaps:
+    its acknowledgement could delete an empty generation before an older one.)"""
     gens = sorted(
         int(stem)
         for p in directory.glob("journal-*.rec")
         if (stem := p.stem.removeprefix("journal-")).isdigit()
     )
+    if db.get(b"Mopen") is None:
+        return gens
     for before, after in itertools.pairwise(gens):
         if after != before + 1:
             raise DamagedState(
@@ -171,7 +175,7 @@ def inspect(directory: Path) -> list[DamagedState]:
     """What is damaged in the DRUM at ``directory``, without changing it (its LevelDB
     is read whole, its checksums verified)."""
     try:
-        db = open_leveldb(directory / "cache", paranoid_checks=True)
+        db = open_leveldb(directory / "cache", create=False, paranoid_checks=True)
     except DamagedState as damage:
         return [damage]
     found: list[DamagedState] = []
@@ -180,7 +184,7 @@ def inspect(directory: Path) -> list[DamagedState]:
             pass
         slot_size = _slot_size(db)
         merged = _U64.unpack(db.get(b"Mmerged"))[0] if db.get(b"Mmerged") else 0
-        gens = journal_generations(directory)
+        gens = journal_generations(directory, db)
         check_present(db, directory, gens)
         for gen in gens:
             path = journal_path(directory, gen)
@@ -236,25 +240,33 @@ def _mend_generation(db: Any, directory: Path, gen: int, slot_size: int) -> list
         writer.close()
         db.put(closed_key(gen), _U64.pack(path.stat().st_size))
         return [f"{path}: missing; an empty one stands in (its URLs are lost)"]
+    done = []
     recorded = db.get(closed_key(gen))
     try:
         for _ in scan(path, whole=recorded is not None):
             pass
-        if recorded is None or path.stat().st_size == _U64.unpack(recorded)[0]:
-            return []
+        cut = recorded is not None and path.stat().st_size != _U64.unpack(recorded)[0]
     except DamagedState:
-        pass
-    salvaged = salvage(path, resync=False)  # a prefix: the tuples' arrivals stay
-    db.put(closed_key(gen), _U64.pack(path.stat().st_size))
-    done = [
-        f"{path}: kept its first {salvaged.kept} batches, dropped {salvaged.dropped_bytes} "
-        "bytes (the URLs in them are lost)"
-    ]
-    tuples = sum(drumjournal.peek(p)[1] for _, p in scan(path, whole=True))
-    shutil.rmtree(buckets_dir(directory, gen), ignore_errors=True)
-    db.delete(b"P" + _U64.pack(gen))
+        cut = True
+    if cut:
+        salvaged = salvage(path, resync=False)  # a prefix: the tuples' arrivals stay
+        db.put(closed_key(gen), _U64.pack(path.stat().st_size))
+        done.append(
+            f"{path}: kept its first {salvaged.kept} batches, dropped "
+            f"{salvaged.dropped_bytes} bytes (the URLs in them are lost)"
+        )
+        shutil.rmtree(buckets_dir(directory, gen), ignore_errors=True)
+        db.delete(b"P" + _U64.pack(gen))
+    tuples = sum(drumjournal.peek(p)[1] for _, p in scan(path, whole=recorded is not None))
     results = results_path(directory, gen)
-    if results.exists():
+    started = any(db.iterator(prefix=b"A" + _U64.pack(gen), include_value=False))
+    merged = _U64.unpack(db.get(b"Mmerged") or _U64.pack(0))[0]
+    if not (results.exists() or started or gen < merged):
+        return done
+    size = results.stat().st_size if results.exists() else 0
+    if size >= tuples * slot_size and (cut or size == tuples * slot_size):
+        os.truncate(results, tuples * slot_size)  # the prefix's slots are right
+    elif tuples:
         _first_occurrences(path, results, tuples, slot_size)
         done.append(f"{results}: rebuilt (a URL seen before may be stored and fetched again)")
     return done
@@ -270,4 +282,6 @@ def _first_occurrences(journal: Path, results: Path, tuples: int, slot_size: int
     slots = np.zeros(tuples * slot_size, np.uint8)
     first = np.unique(keys, return_index=True)[1]
     slots[first * slot_size] = 1
-    results.write_bytes(slots.tobytes())
+    fresh = results.with_name(results.name + ".tmp")
+    fresh.write_bytes(slots.tobytes())
+    os.replace(fresh, results)  # (a repair killed here leaves the old file)

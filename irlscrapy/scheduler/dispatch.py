@@ -139,6 +139,9 @@ class Dispatcher:
         #: may a blocked finite crawl give up now? A multi-agent crawl's agent may only
         #: once every other agent is idle: until then the crawl makes progress elsewhere
         self.may_give_up: Callable[[], bool] = lambda: True
+        #: has the crawl stopped taking work (a full disk)? Pages are not done then: their
+        #: links may have been dropped
+        self.stopped: Callable[[], bool] = lambda: False
         self._admission_due = 0.0  # the clock's time admission may run again
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
         self._hungry_due = 0.0  # the clock's time _idle may admit past the horizon again
@@ -181,7 +184,7 @@ class Dispatcher:
             self.waker.wake_at(self._admission_due)  # come back for the rest
         if not len(frontier.beast) and not intake.merging and intake.pending:
             intake.flush()  # the early flush: BEAST is dry, the workbench will be next
-        if now >= self._pages_due:
+        if now >= self._pages_due and not self.stopped():
             self._pages_due = now + PAGE_CHECK_INTERVAL
             self.finish_pages()
         got = frontier.take(now)

@@ -8,6 +8,7 @@ Use it with its dupefilter (the add-on ``irlscrapy.Addon`` sets both)::
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 from scrapy import Request, Spider, signals
@@ -158,6 +159,11 @@ class IRLScheduler(BaseScheduler):
                         f"the disk holding {self.state.path} is full ({exc}): free some "
                         "space, then start the crawl again"
                     ) from exc
+                if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES):
+                    raise IrlscrapyError(
+                        f"cannot write to the state directory {self.state.path} "
+                        f"({exc.strerror}: {exc.filename}): a crawl needs to write there"
+                    ) from exc
                 raise
             if self.agent is not None:
                 self._join_crawl()
@@ -263,6 +269,7 @@ class IRLScheduler(BaseScheduler):
             self.governor,
         )
         frontier.on_ready, frontier.on_refused = dispatcher.ready, dispatcher.refused
+        dispatcher.stopped = lambda: self.stop.stopped
         self.frontier, self.dispatcher = frontier, dispatcher
         resume(frontier, found)
         self.intake.open(
@@ -282,8 +289,9 @@ class IRLScheduler(BaseScheduler):
     def close(self, reason: str) -> defer.Deferred[None] | None:
         # Fetches in flight, and pages whose links were not all handed over (a stop can
         # cut that short), stay admitted in the journal: fetched again on resume. The
-        # pages the engine has finished with are done.
-        if self.dispatcher is not None:
+        # pages the engine has finished with are done, unless the crawl stopped (a full
+        # disk, a give-up): then their links may have been dropped.
+        if self.dispatcher is not None and not self.stop.stopped:
             self.dispatcher.finish_pages()
         self.intake.close()
         self.waker.cancel()

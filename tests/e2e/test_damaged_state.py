@@ -8,7 +8,8 @@ table of cases): ``check`` names the damaged file, or the damage is one the craw
 recovers from by itself (a deleted cache); ``repair`` mends it, and ``check`` then
 finds nothing. A crawl on a damaged directory stops before fetching anything with one
 line that names the file and points to ``irlscrapy repair``, exits non-zero, and
-prints no traceback; repaired, it resumes and finishes.
+prints no traceback; repaired, it resumes. A read-only state directory is refused the
+same way.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from .conftest import QUICK_IRL, ROOT, crawl_tiny, downloads, tiny_crawl_args
 
 #: a small DRUM: URLseen merges often, so a kill finds several journals
 SETTINGS = (*QUICK_IRL, "IRL_DRUM_MEMORY=1048576", "IRL_WORKBENCH_URLS=100")
+#: pages a repaired crawl fetches before it is stopped: it has resumed
+RESUMED_PAGES = 100
 #: the tenth URLseen merge: a few hundred pages into the crawl
 MERGE_PAUSE = "merge:urlseen@10"
 
@@ -180,7 +183,36 @@ def test_a_crawl_on_damaged_state_says_so_in_one_line_and_resumes_once_repaired(
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     assert f"repair: {journal}: kept its first" in repaired.stdout, repaired.stdout
     assert "no damage found" in repaired.stdout
-    resumed = crawl_tiny(tmp_path / "resumed.jsonl", f"JOBDIR={job}", *SETTINGS)
-    assert resumed.returncode == 0, resumed.stderr[-3000:]
-    assert "summary (finished)" in resumed.stderr
-    assert "Traceback" not in resumed.stderr, resumed.stderr[-3000:]
+    resumed_log = tmp_path / "resumed.jsonl"
+    with (tmp_path / "resumed.err").open("w") as err:
+        resumed = subprocess.Popen(
+            tiny_crawl_args(resumed_log, f"JOBDIR={job}", *SETTINGS),
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    deadline = time.monotonic() + 120
+    while not resumed_log.exists() or len(downloads(resumed_log)) < RESUMED_PAGES:
+        assert resumed.poll() is None, (tmp_path / "resumed.err").read_text()[-3000:]
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    resumed.send_signal(signal.SIGINT)
+    assert resumed.wait(120) == 0
+    stderr = (tmp_path / "resumed.err").read_text()
+    assert "resuming from" in stderr and "summary (shutdown)" in stderr, stderr[-3000:]
+    assert "Traceback" not in stderr, stderr[-3000:]
+
+
+def test_a_read_only_state_directory_is_refused_in_one_line(killed: Path, tmp_path: Path) -> None:
+    """The suite runs as root, whom chmod does not stop: a read-only bind mount does."""
+    job = tmp_path / "job"
+    shutil.copytree(killed, job)
+    subprocess.run(["mount", "--bind", "-o", "ro", str(job), str(job)], check=True)
+    try:
+        refused = crawl_tiny(tmp_path / "refused.jsonl", f"JOBDIR={job}", *SETTINGS)
+    finally:
+        subprocess.run(["umount", str(job)], check=True)
+    assert refused.returncode != 0
+    assert "Traceback" not in refused.stderr, refused.stderr[-3000:]
+    errors = [line for line in refused.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "cannot write to the state directory" in errors[0], errors

@@ -1,20 +1,16 @@
-"""The IRL scheduler stops and resumes: SIGINT, kill -9, a full disk.
+"""The IRL scheduler stops on a full disk and resumes (SIGINT and kill -9 at many
+instants: tests/e2e/test_fault_campaign.py).
 
-Each test crawls the tiny web in two runs on one JOBDIR and compares what the server
+The test crawls the tiny web in two runs on one JOBDIR and compares what the server
 saw with the ground truth: together the runs fetch exactly the RFC 9309 reachable set
-(nothing discovered is lost, unlike Scrapy's stock scheduler, which drops what was in
-flight at a graceful stop), and a URL answered in the first run comes back in the
+(nothing discovered is lost), and a URL answered in the first run comes back in the
 second only if it was in flight or admitted to the workbench at the stop (bounded here
 by a small workbench, IRL_WORKBENCH_URLS) or had only retryable outcomes.
 """
 
 from __future__ import annotations
 
-import os
-import re
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 from irlscrapy.invitro.profiles import TINY
@@ -25,38 +21,16 @@ from irlscrapy.oracle.groundtruth import reachable
 from .conftest import (
     IRL_POLICY,
     QUICK_IRL,
-    ROOT,
     SEED,
     crawl_tiny,
     downloads,
     read_log,
-    tiny_crawl_args,
 )
 
 RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}
 WORKBENCH_URLS = 100
 IN_FLIGHT = 64  # CONCURRENT_REQUESTS in settings/broad.py
 SETTINGS = (*QUICK_IRL, f"IRL_WORKBENCH_URLS={WORKBENCH_URLS}")
-
-
-def start_crawl(log: Path, job: Path) -> subprocess.Popen[bytes]:
-    args = tiny_crawl_args(log, f"JOBDIR={job}", *SETTINGS)
-    with open(log.with_name(log.stem + "-crawler.err"), "wb") as err:
-        return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err)
-
-
-def stderr_of(log: Path) -> str:
-    return log.with_name(log.stem + "-crawler.err").read_text(errors="replace")
-
-
-def wait_for_pages(proc: subprocess.Popen[bytes], log: Path, pages: int) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, stderr_of(log)[-3000:]
-        if log.exists() and len(downloads(log)) >= pages:
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"the crawl did not reach {pages} pages")
 
 
 def check_two_runs(first: Path, second: Path) -> tuple[int, int]:
@@ -73,37 +47,6 @@ def check_two_runs(first: Path, second: Path) -> tuple[int, int]:
     again = {u for u in before & after if not outcomes[u] <= RETRYABLE}
     assert len(again) <= WORKBENCH_URLS + IN_FLIGHT, len(again)
     return len(before), len(again)
-
-
-def test_sigint_then_rerun_resumes_without_losing_anything(tmp_path: Path) -> None:
-    job, first, second = tmp_path / "job", tmp_path / "first.jsonl", tmp_path / "second.jsonl"
-    proc = start_crawl(first, job)
-    wait_for_pages(proc, first, 800)
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(timeout=120) == 0, stderr_of(first)[-3000:]
-    assert "summary (shutdown)" in stderr_of(first)
-    result = crawl_tiny(second, f"JOBDIR={job}", *SETTINGS)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "resuming from" in result.stderr
-    stopped_at, again = check_two_runs(first, second)
-    print(f"SIGINT at {stopped_at} pages; {again} answered URLs fetched again")
-
-
-def test_kill_9_then_rerun_loses_no_discovered_url(tmp_path: Path) -> None:
-    job, first, second = tmp_path / "job", tmp_path / "first.jsonl", tmp_path / "second.jsonl"
-    proc = start_crawl(first, job)
-    wait_for_pages(proc, first, 1200)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=60)
-    # the crawl's in-vitro server outlives it: stop it (it flushes its log on SIGTERM)
-    found = re.search(r"in-vitro web \(tiny, seed \d+, pid (\d+)\)", stderr_of(first))
-    assert found, stderr_of(first)[-2000:]
-    os.kill(int(found.group(1)), signal.SIGTERM)
-    time.sleep(1.0)
-    result = crawl_tiny(second, f"JOBDIR={job}", *SETTINGS)
-    assert result.returncode == 0, result.stderr[-3000:]
-    stopped_at, again = check_two_runs(first, second)
-    print(f"kill -9 at {stopped_at} pages; {again} answered URLs fetched again")
 
 
 def test_a_full_disk_stops_the_crawl_with_a_clear_message_and_resumes(tmp_path: Path) -> None:

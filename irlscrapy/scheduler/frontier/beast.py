@@ -77,7 +77,7 @@ from pathlib import Path
 
 from irlscrapy import faulthooks
 from irlscrapy.exceptions import ConfigurationError, DamagedState
-from irlscrapy.recordfile import RECORD_OVERHEAD, RecordWriter, scan
+from irlscrapy.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan
 from irlscrapy.scheduler.frontier.distinct import DistinctCount
 
 _DOMAIN = struct.Struct(">Q")
@@ -142,7 +142,8 @@ class Beast:
             self.position = read_past
         state_file = self.path / "state.json"
         if not state_file.exists():
-            if any(self.path.glob("*.rec")):
+            # (a first open creates qf-0.rec, with its header only, before state.json)
+            if any(p.stat().st_size > len(MAGIC) for p in self.path.glob("*.rec")):
                 raise DamagedState(
                     state_file, "missing, and the queue files beside it cannot be read without it"
                 )
@@ -405,12 +406,16 @@ class Beast:
 
 
 def read_state(path: Path) -> dict[str, object]:
-    """state.json, with the fields every version has as integers; DamagedState if it
-    cannot be read so."""
+    """state.json, its fields checked (DamagedState if they cannot have been written)."""
     try:
         state = json.loads(path.read_text())
-        for field in ("version", "reading", "j", "cycle_end", "qf"):
-            int(state[field])
+        counts = [int(state[f]) for f in ("version", "reading", "j", "cycle_end", "qf")]
+        counts += [int(state.get(f, 0)) for f in ("taken", "budget_sum", "placed")]
+        resplit = state.get("resplit")
+        if resplit is not None:
+            counts += [int(v) for v in dict(resplit["slot_sizes"]).values()]
+        if min(counts) < 0 or state["j"] < 2:
+            raise ValueError("a negative count, or fewer than two queues")
     except (ValueError, KeyError, TypeError) as exc:  # (JSONDecodeError is a ValueError)
         raise DamagedState(path, f"unreadable ({exc!r})") from None
     return state
