@@ -1,7 +1,8 @@
 """``irlscrapy check`` and ``irlscrapy repair``: a state directory verified, and mended.
 
 :func:`check_state` reads every file of a state directory the way a crawl's open does,
-and more strictly (every LevelDB block's checksum), and changes nothing: it returns
+and more strictly (every LevelDB block's checksum), and changes no data (it takes the
+directory's lock, and a LevelDB it opens may replay its log, as at any open): it returns
 what is damaged, each as a :class:`~irlscrapy.exceptions.DamagedState` naming the file.
 :func:`repair_state` makes the directory open again, keeping what can be kept, and says
 what it did and what was lost, one line per file. Both refuse a directory a crawl holds.
@@ -239,10 +240,12 @@ def _beast_state_whole(path: Path) -> bool:
 
 
 def _leveldb_damage(path: Path) -> DamagedState | None:
+    """What is damaged in the LevelDB at ``path`` (never created here: one a kill cut
+    short while it was being created holds nothing, and its crawl creates it again)."""
     try:
-        db = open_leveldb(path, paranoid_checks=True)
+        db = open_leveldb(path, create=(path / "CURRENT").exists(), paranoid_checks=True)
     except DamagedState as damage:
-        return damage
+        return None if damage.problem == "missing" else damage
     try:
         for _ in db.iterator(verify_checksums=True, fill_cache=False):
             pass

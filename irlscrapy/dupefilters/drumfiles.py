@@ -177,7 +177,9 @@ def inspect(directory: Path) -> list[DamagedState]:
     try:
         db = open_leveldb(directory / "cache", create=False, paranoid_checks=True)
     except DamagedState as damage:
-        return [damage]
+        # a DRUM killed in its first open, before its first journal: created again
+        fresh = damage.problem == "missing" and not any(directory.glob("journal-*.rec"))
+        return [] if fresh else [damage]
     found: list[DamagedState] = []
     try:
         for _ in db.iterator(verify_checksums=True, fill_cache=False):

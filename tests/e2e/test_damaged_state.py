@@ -163,7 +163,7 @@ def test_a_crawl_on_damaged_state_says_so_in_one_line_and_resumes_once_repaired(
 ) -> None:
     job = tmp_path / "job"
     shutil.copytree(killed, job)
-    journal = sorted((job / "urlseen").glob("journal-*.rec"))[0]
+    journal = min((job / "urlseen").glob("journal-*.rec"), key=lambda p: int(p.stem[8:]))
     _cut(journal)
     refused = crawl_tiny(tmp_path / "refused.jsonl", f"JOBDIR={job}", *SETTINGS)
     assert refused.returncode != 0
