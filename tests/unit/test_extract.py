@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from urllib.parse import urljoin
 
 import pytest
 from hypothesis import given
 
+from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.spiders.extract import (
     absolute_url,
     base_url,
@@ -27,6 +29,48 @@ def test_absolute_url_equals_urljoin_without_fragment(base: str, href: str) -> N
         assert got is None
     else:
         assert got == expected
+
+
+class TestHostileInput:
+    def test_a_long_run_without_a_closing_bracket_is_linear(self) -> None:
+        """ "<a " repeated without ">": each "<a" rescanned the rest of the page (40,000
+        of them took 13 s); twice the page now takes about twice the time."""
+        timings = []
+        for n in (20_000, 40_000):
+            page = b"<a " * n + b'<a href="/x">x</a>'
+            started = time.perf_counter()
+            assert extract_hrefs(page) == ["/x"]
+            timings.append(time.perf_counter() - started)
+        assert timings[1] < 0.5, timings
+
+    @pytest.mark.parametrize(
+        ("base", "href"),
+        [("http://a.com/", "//[x/"), ("http://[::1", "a"), ("mailto:x", "/y")],
+    )
+    def test_a_link_urljoin_refuses_is_no_link(self, base: str, href: str) -> None:
+        assert absolute_url(base, href) in (None, "/y")
+
+    def test_a_base_urljoin_refuses_is_ignored(self) -> None:
+        body = b'<base href="http://[::1"><a href="x">x</a>'
+        assert base_url(body, "http://a.com/p") == "http://a.com/p"
+
+    @pytest.mark.parametrize(
+        "url",
+        [
+            "http://a.com:99999/",
+            "http://a.com:x/",
+            "http://[zz]/",
+            "http://[::1/",
+            "http://a.com:²/",
+        ],
+    )
+    def test_an_authority_that_cannot_be_a_url_is_not_crawlable(self, url: str) -> None:
+        assert not crawlable(url)
+
+    @given(url=absolute_urls)
+    def test_every_crawlable_url_has_an_identity(self, url: str) -> None:
+        if crawlable(url):
+            url_keys([url])
 
 
 class TestExtractHrefs:

@@ -31,7 +31,15 @@ def test_retirement_after_max_failures() -> None:
 
 @pytest.mark.parametrize(
     ("value", "seconds"),
-    [(b"120", 120.0), ("0", 0.0), (" 5 ", 5.0), (None, None), (b"soon", None), (b"-3", None)],
+    [
+        (b"120", 120.0),
+        ("0", 0.0),
+        (" 5 ", 5.0),
+        (None, None),
+        (b"soon", None),
+        (b"-3", None),
+        (b"\xb2", None),  # "²" in latin-1: a digit to str.isdigit, not to float
+    ],
 )
 def test_retry_after_delay_seconds(value: bytes | str | None, seconds: float | None) -> None:
     assert retry_after_seconds(value) == seconds

@@ -20,11 +20,12 @@ def test_nothing_is_asked_before_its_delay_after_the_run_opened(
 ) -> None:
     opened = 1000.0
     hold = RestartHold(opened, longest, lambda state: state.delay, lambda entry: entry.delay)
-    until = hold.until(SimpleNamespace(delay=host), SimpleNamespace(delay=ip), opened + elapsed)
-    if elapsed >= longest or elapsed >= max(host, ip):
+    now, due = opened + elapsed, opened + max(host, ip)
+    until = hold.until(SimpleNamespace(delay=host), SimpleNamespace(delay=ip), now)
+    if now >= opened + longest or now >= due:
         assert until is None
     else:
-        assert until == opened + max(host, ip)
+        assert until == due
 
 
 class _Workbench:

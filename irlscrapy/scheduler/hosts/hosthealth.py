@@ -166,7 +166,7 @@ def retry_after_seconds(value: bytes | str | None, now: float | None = None) -> 
         return None
     text = value.decode("latin-1") if isinstance(value, bytes) else value
     text = text.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # ("²" is a digit to str.isdigit)
         return float(text)
     try:
         when = email.utils.parsedate_to_datetime(text)
