@@ -173,13 +173,7 @@ def absolute_url(base: str, href: str) -> str | None:
         elif href.startswith(CRAWLABLE_SCHEMES):
             url = href
         elif href[0] == "/" and not href.startswith("//") and "//" in base:
-            scheme_end = base.index("//") + 2
-            end = len(base)
-            for sep in "/?#":
-                at = base.find(sep, scheme_end)
-                if 0 <= at < end:
-                    end = at
-            url = base[:end] + href
+            url = base[: _first_of(base, "/?#", base.index("//") + 2)] + href
         else:
             url = urljoin(base, href)
     except ValueError:  # urljoin refuses it (an invalid IPv6 literal): no link
@@ -193,13 +187,8 @@ def crawlable(url: str) -> bool:
     if not url.startswith(CRAWLABLE_SCHEMES):
         return False
     start = url.index("//") + 2
-    end = len(url)
-    for sep in "?#":
-        at = url.find(sep, start)
-        if 0 <= at < end:
-            end = at
-    authority_end = url.find("/", start, end)
-    if not _authority_ok(url[start : authority_end if authority_end >= 0 else end]):
+    end = _first_of(url, "?#", start)
+    if not _authority_ok(url[start : _first_of(url, "/", start, end)]):
         return False
     slash = url.rfind("/", start, end)
     if slash < 0:
@@ -249,3 +238,13 @@ def _authority_ok(authority: str) -> bool:
     else:
         port = host.partition(":")[2] if ":" in host else ""
     return not port or (port.isascii() and port.isdigit() and int(port) <= 65535)
+
+
+def _first_of(text: str, chars: str, start: int, end: int | None = None) -> int:
+    """Where the first of ``chars`` in ``text[start:end]`` is (``end`` if none is)."""
+    end = len(text) if end is None else end
+    for char in chars:
+        at = text.find(char, start, end)
+        if at >= 0:
+            end = at
+    return end
