@@ -151,6 +151,14 @@ class TestHostResolver:
             assert kind_of(net, resolver.query(net.hosts(kind)[0])) == kind
         assert kind_of(net, resolver.query("not.in.the.web.example")) == "nxdomain"
 
+    @pytest.mark.parametrize("name", ["a" * 64 + ".example", "a..b.example"])
+    def test_a_name_that_cannot_exist_fails_as_nxdomain_without_a_query(
+        self, net: Net, name: str
+    ) -> None:
+        """twisted.names raised UnicodeError for it at once, out of the frontier's
+        admission (and at every restart: the URL was journaled)."""
+        assert kind_of(net, net.resolver().query(name)) == "nxdomain"
+
     def test_a_slow_host_answers_after_the_modelled_delay(self, net: Net) -> None:
         (host,) = net.hosts("slow")
         started = time.monotonic()

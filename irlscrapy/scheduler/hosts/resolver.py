@@ -185,7 +185,12 @@ class HostResolver:
     def _ask_servers(self, host: str) -> Deferred[Answer]:
         if self._client is None:
             self._client = PooledPortResolver(servers=self.servers, reactor=self.reactor)
-        d: Deferred[Any] = self._client.lookupAddress(host, timeout=(self.timeout,))
+        try:
+            d: Deferred[Any] = self._client.lookupAddress(host, timeout=(self.timeout,))
+        except (UnicodeError, ValueError):
+            # twisted.names encodes the name at once, and raises for one that cannot
+            # exist (a label empty or over 63 characters): no name, no query
+            return defer.fail(DNSLookupFailed("nxdomain", host))
         return d.addCallbacks(
             self._first_a, self._translate, callbackArgs=(host,), errbackArgs=(host,)
         )
