@@ -53,6 +53,17 @@ def open_leveldb(path: Path, *, create: bool = True, **options: Any) -> plyvel.D
         raise IrlscrapyError(f"cannot open the LevelDB {path}: {exc}") from exc
 
 
+def read_through(db: plyvel.DB, path: Path) -> DamagedState | None:
+    """Read every entry of the LevelDB ``db`` (at ``path``), its blocks' checksums
+    verified: the damage found, if any."""
+    try:
+        for _ in db.iterator(verify_checksums=True, fill_cache=False):
+            pass
+    except plyvel.Error as exc:
+        return DamagedState(path, f"a damaged LevelDB ({exc})")
+    return None
+
+
 def open_cache_db(path: Path, version: bytes, what: str) -> plyvel.DB:
     """Open (or create) the LevelDB at ``path`` holding ``what`` in format ``version``."""
     db = open_leveldb(

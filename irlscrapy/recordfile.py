@@ -29,6 +29,7 @@ leaves no headerless file behind (only a stray ``.tmp``, overwritten next time).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import struct
@@ -140,6 +141,12 @@ def repair(path: Path) -> int:
     end = len(MAGIC)
     for offset, payload in scan(path):
         end = offset + _HEAD.size + len(payload)
+    return cut_torn_tail(path, end)
+
+
+def cut_torn_tail(path: Path, end: int) -> int:
+    """Truncate ``path`` to ``end``, where its whole records end (a scan found it),
+    saying so if a torn record goes; return ``end``."""
     size = path.stat().st_size
     if size != end:
         logger.warning(
@@ -149,6 +156,15 @@ def repair(path: Path) -> int:
         )
         os.truncate(path, end)
     return end
+
+
+def first_gap(numbers: list[int]) -> int | None:
+    """The first number missing inside the sorted run ``numbers`` (None: none is): the
+    segment of a sequence deleted oldest first that is gone."""
+    for before, after in itertools.pairwise(numbers):
+        if after != before + 1:
+            return before + 1
+    return None
 
 
 @dataclass

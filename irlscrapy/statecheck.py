@@ -41,7 +41,6 @@ buckets-G/, cache/)                     rebuilt; its results, if any, are rebuil
 
 from __future__ import annotations
 
-import itertools
 import json
 import math
 import os
@@ -53,11 +52,12 @@ from pathlib import Path
 
 import plyvel
 
-from irlscrapy.cachedb import open_leveldb
+from irlscrapy.cachedb import open_leveldb, read_through
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters import drumfiles
 from irlscrapy.exceptions import DamagedState
 from irlscrapy.recordfile import salvage, scan
+from irlscrapy.scheduler.frontier.admitted import admitted_segments
 from irlscrapy.scheduler.frontier.beast import STATE_VERSION, read_state
 
 DRUMS = ("urlseen", "contentseen", "star/edges", "star/indegree")
@@ -128,10 +128,10 @@ def _damage(directory: Path, say: Callable[[str], None]) -> Iterator[DamagedStat
         if _is_drum(directory / drum):
             say(f"DRUM {drum}")
             yield from drumfiles.inspect(directory / drum)
-    numbers = [_number(p) for p in _numbered(directory, "admitted")]
-    for before, after in itertools.pairwise(numbers):
-        if after != before + 1:
-            yield DamagedState(directory / f"admitted-{before + 1}.rec", "missing from its run")
+    try:
+        admitted_segments(directory)
+    except DamagedState as damage:
+        yield damage
     for prefix in SEQUENCES:
         say(prefix)
         for path, whole in _sequence(directory, prefix):
@@ -247,13 +247,9 @@ def _leveldb_damage(path: Path) -> DamagedState | None:
     except DamagedState as damage:
         return None if damage.problem == "missing" else damage
     try:
-        for _ in db.iterator(verify_checksums=True, fill_cache=False):
-            pass
-    except plyvel.Error as exc:
-        return DamagedState(path, f"a damaged LevelDB ({exc})")
+        return read_through(db, path)
     finally:
         db.close()
-    return None
 
 
 def _mend_leveldb(path: Path, deletable: bool) -> list[str]:

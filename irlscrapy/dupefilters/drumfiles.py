@@ -21,7 +21,6 @@ Anything else is :class:`~irlscrapy.exceptions.DamagedState`, naming the file.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import shutil
@@ -34,10 +33,18 @@ from typing import Any
 import numpy as np
 import plyvel
 
-from irlscrapy.cachedb import open_leveldb
+from irlscrapy.cachedb import open_leveldb, read_through
 from irlscrapy.dupefilters import drumjournal
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.recordfile import RecordWriter, repair, salvage, scan
+from irlscrapy.recordfile import (
+    MAGIC,
+    RECORD_OVERHEAD,
+    RecordWriter,
+    cut_torn_tail,
+    first_gap,
+    salvage,
+    scan,
+)
 
 _U64 = struct.Struct(">Q")
 
@@ -76,13 +83,13 @@ def journal_generations(directory: Path, db: Any) -> list[int]:
     )
     if db.get(b"Mopen") is None:
         return gens
-    for before, after in itertools.pairwise(gens):
-        if after != before + 1:
-            raise DamagedState(
-                journal_path(directory, before + 1),
-                f"missing: the journals run from {gens[0]} to {gens[-1]}, and the URLs "
-                "submitted in the missing ones would be lost",
-            )
+    gap = first_gap(gens)
+    if gap is not None:
+        raise DamagedState(
+            journal_path(directory, gap),
+            f"missing: the journals run from {gens[0]} to {gens[-1]}, and the URLs "
+            "submitted in the missing ones would be lost",
+        )
     return gens
 
 
@@ -117,22 +124,30 @@ def read_generation(db: Any, directory: Path, gen: int) -> Generation:
     length of one closed by the end of its run (cutting its torn tail first)."""
     path = journal_path(directory, gen)
     recorded = db.get(closed_key(gen))
-    if recorded is not None:
-        length, size = _U64.unpack(recorded)[0], path.stat().st_size
-        if size != length:
-            raise DamagedState(
-                path,
-                f"{size} bytes, but it held {length} when its generation closed"
-                + (": the URLs of the batches cut off would be lost" if size < length else ""),
-            )
+    _check_closed_length(path, recorded)
     summary = Generation()
-    for _, payload in scan(path, whole=recorded is not None):
+    end = len(MAGIC)
+    for offset, payload in scan(path, whole=recorded is not None):
         seq, n = drumjournal.peek(payload)
         summary.tuples += n
         summary.last_seq = seq
-    if recorded is None:
-        db.put(closed_key(gen), _U64.pack(repair(path)))
+        end = offset + RECORD_OVERHEAD + len(payload)
+    if recorded is None:  # (one read of the journal: it may hold a whole generation)
+        db.put(closed_key(gen), _U64.pack(cut_torn_tail(path, end)))
     return summary
+
+
+def _check_closed_length(path: Path, recorded: bytes | None) -> None:
+    """A closed journal (``recorded``: its length when it closed) still has that length."""
+    if recorded is None:
+        return
+    length, size = _U64.unpack(recorded)[0], path.stat().st_size
+    if size != length:
+        raise DamagedState(
+            path,
+            f"{size} bytes, but it held {length} when its generation closed"
+            + (": the URLs of the batches cut off would be lost" if size < length else ""),
+        )
 
 
 def check_buckets(db: Any, directory: Path, gen: int, tuples: int, record_size: int) -> bool:
@@ -182,8 +197,9 @@ def inspect(directory: Path) -> list[DamagedState]:
         return [] if fresh else [damage]
     found: list[DamagedState] = []
     try:
-        for _ in db.iterator(verify_checksums=True, fill_cache=False):
-            pass
+        unreadable = read_through(db, directory / "cache")
+        if unreadable is not None:
+            return [unreadable]
         slot_size = _slot_size(db)
         merged = _U64.unpack(db.get(b"Mmerged"))[0] if db.get(b"Mmerged") else 0
         gens = journal_generations(directory, db)
@@ -191,10 +207,10 @@ def inspect(directory: Path) -> list[DamagedState]:
         for gen in gens:
             path = journal_path(directory, gen)
             recorded = db.get(closed_key(gen))
-            size = path.stat().st_size
-            if recorded is not None and size != _U64.unpack(recorded)[0]:
-                held = _U64.unpack(recorded)[0]
-                found.append(DamagedState(path, f"{size} bytes, it held {held} when closed"))
+            try:
+                _check_closed_length(path, recorded)
+            except DamagedState as damage:
+                found.append(damage)
                 continue
             tuples = sum(drumjournal.peek(p)[1] for _, p in scan(path, whole=recorded is not None))
             started = any(db.iterator(prefix=b"A" + _U64.pack(gen), include_value=False))

@@ -395,15 +395,15 @@ class Frontier:
             if got is None:
                 return None
             state, item = got
-            if self.restart_hold is not None:
-                self._robots_clear(state, now)
-                if self.restart_hold.held(self.workbench, state, item, now):
-                    continue
+            clear = isinstance(item, RobotsFetch) or self._robots_clear(state, now)
+            hold = self.restart_hold  # (after _robots_clear: it sets the Crawl-delay)
+            if hold is not None and hold.held(self.workbench, state, item, now):
+                continue
             if self.horizon is not None:
                 self.horizon.fetched()
             if state.host in self._full_hosts:
                 self.resume_admission()  # a full host took a URL: admission may go on
-            if isinstance(item, RobotsFetch) or self._robots_clear(state, now):
+            if clear:
                 return got
             # The rules are unknown or expired: the URL waits for them.
             refetch_at = self.robots.lookup(state.host)[1]  # type: ignore[union-attr]

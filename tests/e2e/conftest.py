@@ -107,6 +107,16 @@ def assert_never_idle_with_work(stderr: str) -> None:
     ][:5]
 
 
+INVITRO_PID = re.compile(r"in-vitro web \(tiny, seed \d+, pid (\d+)\)")
+
+
+def invitro_pid(stderr: str) -> int:
+    """The pid of the in-vitro web the broad spider started (it logs it)."""
+    found = INVITRO_PID.search(stderr)
+    assert found, stderr[-3000:]
+    return int(found.group(1))
+
+
 def downloads(log: Path) -> list[str]:
     """URLs the server was asked for, robots.txt, unresolvable hosts and refused https
     connections (whose path the server never learns) left out."""

@@ -27,7 +27,6 @@ import contextlib
 import itertools
 import os
 import random
-import re
 import signal
 import subprocess
 import time
@@ -42,12 +41,14 @@ from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
 from irlscrapy.oracle.groundtruth import reachable
 
 from .conftest import (
+    INVITRO_PID,
     IRL_POLICY,
     QUICK_IRL,
     RETRYABLE,
     ROOT,
     SEED,
     downloads,
+    invitro_pid,
     read_log,
     tiny_crawl_args,
 )
@@ -148,11 +149,11 @@ def _interrupt(run: Run, job: Path, rng: random.Random, pause_file: Path) -> Non
         time.sleep(float(run.what.split(" ")[1]))
     proc.kill()
     proc.wait(30)
-    # the in-vitro server outlives a killed crawl: stop it (it flushes its log)
-    found = re.search(r"in-vitro web \(tiny, seed \d+, pid (\d+)\)", run.err.read_text())
-    if found:
+    # the in-vitro server outlives a killed crawl: stop it (it flushes its log); a crawl
+    # killed in its first second may not have started one
+    if INVITRO_PID.search(run.err.read_text()):
         with contextlib.suppress(ProcessLookupError):  # (it may have ended with it)
-            os.kill(int(found.group(1)), signal.SIGTERM)
+            os.kill(invitro_pid(run.err.read_text()), signal.SIGTERM)
         time.sleep(0.5)
 
 

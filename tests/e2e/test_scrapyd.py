@@ -41,7 +41,15 @@ import pytest
 
 from tests.redisserver import RedisServer
 
-from .conftest import QUICK_IRL, ROOT, SEED, TINY_DOWNLOAD_TIMEOUT, downloads, read_log
+from .conftest import (
+    QUICK_IRL,
+    ROOT,
+    SEED,
+    TINY_DOWNLOAD_TIMEOUT,
+    downloads,
+    invitro_pid,
+    read_log,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -247,9 +255,7 @@ def stat(log: str, name: str) -> int | str | None:
 
 def pythonpath_of_invitro(log: str) -> list[str]:
     """PYTHONPATH of the running in-vitro web whose pid the broad spider logged."""
-    found = re.search(r"in-vitro web \(tiny, seed \d+, pid (\d+)\)", log)
-    assert found, log[:3000]
-    environ = Path(f"/proc/{found.group(1)}/environ").read_bytes().split(b"\0")
+    environ = Path(f"/proc/{invitro_pid(log)}/environ").read_bytes().split(b"\0")
     value = next((v for v in environ if v.startswith(b"PYTHONPATH=")), b"PYTHONPATH=")
     return value.decode().removeprefix("PYTHONPATH=").split(os.pathsep)
 

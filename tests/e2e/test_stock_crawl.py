@@ -13,7 +13,6 @@ each difference it finds:
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
@@ -23,7 +22,15 @@ from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.groundtruth import CrawlPolicy, reachable, split_url
 
-from .conftest import SEED, STOCK, assert_repeats_are_retries, crawl_tiny, downloads, read_log
+from .conftest import (
+    SEED,
+    STOCK,
+    assert_repeats_are_retries,
+    crawl_tiny,
+    downloads,
+    invitro_pid,
+    read_log,
+)
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +49,9 @@ def test_crawl_finishes_with_progress_and_summary(
     assert "progress: " in result.stderr
     assert "summary (finished): " in result.stderr
     assert "item_scraped_count" not in result.stderr  # Links never leak out as items
-    pid = int(re.search(r"in-vitro web \(tiny, seed \d+, pid (\d+)\)", result.stderr).group(1))  # type: ignore[union-attr]
-    assert not Path(f"/proc/{pid}").exists()  # the demo's server stopped with the crawl
+    assert not Path(
+        f"/proc/{invitro_pid(result.stderr)}"
+    ).exists()  # the demo's server stopped with the crawl
 
 
 def test_downloaded_set_equals_ground_truth(

@@ -37,7 +37,6 @@ otherwise.
 
 from __future__ import annotations
 
-import itertools
 import re
 import struct
 from collections import deque
@@ -46,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.recordfile import RecordWriter, scan
+from irlscrapy.recordfile import RecordWriter, first_gap, scan
 
 _ADMIT = struct.Struct(">cQqqQ")
 _DONE = struct.Struct(">cQ")
@@ -93,22 +92,11 @@ class AdmittedJournal:
     def _path(self, segment: int) -> Path:
         return self.directory / f"admitted-{segment}.rec"
 
-    def _segments(self) -> list[int]:
-        found = (_SEGMENT.fullmatch(p.name) for p in self.directory.glob("admitted-*.rec"))
-        return sorted(int(m.group(1)) for m in found if m)
-
     def open(self) -> list[Admitted]:
         """Open (or create) the journal; return the items admitted and not done."""
         self.directory.mkdir(parents=True, exist_ok=True)
         live: dict[int, Admitted] = {}
-        segments = self._segments()
-        for before, after in itertools.pairwise(segments):
-            if after != before + 1:  # segments are deleted oldest first
-                raise DamagedState(
-                    self._path(before + 1),
-                    f"missing: the segments run from {segments[0]} to {segments[-1]}, and "
-                    "the URLs admitted in the missing ones would be lost",
-                )
+        segments = admitted_segments(self.directory)
         for segment in segments:
             # a segment older than the newest was closed whole: no torn tail
             for _, record in scan(self._path(segment), whole=segment != segments[-1]):
@@ -232,3 +220,18 @@ class AdmittedJournal:
                 self._copying = None
             self._live_in.pop(segment, None)
             self._path(segment).unlink(missing_ok=True)
+
+
+def admitted_segments(directory: Path) -> list[int]:
+    """The numbers of the admitted segments in ``directory``, in order; DamagedState if
+    one is missing from their run (segments are deleted oldest first)."""
+    found = (_SEGMENT.fullmatch(p.name) for p in directory.glob("admitted-*.rec"))
+    segments = sorted(int(m.group(1)) for m in found if m)
+    gap = first_gap(segments)
+    if gap is not None:
+        raise DamagedState(
+            directory / f"admitted-{gap}.rec",
+            f"missing: the segments run from {segments[0]} to {segments[-1]}, and the URLs "
+            "admitted in the missing ones would be lost",
+        )
+    return segments
