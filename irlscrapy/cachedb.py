@@ -19,6 +19,7 @@ from typing import Any
 import plyvel
 
 from irlscrapy.exceptions import ConfigurationError, DamagedState, IrlscrapyError
+from irlscrapy.recovery import recovered
 
 FORMAT_KEY = b"!format"
 BLOCK_CACHE = 4 << 20
@@ -33,9 +34,11 @@ def open_leveldb(path: Path, *, create: bool = True, **options: Any) -> plyvel.D
     LevelDB damaged (a file of it cut, overwritten or deleted) as DamagedState.
 
     A directory without ``CURRENT`` is a LevelDB being created (a kill -9 after its
-    first ``MANIFEST`` and before ``CURRENT`` leaves that, and LevelDB creates it again)
-    unless it holds data: then it is damage, which LevelDB would make worse by creating
-    a new database and deleting the old tables (``irlscrapy repair`` recovers them)."""
+    first ``MANIFEST`` and before ``CURRENT`` leaves that, and LevelDB creates it again:
+    a recovery, :mod:`irlscrapy.recovery`) unless it holds data: then it is damage,
+    which LevelDB would make worse by creating a new database and deleting the old
+    tables (``irlscrapy repair`` recovers them)."""
+    cut_short = False  # files of a creation a kill -9 cut short
     if not (path / "CURRENT").exists():
         data = [p for p in path.glob("*") if p.suffix in _DATA and p.stat().st_size]
         manifests = [p for p in path.glob("MANIFEST-*") if p.name != "MANIFEST-000001"]
@@ -43,14 +46,18 @@ def open_leveldb(path: Path, *, create: bool = True, **options: Any) -> plyvel.D
             raise DamagedState(path, "a LevelDB without its CURRENT file")
         if not create:
             raise DamagedState(path, "missing")
+        cut_short = any(path.glob("*"))
     try:
-        return plyvel.DB(str(path), create_if_missing=create, **options)
+        db = plyvel.DB(str(path), create_if_missing=create, **options)
     except plyvel.CorruptionError as exc:
         raise DamagedState(path, f"a damaged LevelDB ({exc})") from None
     except plyvel.IOError as exc:
         if "No such file" in str(exc):  # a table or log LevelDB knows of is gone
             raise DamagedState(path, f"a damaged LevelDB ({exc})") from None
         raise IrlscrapyError(f"cannot open the LevelDB {path}: {exc}") from exc
+    if cut_short:
+        recovered("first_open", path)
+    return db
 
 
 def read_through(db: plyvel.DB, path: Path) -> DamagedState | None:

@@ -13,24 +13,63 @@ crawl's task with the error's own traceback. The crawl exits 1 (Scrapy's
 directory's ``irlscrapy check`` and ``irlscrapy repair`` commands when the state is
 damaged, and from then on drops every log record and asyncio report whose exception
 is, or was raised while handling, that error, and the errors of spider_closed handlers
-of components that never opened: the reader sees the one line.
+of components that never opened: the reader sees the one line. The refusal is counted
+in the stat ``irl/refused/<kind>`` (:func:`refusal`: ``damaged_state``, ``locked``,
+``read_only``, ``disk_full``, ``configuration``, ``agent_conflict``, else ``error``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from pathlib import Path
 from typing import Any
 
-from irlscrapy.exceptions import DamagedState, IrlscrapyError
+from irlscrapy.exceptions import (
+    AgentConflict,
+    ConfigurationError,
+    DamagedState,
+    DirectoryLocked,
+    DrumFormatError,
+    IrlscrapyError,
+)
+from irlscrapy.scheduler.diskfull import disk_full
 
 logger = logging.getLogger(__name__)
 
 
-def report_open_failure(error: IrlscrapyError, state_dir: Path | None) -> None:
-    """Log ``error`` (raised by the scheduler's open) once, and keep the tracebacks
-    Scrapy logs of the half-open crawl it leaves out of the log."""
+#: The errors of a state directory the crawl may not write to (read-only, forbidden).
+UNWRITABLE = (errno.EROFS, errno.EACCES)
+#: The kind of a refused open, by the class of its error (the first that matches).
+_REFUSALS: tuple[tuple[type[IrlscrapyError], str], ...] = (
+    (DamagedState, "damaged_state"),
+    (DirectoryLocked, "locked"),
+    (AgentConflict, "agent_conflict"),
+    (ConfigurationError, "configuration"),
+    (DrumFormatError, "configuration"),
+)
+
+
+def refusal(error: IrlscrapyError) -> str:
+    """The kind of refusal ``error`` is (its stat is ``irl/refused/<kind>``): by its
+    class, or for the scheduler's own errors by what caused them (a full disk, a state
+    directory it may not write to)."""
+    for cls, kind in _REFUSALS:
+        if isinstance(error, cls):
+            return kind
+    cause = error.__cause__
+    if disk_full(cause):
+        return "disk_full"
+    if isinstance(cause, OSError) and cause.errno in UNWRITABLE:
+        return "read_only"
+    return "error"
+
+
+def report_open_failure(error: IrlscrapyError, state_dir: Path | None, stats: Any) -> None:
+    """Log ``error`` (raised by the scheduler's open) once, count it in ``stats``, and
+    keep the tracebacks Scrapy logs of the half-open crawl it leaves out of the log."""
+    stats.inc_value(f"irl/refused/{refusal(error)}")
     message = f"the crawl cannot start: {error}"
     if isinstance(error, DamagedState) and state_dir is not None:
         message += (

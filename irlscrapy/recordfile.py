@@ -12,7 +12,8 @@ returns (``flush``), so a kill -9 of the process loses nothing appended; a power
 may lose what the OS had not written yet (no fsync: a documented non-goal). A kill -9
 during ``append`` can leave only a *torn tail*: the last record's head, whole, and
 less of its payload than the head says. It is ignored on read, and :func:`repair`
-truncates the file before it, so appends continue after the last whole record.
+truncates the file before it, so appends continue after the last whole record (a
+recovery, counted in ``irl/recovered/torn_tail/<store>``: :mod:`irlscrapy.recovery`).
 Anything else is damage, and raises :class:`CorruptRecordFile` naming the byte offset:
 
 - a record whose CRC fails (a crash never leaves a record of full length with a bad
@@ -30,7 +31,6 @@ leaves no headerless file behind (only a stray ``.tmp``, overwritten next time).
 from __future__ import annotations
 
 import itertools
-import logging
 import os
 import struct
 import zlib
@@ -42,8 +42,7 @@ from typing import BinaryIO
 import numpy as np
 
 from irlscrapy.exceptions import CorruptRecordFile
-
-logger = logging.getLogger(__name__)
+from irlscrapy.recovery import recovered
 
 MAGIC = b"IRLREC\x00\x01"
 _HEAD = struct.Struct(">II")
@@ -136,7 +135,7 @@ def _torn(path: Path, offset: int, size: int, whole: bool, what: str) -> None:
 
 
 def repair(path: Path) -> int:
-    """Truncate a torn trailing record (saying so); return the length of the whole
+    """Truncate a torn trailing record (a recovery); return the length of the whole
     records."""
     end = len(MAGIC)
     for offset, payload in scan(path):
@@ -145,16 +144,12 @@ def repair(path: Path) -> int:
 
 
 def cut_torn_tail(path: Path, end: int) -> int:
-    """Truncate ``path`` to ``end``, where its whole records end (a scan found it),
-    saying so if a torn record goes; return ``end``."""
+    """Truncate ``path`` to ``end``, where its whole records end (a scan found it); a
+    torn record that goes is a recovery (:mod:`irlscrapy.recovery`). Return ``end``."""
     size = path.stat().st_size
     if size != end:
-        logger.warning(
-            "%s: cut its torn last record (%d bytes), an append a crash interrupted",
-            path,
-            size - end,
-        )
         os.truncate(path, end)
+        recovered("torn_tail", path, detail=f"{size - end} bytes")
     return end
 
 

@@ -9,7 +9,8 @@ from a signal handler and opens the spider without ``spider.state`` at all.
 This subclass writes the state to a temporary file beside it and renames it over the
 old one only when it is whole, so the file holds either this run's state or the last
 run's. A file that cannot be read (written by Scrapy's extension and cut short) is
-logged as a warning and the spider starts with an empty state, as it would without one.
+logged as a warning, counted (``irl/recovered/spider_state``) and the spider starts
+with an empty state, as it would without one.
 The add-on puts it in the place of Scrapy's extension; a project that lists Scrapy's
 in ``EXTENSIONS`` keeps it.
 """
@@ -20,14 +21,26 @@ import logging
 import os
 import pickle
 from pathlib import Path
+from typing import Self
 
 from scrapy import Spider
+from scrapy.crawler import Crawler
 from scrapy.extensions import spiderstate
+from scrapy.statscollectors import StatsCollector
 
 logger = logging.getLogger(__name__)
 
 
 class SpiderState(spiderstate.SpiderState):
+    #: the crawl's stats (set by from_crawler; None: a state lost is counted nowhere)
+    stats: StatsCollector | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        extension = super().from_crawler(crawler)
+        extension.stats = crawler.stats
+        return extension
+
     def spider_closed(self, spider: Spider) -> None:
         if not self.jobdir or not hasattr(spider, "state"):
             return  # (no state was read: the spider never opened)
@@ -54,3 +67,5 @@ class SpiderState(spiderstate.SpiderState):
                 exc,
             )
             spider.state = {}  # type: ignore[attr-defined]
+            if self.stats is not None:
+                self.stats.inc_value("irl/recovered/spider_state")

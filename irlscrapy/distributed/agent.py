@@ -39,7 +39,9 @@ agent holds its lease, so agents sharing an address keep its delay between them.
 
 *Redis away.* A tick that fails keeps its batches and acknowledgements for the next
 one; the agent crawls its own partitions meanwhile. After :data:`REDIS_GIVE_UP` seconds
-without a successful tick the crawl stops, with its state resumable.
+without a successful tick the crawl stops, with its state resumable. Each outage
+(``irl/agent/redis_outages``), failed tick (``irl/agent/redis_errors``) and spill to
+disk (``irl/agent/spills``) is counted; the first outage and spill are logged.
 
 *Leaving and joining.* An agent asked to leave hands its partitions over
 (:mod:`irlscrapy.distributed.handover`). One that joins a running crawl takes partitions
@@ -80,6 +82,7 @@ from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
 from irlscrapy.distributed.tickio import TickIO, tick_io
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.tally import tally
 from irlscrapy.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
@@ -470,23 +473,30 @@ class Agent:
             self.journal.spill()  # all of it is on disk: RAM lets go
             self.unsent = []
             self.outbox.clear()
-            self.stats.inc_value("irl/agent/spills")
-            logger.warning(
+            tally(
+                logger,
+                self.stats,
+                "irl/agent/spills",
                 "Agent %s: %d records to send while Redis is away; they wait on disk",
                 self.id,
                 held,
+                level=logging.WARNING,
             )
         now = self.clock.seconds()
         if leases is not None:
             self.leases.failed(leases, now, len(self.ownership.members))
         if self.failing_since is None:
             self.failing_since = now
-            logger.warning(
+            tally(
+                logger,
+                self.stats,
+                "irl/agent/redis_outages",
                 "Agent %s cannot reach Redis (%s): crawling its own partitions, holding %d "
                 "batches to send",
                 self.id,
                 failure.getErrorMessage(),
                 len(self.unsent),
+                level=logging.WARNING,
             )
         self.stats.inc_value("irl/agent/redis_errors")
         if now - self.failing_since >= REDIS_GIVE_UP:

@@ -71,7 +71,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import shutil
 import struct
 import threading
@@ -91,8 +90,6 @@ from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDAT
 from irlscrapy.exceptions import ConfigurationError, DamagedState, DrumFormatError
 from irlscrapy.recordfile import RecordWriter
 from irlscrapy.tablepages import release_table_pages
-
-logger = logging.getLogger(__name__)
 
 FORMAT_VERSION = b"1"
 _U64 = struct.Struct(">Q")
@@ -408,8 +405,7 @@ class DRUM:
         file whole if a merge wrote to it (drumfiles)."""
         if not tuples:
             return
-        if not drumfiles.check_buckets(self._db, self.path, gen, tuples, self._record.itemsize):
-            logger.warning("%s: bucket files of generation %d cut short: rebuilt", self.path, gen)
+        drumfiles.check_buckets(self._db, self.path, gen, tuples, self._record.itemsize)
         started = any(self._db.iterator(prefix=b"A" + _U64.pack(gen), include_value=False))
         if gen < self._merged or started:
             drumfiles.check_results(self.path, gen, tuples, self._slot_dtype().itemsize)

@@ -12,7 +12,8 @@ left one, is cut first: the batch in it had not been submitted). On every open:
   the one the last run had open (``b"Mopen" -> u64``);
 - a closed journal holds exactly its recorded length of whole records;
 - the bucket files of a generation whose partition is marked complete hold all its
-  tuples (they are derived data: short ones are rebuilt from the journal);
+  tuples (they are derived data: short ones are rebuilt from the journal, a recovery
+  counted in ``irl/recovered/buckets_rebuilt/<store>``);
 - the results file of a generation being merged, or merged and not yet delivered,
   has a slot for every tuple.
 
@@ -45,6 +46,7 @@ from irlscrapy.recordfile import (
     salvage,
     scan,
 )
+from irlscrapy.recovery import recovered
 
 _U64 = struct.Struct(">Q")
 
@@ -150,20 +152,20 @@ def _check_closed_length(path: Path, recorded: bytes | None) -> None:
         )
 
 
-def check_buckets(db: Any, directory: Path, gen: int, tuples: int, record_size: int) -> bool:
-    """Are generation ``gen``'s bucket files whole, if its partition is marked complete?
-    If not, they are removed with the mark (rebuilt from the journal by the merge);
-    False then."""
+def check_buckets(db: Any, directory: Path, gen: int, tuples: int, record_size: int) -> None:
+    """Generation ``gen``'s bucket files, if its partition is marked complete, are
+    whole; if not, they are removed with the mark (a recovery: the merge rebuilds them
+    from the journal)."""
     mark = b"P" + _U64.pack(gen)
     if db.get(mark) is None:
-        return True
+        return
     folder = buckets_dir(directory, gen)
     held = sum(p.stat().st_size for p in folder.glob("*.bin")) if folder.is_dir() else -1
     if held == tuples * record_size:
-        return True
+        return
     shutil.rmtree(folder, ignore_errors=True)
     db.delete(mark)
-    return False
+    recovered("buckets_rebuilt", folder, detail=f"{max(held, 0)} of {tuples * record_size} bytes")
 
 
 def check_results(directory: Path, gen: int, tuples: int, slot_size: int) -> None:

@@ -18,7 +18,8 @@ the same directory resumes: every key whose ``request_seen`` returned False is s
 known, a kill -9 included.
 
 Stats: ``dupefilter/filtered`` (as Scrapy's RFPDupeFilter), ``irl/urlseen/merges``,
-``irl/urlseen/keys`` (keys in the merged cache after each merge).
+``irl/urlseen/keys`` (keys in the merged cache after each merge), and what its open
+mended after a kill (``irl/recovered/<kind>/urlseen``: :mod:`irlscrapy.recovery`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from irlscrapy.dupefilters.mergethread import MergeThread
 from irlscrapy.dupefilters.sizing import DrumSizes
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.recovery import Recoveries
 from irlscrapy.statedir import StateDirectory
 
 logger = logging.getLogger(__name__)
@@ -144,7 +146,12 @@ class DRUMDupeFilter(BaseDupeFilter):
             bucket_bytes=self.sizes.bucket_bytes,
             spill_bytes=self.sizes.spill_bytes,
         )
-        self.drum.open()
+        recoveries = Recoveries()  # (inside the IRL scheduler's open, it collects them)
+        try:
+            with recoveries.collect():
+                self.drum.open()
+        finally:
+            recoveries.publish(self.stats, self.path.parent)
         self._release = weakref.finalize(self, _release, self.drum, self._merge_thread, self.state)
         if self.drum.should_merge():  # a crash left submitted keys unmerged
             logger.info(

@@ -37,10 +37,11 @@ from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigur
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
+from irlscrapy.scheduler.hosts.addressguard import GUARD_REFUSAL
 from irlscrapy.scheduler.hosts.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import REFUSED_KEY
-from irlscrapy.scheduler.pipeline import GIVEN_UP, GUARD_REFUSAL
+from irlscrapy.scheduler.pipeline import GIVEN_UP
 
 #: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's
 #: lowest (OffsiteMiddleware 50; StartSpiderMiddleware 25).

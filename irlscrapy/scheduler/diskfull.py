@@ -8,6 +8,10 @@ JOBDIR resumes once there is room. An entry point wrapped in
 nothing (what it would have stored is fetched again on resume: the page that found it
 is not done). Any other failure of a store (:meth:`CrawlStop.failed`) closes the spider
 with reason ``irlscrapy_error``.
+
+Each stop is a give-up, counted in the stat ``irl/given_up/<reason>`` (the close reason
+without its ``irlscrapy_``: ``disk_full``, ``error``, ``agent_stopped``); a stop logs
+one line, once.
 """
 
 from __future__ import annotations
@@ -55,7 +59,7 @@ class CrawlStop:
             self.where(),
             exc,
         )
-        close_spider(self.crawler, DISK_FULL_REASON)
+        self._close(DISK_FULL_REASON)
 
     def give_up(self, message: str, reason: str) -> None:
         """Something the crawl cannot go on without is gone for good: say what, and
@@ -64,7 +68,7 @@ class CrawlStop:
             return
         self.stopped = True
         logger.error("irlscrapy: %s", message)
-        close_spider(self.crawler, reason)
+        self._close(reason)
 
     def failed(self, failure: Failure, what: str) -> None:
         """A store running off the entry points (a URLseen merge, STAR's refresh) failed."""
@@ -74,7 +78,14 @@ class CrawlStop:
         logger.error(
             "irlscrapy: %s failed; closing the spider", what, exc_info=failure_to_exc_info(failure)
         )
-        close_spider(self.crawler, "irlscrapy_error")
+        self._close("irlscrapy_error")
+
+    def _close(self, reason: str) -> None:
+        """Count the give-up (``irl/given_up/<reason>``) and close the spider."""
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value(f"irl/given_up/{reason.removeprefix('irlscrapy_')}")
+        close_spider(self.crawler, reason)
 
 
 class _Guarded(Protocol):

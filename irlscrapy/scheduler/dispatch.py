@@ -65,6 +65,7 @@ from irlscrapy.scheduler.requestcodec import (
     payload_kind,
 )
 from irlscrapy.scheduler.robotsfetch import RobotsFetches
+from irlscrapy.tally import tally
 
 logger = logging.getLogger(__name__)
 
@@ -329,12 +330,15 @@ class Dispatcher:
         given = self.frontier.give_up()
         self.progress_at = self.waker.clock.seconds()
         if given:
-            self.stats.inc_value("irl/frontier/given_up", given)
-            logger.info(
+            tally(
+                logger,
+                self.stats,
+                "irl/frontier/given_up",
                 "gave up on %d URLs: their hosts or origins are in back-off or retired and "
                 "nothing else is left to crawl (IRL_GIVE_UP_AFTER; IRL_CONTINUOUS waits "
                 "instead). They are parked in the state directory.",
                 given,
+                count=given,
             )
         self.waker.wake()  # the engine sees no pending request and closes the spider
 

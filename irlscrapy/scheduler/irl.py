@@ -8,7 +8,6 @@ Use it with its dupefilter (the add-on ``irlscrapy.Addon`` sets both)::
 
 from __future__ import annotations
 
-import errno
 from pathlib import Path
 
 from scrapy import Request, Spider, signals
@@ -26,7 +25,8 @@ from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.internals import EngineWaker
 from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
-from irlscrapy.openfailure import report_open_failure
+from irlscrapy.openfailure import UNWRITABLE, report_open_failure
+from irlscrapy.recovery import Recoveries
 from irlscrapy.scheduler.diskfull import CrawlStop, disk_full, stops_when_disk_is_full
 from irlscrapy.scheduler.dispatch import Dispatcher, DispatchSettings
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
@@ -74,7 +74,10 @@ class IRLScheduler(BaseScheduler):
     Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
     ``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``,
     ``irl/guard/*``, ``irl/hosts/*`` (host health), ``irl/traps/*``,
-    ``irl/governor/{cap,cuts}``, and Scrapy's ``dupefilter/filtered``,
+    ``irl/governor/{cap,cuts}``, ``irl/recovered/*`` (what the open mended:
+    :mod:`irlscrapy.recovery`), ``irl/refused/*`` (an open refused:
+    :mod:`irlscrapy.openfailure`), ``irl/given_up/*`` (a stop:
+    :mod:`irlscrapy.scheduler.diskfull`), and Scrapy's ``dupefilter/filtered``,
     ``offsite/filtered``, ``scheduler/unserializable``, ``scheduler/enqueued/memory``
     (requests kept in RAM), ``urllength/request_ignored_count``, ``request_depth_max``,
     ``robotstxt/{request_count,response_count,forbidden}`` and
@@ -150,27 +153,39 @@ class IRLScheduler(BaseScheduler):
 
     # -- open / close --------------------------------------------------------------------
     def open(self, spider: Spider) -> defer.Deferred[None] | None:
+        """Open the state and join the crawl; what the open mended is published to the
+        stats then (irlscrapy.recovery), and a refusal is said in one line."""
+        recoveries = Recoveries()
         try:
             try:
-                self._open(spider)
-            except Exception as exc:
-                if disk_full(exc):
-                    raise IrlscrapyError(
-                        f"the disk holding {self.state.path} is full ({exc}): free some "
-                        "space, then start the crawl again"
-                    ) from exc
-                if isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES):
-                    raise IrlscrapyError(
-                        f"cannot write to the state directory {self.state.path} "
-                        f"({exc.strerror}: {exc.filename}): a crawl needs to write there"
-                    ) from exc
-                raise
-            if self.agent is not None:
-                self._join_crawl()
+                with recoveries.collect():
+                    self._open_state(spider)
+            finally:
+                recoveries.publish(self.stats, self.state.path)
         except IrlscrapyError as exc:
-            report_open_failure(exc, self.state.path)
+            report_open_failure(exc, self.state.path, self.stats)
             raise
         return None
+
+    def _open_state(self, spider: Spider) -> None:
+        """Open the state (a full disk, or a state directory it may not write to, as a
+        message that says what to do), then join the crawl in the multi-agent mode."""
+        try:
+            self._open(spider)
+        except Exception as exc:
+            if disk_full(exc):
+                raise IrlscrapyError(
+                    f"the disk holding {self.state.path} is full ({exc}): free some "
+                    "space, then start the crawl again"
+                ) from exc
+            if isinstance(exc, OSError) and exc.errno in UNWRITABLE:
+                raise IrlscrapyError(
+                    f"cannot write to the state directory {self.state.path} "
+                    f"({exc.strerror}: {exc.filename}): a crawl needs to write there"
+                ) from exc
+            raise
+        if self.agent is not None:
+            self._join_crawl()
 
     def _join_crawl(self) -> None:
         """The multi-agent mode: wire the agent to the intake, STAR and the dispatcher,

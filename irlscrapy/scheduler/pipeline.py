@@ -92,8 +92,6 @@ ADMIT_SECONDS = 0.002
 #: Consecutive deferrals (across admit() calls) after which admission waits for a full
 #: host to take a URL; fewer when BEAST holds fewer records.
 DEFERRAL_RUN = 256
-#: How the reason of a URL refused by the address guard begins.
-GUARD_REFUSAL = "address guard:"
 #: The reason of a Request in RAM that a finished crawl gave up on.
 GIVEN_UP = "given up: its host or origin kept failing and the crawl finished"
 #: Seconds a host waits, when its turn comes while its robots.txt is still out, before
@@ -333,14 +331,11 @@ class Frontier:
             return
         held = self._resolving.pop(host, [])
         self.waiting_dns -= len(held)
-        refused = self.guard.refuses(ip)
-        if refused is not None:
-            why = f"{GUARD_REFUSAL} {host_name(host)} resolves to {ip}, a {refused} address"
+        why = self.guard.refusal(host_name(host), ip, self.stats)
+        if why is not None:
             for _, item, _ in held:
                 self._refuse(item, why)
-            self.stats.inc_value("irl/guard/refused_hosts")
             self.stats.inc_value("irl/guard/refused_urls", len(held))
-            logger.info("%s; refused with %d URLs (IRL_ALLOW_PRIVATE_ADDRESSES)", why, len(held))
         else:
             for priority, item, front in held:
                 self._add(host, ip, priority, item, front)

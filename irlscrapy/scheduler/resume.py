@@ -8,6 +8,8 @@ were not done), the URLs it parked, and the *restart skip* of the intake
 (:mod:`irlscrapy.scheduler.intake`): the last URLseen batch found stored, and how many
 of its URLs were. :func:`resume` queues the first two again, once the scheduler has
 wired the frontier's callbacks (a URL refused on its way back must reach the engine).
+The URLs admitted again, and the restart hold, are recoveries
+(:mod:`irlscrapy.recovery`: ``irl/recovered/readmitted``, ``irl/recovered/restart_hold``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from irlscrapy import defaults
 from irlscrapy.domains import PayLevelDomains, domain_key
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.recovery import recovered
 from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.scheduler.frontier.horizon import Horizon
@@ -130,13 +133,11 @@ def open_frontier(
         frontier.restart_hold = RestartHold(
             services["clock"](), longest, workbench.host_delay, workbench.ip_delay
         )
+        recovered("restart_hold", detail=f"for up to {longest:g} s")
     if admitted or len(beast):
-        logger.info(
-            "resuming from %s: %d URLs queued, %d admitted before the stop fetched again",
-            state.path,
-            len(beast),
-            len(admitted),
-        )
+        logger.info("resuming from %s: %d URLs queued", state.path, len(beast))
+    if admitted:
+        recovered("readmitted", count=len(admitted))
     return frontier, Found(admitted, parked_before, stored_before_restart)
 
 

@@ -35,7 +35,8 @@ Crash semantics
 Records are handed to the OS after each batch (:meth:`WarcFiles.flush`); nothing is
 fsynced. After a kill -9, :meth:`WarcFiles.open` finds the ``.open`` files, cuts each
 after its last whole record (a torn gzip member is dropped, and its CDXJ lines with
-it) and renames them: every record the OS received before the kill is kept.
+it) and renames them: every record the OS received before the kill is kept. Each file
+so closed is a recovery (``irl/recovered/warc_file``: :mod:`irlscrapy.recovery`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.recovery import recovered
 from irlscrapy.warc.exchange import status_code
 
 logger = logging.getLogger(__name__)
@@ -330,6 +332,7 @@ def recover(left: Path) -> Path:
     """Cut a ``.open`` WARC file a crash left after its last whole record, drop the CDXJ
     lines past it, and give both their final names. Returns the final WARC path."""
     good = 0
+    torn = ""
     with open(left, "rb") as f:
         records = ArchiveIterator(f)
         try:
@@ -338,7 +341,7 @@ def recover(left: Path) -> Path:
                 records.read_to_end(record)
                 good = records.get_record_offset() + records.get_record_length()
         except (ArchiveLoadFailed, EOFError, OSError, ValueError) as exc:
-            logger.warning("WARC file %s ends in a torn record (%s): cut at %d", left, exc, good)
+            torn = f"; a torn record cut ({exc})"
     with open(left, "r+b") as f:
         f.truncate(good)
     final = left.with_name(left.name.removesuffix(OPEN_SUFFIX))
@@ -349,7 +352,7 @@ def recover(left: Path) -> Path:
         kept = [line for line in lines if _ends_within(line, good)]
         index.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
         os.replace(index, _index_path(final))
-    logger.info("recovered WARC file %s (%d bytes) left by a previous run", final, good)
+    recovered("warc_file", final, detail=f"{good} bytes{torn}")
     return final
 
 

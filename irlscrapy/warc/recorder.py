@@ -48,7 +48,9 @@ archiving nothing.
 Stats: ``irl/warc/records`` (responses and revisits), ``irl/warc/revisits``,
 ``irl/warc/bytes`` (compressed), ``irl/warc/files`` (files finished),
 ``irl/warc/head_rebuilt`` (responses whose received head did not reach the recorder),
-``irl/content/unique``, ``irl/content/duplicates``.
+``irl/content/unique``, ``irl/content/duplicates``; what opening the files mended
+(``irl/recovered/warc_file``, ``irl/recovered/<kind>/contentseen``:
+:mod:`irlscrapy.recovery`), and ``irl/given_up/warc_error`` when recording fails.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ from irlscrapy.domains import host_name, url_host
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
 from irlscrapy.mediatype import media_type
+from irlscrapy.recovery import Recoveries
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.services import shared
 from irlscrapy.statedir import StateDirectory
@@ -202,9 +205,12 @@ class ExchangeRecorder:
             return response
         if not self._opened:  # the worker opens the files before its first batch
             self._opened = True
-            if self.state is not None:
-                self.seen = ContentSeen(self.state.open() / "contentseen")
-            self._run(self._open).addErrback(self._fail)
+            root = self.state.open() if self.state is not None else None
+            if root is not None:
+                self.seen = ContentSeen(root / "contentseen")
+            opened = self._run(self._open)
+            opened.addCallback(lambda recoveries: recoveries.publish(self.stats, root))
+            opened.addErrback(self._fail)
         pending = _Pending(self._capture(request, response, head), None)
         if self.seen is not None and is_flagged(request):
             pending.verdict = defer.Deferred()
@@ -312,6 +318,7 @@ class ExchangeRecorder:
         if self._failed:
             return
         self._failed = True
+        self.stats.inc_value(f"irl/given_up/{FAILED_REASON}")
         logger.error(
             "irlscrapy: recording responses (WARC files, content dedup) failed; it stops "
             "and the spider closes (%s). Fix the cause, then resume with the same JOBDIR.",
@@ -357,11 +364,15 @@ class ExchangeRecorder:
             self.state.close()
 
     # -- the worker thread ---------------------------------------------------------------
-    def _open(self) -> None:
-        if self.files is not None:
-            self.files.open()
-        if self.seen is not None:
-            self.seen.open()
+    def _open(self) -> Recoveries:
+        """Open the files; what the open mended, to publish on the reactor's thread."""
+        recoveries = Recoveries()
+        with recoveries.collect():
+            if self.files is not None:
+                self.files.open()
+            if self.seen is not None:
+                self.seen.open()
+        return recoveries
 
     def _close(self) -> None:
         if self.files is not None:

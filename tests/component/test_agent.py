@@ -168,6 +168,7 @@ def test_what_redis_cannot_take_waits_on_disk_past_a_bound_and_all_of_it_arrives
             held = agent_figures(agent)["agent_outbox"]
             assert held <= 5  # RAM lets go past the bound
         assert agent.stats.values["irl/agent/spills"] >= 2
+        assert agent.stats.values["irl/agent/redis_outages"] == 1  # one outage, many ticks
         assert agent_figures(agent)["agent_redis_failing_seconds"] > 0
     finally:
         redis_server.start()

@@ -4,6 +4,7 @@ retirement parks the stored URLs on disk, where none is lost, until it ends."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,19 @@ def test_only_urls_waiting_on_failures_may_be_given_up(frontier: Any) -> None:
     assert frontier.waits_on_failures(0.5)
     assert frontier.give_up() == 1 and len(frontier) == 0
     assert frontier.parked.count == 1
+
+
+def test_retirements_are_each_counted_and_the_first_logged(
+    frontier: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    health = HostHealth(backoff_base=2.0, backoff_max=30.0, max_failures=1, retire_delay=600.0)
+    for host in ("a.example", "b.example"):
+        frontier.push(encode_link(f"http://{host}/", 1, None, None))
+    while frontier.can_admit():
+        frontier.admit()
+    with caplog.at_level(logging.INFO, logger="irlscrapy.scheduler.hosts.hosthealth"):
+        for state in list(frontier.workbench.hosts.values()):
+            health.failed(state, frontier, 1.0, None, frontier.stats)
+    assert frontier.stats.values["irl/hosts/retired"] == 2
+    [line] = [r.getMessage() for r in caplog.records]
+    assert "retired for 600 s" in line and "counted in irl/hosts/retired" in line

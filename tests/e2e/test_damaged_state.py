@@ -168,6 +168,7 @@ def test_a_crawl_on_damaged_state_says_so_in_one_line_and_resumes_once_repaired(
     errors = [line for line in refused.stderr.splitlines() if " ERROR: " in line]
     assert len(errors) == 1, errors
     assert str(journal) in errors[0] and f"irlscrapy repair {job}" in errors[0], errors[0]
+    assert "'irl/refused/damaged_state': 1" in refused.stderr  # a refusal is a stat too
     refused_log = tmp_path / "refused.jsonl"
     assert not refused_log.exists() or downloads(refused_log) == []
     checked = subprocess.run(
@@ -197,6 +198,9 @@ def test_a_crawl_on_damaged_state_says_so_in_one_line_and_resumes_once_repaired(
     assert resumed.wait(120) == 0
     stderr = (tmp_path / "resumed.err").read_text()
     assert "resuming from" in stderr and "summary (shutdown)" in stderr, stderr[-3000:]
+    # what the open mended after the kill: a stat, and one line (irlscrapy.recovery)
+    assert "'irl/recovered/restart_hold': 1" in stderr, stderr[-3000:]
+    assert stderr.count("held every host and IP for its delay") == 1
     assert "Traceback" not in stderr, stderr[-3000:]
 
 

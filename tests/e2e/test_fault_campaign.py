@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 from pathlib import Path
 
 from .faultcampaign import REFETCH_BOUND, figures, run_campaign
@@ -30,3 +31,9 @@ def test_ten_kills_and_a_sigint_lose_nothing_refetch_little_and_stay_polite(
     assert max(found.refetched) <= REFETCH_BOUND, (seed, found.refetched)
     assert found.binding, "no host with a binding delay was asked in two runs: the check is empty"
     assert min(found.slacks)[0] >= 0, (seed, sorted(found.slacks)[:5])
+    # each run's open counts what it mended, one line per stat (irlscrapy.recovery)
+    last = runs[-1].err.read_text()
+    assert "'irl/recovered/restart_hold': 1" in last, last[-3000:]
+    for run in runs:
+        told = re.findall(r"on open, .*: (irl/recovered/\S+) = \d+", run.err.read_text())
+        assert len(told) == len(set(told)), (run.what, told)

@@ -1,6 +1,10 @@
-"""The address guard refuses every non-public range, IPv4 and IPv6, unless allowed."""
+"""The address guard refuses every non-public range, IPv4 and IPv6, unless allowed; each
+host refused is counted, the first logged."""
 
 from __future__ import annotations
+
+import logging
+from collections import Counter
 
 import pytest
 
@@ -76,3 +80,22 @@ def test_bad_settings_and_addresses_are_explained() -> None:
     with pytest.raises(ConfigurationError, match="IRL_ALLOW_PRIVATE_ADDRESSES"):
         AddressGuard.parse(3.5)
     assert AddressGuard().refuses("not-an-address") == "invalid"
+
+
+def test_a_host_refused_is_counted_and_the_first_logged(caplog: pytest.LogCaptureFixture) -> None:
+    class Stats:
+        def __init__(self) -> None:
+            self.values: Counter[str] = Counter()
+
+        def inc_value(self, key: str, count: int = 1) -> None:
+            self.values[key] += count
+
+    guard, stats = AddressGuard(), Stats()
+    with caplog.at_level(logging.INFO):
+        why = guard.refusal("a.example", "10.0.0.1", stats)
+        guard.refusal("b.example", "127.0.0.1", stats)
+        assert guard.refusal("c.example", "8.8.8.8", stats) is None
+    assert why == "address guard: a.example resolves to 10.0.0.1, a private address"
+    assert stats.values == {"irl/guard/refused_hosts": 2}
+    [line] = [r.getMessage() for r in caplog.records]
+    assert line.startswith(f"{why} (IRL_ALLOW_PRIVATE_ADDRESSES) (counted in irl/guard/")

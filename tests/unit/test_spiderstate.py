@@ -11,6 +11,7 @@ import pytest
 from scrapy import Spider
 from scrapy.settings import Settings
 from scrapy.utils.conf import build_component_list
+from scrapy.utils.test import get_crawler
 
 from irlscrapy.addon import SCRAPY_SPIDER_STATE, SPIDER_STATE_EXTENSION, Addon
 from irlscrapy.spiderstate import SpiderState
@@ -43,6 +44,15 @@ def test_an_empty_state_file_opens_with_an_empty_state_and_a_warning(
         SpiderState(str(tmp_path)).spider_opened(spider)
     assert spider.state == {}  # type: ignore[attr-defined]
     assert "cannot be read" in caplog.text
+
+
+def test_a_state_that_cannot_be_read_is_counted(tmp_path: Path) -> None:
+    (tmp_path / "spider.state").write_bytes(b"\x80")  # a pickle cut short
+    crawler = get_crawler(Spider, {"JOBDIR": str(tmp_path)})
+    extension = SpiderState.from_crawler(crawler)
+    extension.spider_opened(_spider())
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("irl/recovered/spider_state") == 1
 
 
 def test_the_addon_puts_it_in_the_place_of_scrapys() -> None:

@@ -59,7 +59,8 @@ re-splits nothing: a slot's file is deleted once it is read, so after a kill -9 
 (below) moves it to the slot really being read; a ``cycle_end`` that lags behind ends
 the current cycle at the next slot change. A re-split records
 the sizes of the slot files it may append to, so one cut short by a crash is undone
-(slot files truncated back, the new QF removed) and done again on open. Where the
+(slot files truncated back, the new QF removed) and done again on open (a recovery:
+:mod:`irlscrapy.recovery`; so is a first open a crash cut short). Where the
 reader stood inside slot ``r`` is the caller's to remember (the scheduler journals each
 record it takes, with its position, see :attr:`Beast.position`) and to pass to
 :meth:`Beast.open`. On open, the per-domain (slot, fill) pairs and the counts are rebuilt
@@ -78,6 +79,7 @@ from pathlib import Path
 from irlscrapy import faulthooks
 from irlscrapy.exceptions import ConfigurationError, DamagedState
 from irlscrapy.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan
+from irlscrapy.recovery import recovered
 from irlscrapy.scheduler.frontier.distinct import DistinctCount
 
 _DOMAIN = struct.Struct(">Q")
@@ -143,12 +145,15 @@ class Beast:
         state_file = self.path / "state.json"
         if not state_file.exists():
             # (a first open creates qf-0.rec, with its header only, before state.json)
-            if any(p.stat().st_size > len(MAGIC) for p in self.path.glob("*.rec")):
+            found = [p.stat().st_size for p in self.path.glob("*.rec")]
+            if any(size > len(MAGIC) for size in found):
                 raise DamagedState(
                     state_file, "missing, and the queue files beside it cannot be read without it"
                 )
             self._qf = self._writer(self._qf_path(0))
             self._save_state()
+            if found:  # a kill -9 cut that first open short
+                recovered("first_open", self.path)
             return
         self._resume(read_state(state_file), read_past, visit)
 
@@ -183,6 +188,7 @@ class Beast:
                 elif path.stat().st_size > sizes[slot]:
                     os.truncate(path, sizes[slot])
             self._qf_path(self._qf_generation + 1).unlink(missing_ok=True)
+            recovered("resplit", self.path)
         for path in self.path.glob("slot-*.rec"):
             slot = int(path.stem.split("-")[1])
             if slot < self.reading:

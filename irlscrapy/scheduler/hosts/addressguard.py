@@ -25,16 +25,26 @@ the IPv4 address inside it), every address that is not globally routable:
 ``IRL_ALLOW_PRIVATE_ADDRESSES`` opens the guard: ``true`` allows every address; a
 comma-separated list of networks (``127.0.0.0/8,10.1.0.0/16``) allows those only. The
 in-vitro web's preset allows 127.0.0.0/8 (its hosts live there) and nothing else.
+
+Each host refused is counted in ``irl/guard/refused_hosts``, and the first is logged
+(:mod:`irlscrapy.tally`); the frontier counts its URLs (``irl/guard/refused_urls``).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Iterable
 from typing import Any
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.tally import tally
+
+logger = logging.getLogger(__name__)
+
+#: How the reason of a URL refused by the address guard begins.
+GUARD_REFUSAL = "address guard:"
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -124,6 +134,17 @@ class AddressGuard:
         if any(address in net for net in self.allowed if net.version == address.version):
             return None
         return kind
+
+    def refusal(self, host: str, ip: str, stats: Any) -> str | None:
+        """Why the crawl must not connect to ``host``, resolved to ``ip`` (the reason its
+        URLs are refused with), or None when it may. A refusal is counted in ``stats``
+        (``irl/guard/refused_hosts``); the first is logged."""
+        kind = self.refuses(ip)
+        if kind is None:
+            return None
+        why = f"{GUARD_REFUSAL} {host} resolves to {ip}, a {kind} address"
+        tally(logger, stats, "irl/guard/refused_hosts", "%s (IRL_ALLOW_PRIVATE_ADDRESSES)", why)
+        return why
 
 
 def _network(text: str) -> Network:

@@ -26,7 +26,8 @@ ends; the host's politeness delay is untouched.
 After ``max_failures`` failures in a row the host or origin is *retired*: its stored
 URLs are parked (``Frontier.retire``, :mod:`irlscrapy.scheduler.frontier.parking`: on disk,
 back to BEAST when the retirement ends, never lost) and it rests ``retire_delay``
-seconds; its count starts again.
+seconds; its count starts again. Retirements are counted (``irl/hosts/retired``,
+``irl/origins/retired``); the first of each is logged (:mod:`irlscrapy.tally`).
 
 A host that answers slowly on purpose (a delay attack) holds one downloader slot at
 most: the workbench lets one request per host (and per IP) be in flight, and
@@ -55,6 +56,7 @@ from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.pipeline import Frontier
+from irlscrapy.tally import tally
 
 logger = logging.getLogger(__name__)
 
@@ -115,9 +117,11 @@ class HostHealth:
         self, key: str, state: VisitState, frontier: Frontier, now: float, stats: Any, stat: str
     ) -> None:
         parked = frontier.retire(key, state, now + self.retire_delay)
-        stats.inc_value(stat)
         stats.inc_value("irl/hosts/parked_urls", parked)
-        logger.info(
+        tally(
+            logger,
+            stats,
+            stat,
             "host health: %s failed %d times in a row; retired for %.0f s, %d URLs "
             "parked until then",
             key,
