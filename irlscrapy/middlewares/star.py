@@ -53,49 +53,50 @@ class StarMiddleware:
     def process_spider_output(
         self, response: Response | None, result: Iterable[Any]
     ) -> Iterator[Any]:
-        targets: list[str] = []
+        edges = self.edges(response)
         for obj in result:
             if isinstance(obj, Links):
-                targets.extend(obj.urls)
+                edges.add(obj.urls)
                 yield from self.hand_off(obj, response)
             else:
                 if isinstance(obj, Request):
-                    targets.append(obj.url)
+                    edges.add((obj.url,))
                 yield obj
-        self.record(response, targets)
+        edges.record()
 
     async def process_spider_output_async(
         self, response: Response | None, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
-        targets: list[str] = []
+        edges = self.edges(response)
         async for obj in result:
             if isinstance(obj, Links):
-                targets.extend(obj.urls)
+                edges.add(obj.urls)
                 for request in self.hand_off(obj, response):
                     yield request
             else:
                 if isinstance(obj, Request):
-                    targets.append(obj.url)
+                    edges.add((obj.url,))
                 yield obj
-        self.record(response, targets)
+        edges.record()
 
-    def record(self, response: Response | None, urls: list[str]) -> None:
-        """Count the page's PLD edges, if STAR runs."""
+    def record(self, response: Response | None, urls: Iterable[str]) -> None:
+        """Count the PLD edges of ``response``, a page that links to ``urls``."""
+        edges = self.edges(response)
+        edges.add(urls)
+        edges.record()
+
+    def edges(self, response: Response | None) -> PageEdges:
+        """The PLD edges of ``response``, to be counted if STAR runs and it is a page."""
         sink = IRLScheduler.of(self.crawler)
-        if sink is None or sink.indegree is None or response is None:
-            return
-        if response.request is not None and ROBOTS_KEY in response.request.meta:
-            return
-        host = url_host(response.url)
-        if not host:
-            return  # a data: or file: page is no site's: it gives no PLD an edge
+        host = url_host(response.url) if response is not None else ""
+        robots = response is not None and ROBOTS_KEY in getattr(response.request, "meta", {})
+        # not counted: without STAR, a robots.txt, a data: or file: page (no site's)
+        if sink is None or sink.indegree is None or not host or robots:
+            return PageEdges(None, "", "", self.plds)
+        assert response is not None
         # links to the page's own host (most of them) name no other PLD: skipped unparsed
         own = response.url[: response.url.find("://") + 3] + host + "/"
-        plds = self.plds
-        sink.record_page(
-            plds(host),
-            {plds(url_host(u)) for u in urls if not u.startswith(own) and "://" in u},
-        )
+        return PageEdges(sink, self.plds(host), own, self.plds)
 
     def hand_off(self, links: Links, response: Response | None) -> Iterator[Request]:
         """Give ``links`` (of ``response``) to the IRL scheduler, or yield them as Requests."""
@@ -113,3 +114,28 @@ class StarMiddleware:
         stats.inc_value("irl/links/degraded", len(links.urls))
         for url in links.urls:
             yield Request(url, callback=callback)
+
+
+class PageEdges:
+    """The PLDs one page links to, gathered as its links arrive (a page's ``Links`` may
+    come in slices, one reactor turn each: the PLD of each URL is looked up in the turn
+    it arrives in), and given to the scheduler's in-degree once, at the page's end."""
+
+    def __init__(
+        self, sink: IRLScheduler | None, source: str, own: str, plds: PayLevelDomains
+    ) -> None:
+        self.sink = sink  # None: STAR does not count this page
+        self.source = source  # the page's PLD
+        self.own = own  # "scheme://host/" of the page: its links name no other PLD
+        self.plds = plds
+        self.targets: set[str] = set()
+
+    def add(self, urls: Iterable[str]) -> None:
+        if self.sink is None:
+            return
+        own, plds = self.own, self.plds
+        self.targets.update(plds(url_host(u)) for u in urls if not u.startswith(own) and "://" in u)
+
+    def record(self) -> None:
+        if self.sink is not None:
+            self.sink.record_page(self.source, self.targets)

@@ -17,8 +17,10 @@ Usage::
 engine stops. Set a page limit for that one, e.g. ``-s CLOSESPIDER_PAGECOUNT=2000``: the
 broad profile is unbounded.
 
-Each HTML page yields one :class:`irlscrapy.Links` with its followable links
-(:func:`irlscrapy.spiders.extract.links_to_follow`). On the in-vitro web, each page
+Each HTML page yields its followable links
+(:func:`irlscrapy.spiders.extract.links_to_follow`) as :class:`irlscrapy.Links`, one per
+LINK_SLICE links, each in a reactor turn of its own: a page of 100,000 links holds the
+reactor a few ms at a time, not a second. On the in-vitro web, each page
 the spider handles is counted (``invitro/pages``) and so is each page of a spam farm
 (``invitro/spam_pages``, the web's own ground truth), for the report's spam share.
 Pages that are not HTML, or whose meta robots or ``X-Robots-Tag`` says ``nofollow``,
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ from scrapy import Request, Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.http import Response, TextResponse
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.utils.asyncio import sleep
 
 from irlscrapy import __version__, defaults
 from irlscrapy.addon import STAR_ORDER
@@ -47,7 +50,7 @@ from irlscrapy.invitro.process import InVitroProcess, irlscrapy_root
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.links import Links
-from irlscrapy.spiders.extract import header_nofollow, links_to_follow, meta_nofollow
+from irlscrapy.spiders.extract import header_nofollow, links_in_slices, meta_nofollow
 
 MAX_PAGE_BYTES = 2 * 1024 * 1024
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")
@@ -126,7 +129,9 @@ class BroadSpider(Spider):
         for url in self.seed_urls:
             yield Request(url, callback=self.parse)
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[Links]:
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Links]:
+        """The page's followable links, as ``Links`` of at most LINK_SLICE URLs, each
+        slice found and handed on in a reactor turn of its own."""
         stats = self.crawler.stats
         assert stats is not None
         if self.web is not None:
@@ -144,10 +149,13 @@ class BroadSpider(Spider):
         if header_nofollow(response.headers.getlist(b"X-Robots-Tag")) or meta_nofollow(body):
             stats.inc_value("irl/spider/nofollow")
             return
-        urls = links_to_follow(response.url, body)
         stats.inc_value("irl/spider/pages")
-        stats.inc_value("irl/spider/links", len(urls))
-        yield Links(response.url, urls, response.meta.get("depth", 0))
+        depth = response.meta.get("depth", 0)
+        for count, urls in enumerate(links_in_slices(response.url, body)):
+            if count:
+                await sleep(0)  # the next reactor turn
+            stats.inc_value("irl/spider/links", len(urls))
+            yield Links(response.url, urls, depth)
 
 
 def parse_seeds(arg: str) -> list[str]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from urllib.parse import urljoin
 
 # A tag's attributes are scanned up to its ">" and never past a "<": a long run without
@@ -29,6 +29,9 @@ _META_ROBOTS = re.compile(rb"""<meta\s[^<>]*?name\s*=\s*["']?robots["']?[^<>]*>"
 # schemes without "//"
 _SLOW_PATH = re.compile(r"/\.|\\|\s|%2[eE]|;|\?(?:#|$)|^[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
 _HEAD_BYTES = 16 * 1024  # meta robots and <base> are looked for this far into the page
+#: URLs per slice of a page's links (:func:`links_in_slices`). A slice costs about 5 ms
+#: from extraction to URLseen, so a page of 100,000 links never holds a reactor 50 ms.
+LINK_SLICE = 2000
 
 #: Path extensions of resources that are not HTML; links to them are not followed.
 NON_HTML_EXTENSIONS = frozenset(
@@ -105,14 +108,13 @@ CRAWLABLE_SCHEMES = ("http://", "https://")
 
 def extract_hrefs(body: bytes) -> list[str]:
     """The href values of the page's links, entity-decoded, in document order."""
-    out = []
-    for m in _HREF.finditer(body):
-        raw = m.group(1) or m.group(2) or m.group(3) or b""
-        value = raw.decode("utf-8", "replace").strip()
-        if "&" in value:
-            value = html.unescape(value)
-        out.append(value)
-    return out
+    return [_href(m) for m in _HREF.finditer(body)]
+
+
+def _href(m: re.Match[bytes]) -> str:
+    raw = m.group(1) or m.group(2) or m.group(3) or b""
+    value = raw.decode("utf-8", "replace").strip()
+    return html.unescape(value) if "&" in value else value
 
 
 def base_url(body: bytes, page_url: str) -> str:
@@ -183,8 +185,9 @@ def absolute_url(base: str, href: str) -> str | None:
 
 
 def crawlable(url: str) -> bool:
-    """True for http(s) URLs whose path does not end in a known non-HTML extension."""
-    if not url.startswith(CRAWLABLE_SCHEMES):
+    """True for http(s) URLs whose path does not end in a known non-HTML extension,
+    and which a Request can be made of (a host; no lone surrogate)."""
+    if not url.startswith(CRAWLABLE_SCHEMES) or not (url.isascii() or _encodable(url)):
         return False
     start = url.index("//") + 2
     end = _first_of(url, "?#", start)
@@ -199,33 +202,62 @@ def crawlable(url: str) -> bool:
 
 def links_to_follow(page_url: str, body: bytes) -> list[str]:
     """Absolute, crawlable, de-duplicated URLs of a page's links, in document order."""
-    return resolve_links(page_url, base_url(body, page_url), extract_hrefs(body))
+    return [url for urls in links_in_slices(page_url, body) for url in urls]
+
+
+def links_in_slices(page_url: str, body: bytes, size: int = LINK_SLICE) -> Iterator[list[str]]:
+    """:func:`links_to_follow`'s URLs in lists of at most ``size``, each found only when
+    it is asked for, so a caller can hand each slice on in a reactor turn of its own."""
+    base = base_url(body, page_url)
+    seen: set[str] = set()
+    urls: list[str] = []
+    for m in _HREF.finditer(body):
+        url = _follow(page_url, base, _href(m))
+        if url is not None and url not in seen:
+            seen.add(url)
+            urls.append(url)
+            if len(urls) == size:
+                yield urls
+                urls = []
+    if urls:
+        yield urls
 
 
 def resolve_links(page_url: str, base: str, hrefs: Iterable[str]) -> list[str]:
     """Absolute, crawlable, de-duplicated URLs of ``hrefs`` found on ``page_url``,
-    resolved against ``base`` (:func:`base_url`), in order.
+    resolved against ``base`` (:func:`base_url`), in order."""
+    urls = (_follow(page_url, base, href) for href in hrefs)
+    return list(dict.fromkeys(url for url in urls if url is not None))
+
+
+def _follow(page_url: str, base: str, href: str) -> str | None:
+    """The crawlable URL ``href`` on ``page_url`` (relative to ``base``) names, if any.
 
     An empty or fragment-only href names the page itself, unless a ``<base href>``
     points elsewhere: then it names the base's document, as browsers and Scrapy's
     LinkExtractor resolve it (HTML: a link's URL is parsed against the document's base
     URL)."""
-    other_base = base != page_url
-    urls: dict[str, None] = {}
-    for href in hrefs:
-        if other_base and href[:1] in ("", "#"):
-            href = base
-        url = absolute_url(base, href)
-        if url is not None and crawlable(url):
-            urls[url] = None
-    return list(urls)
+    if base != page_url and href[:1] in ("", "#"):
+        href = base
+    url = absolute_url(base, href)
+    return url if url is not None and crawlable(url) else None
+
+
+def _encodable(url: str) -> bool:
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate, from a user's string
+        return False
+    return True
 
 
 def _authority_ok(authority: str) -> bool:
     """Does ``[userinfo@]host[:port]`` parse as the URL's identity (irlscrapy.
-    dupefilters.urlkey) needs: a port of digits up to 65535, an IPv6 literal that is
-    one? A link that fails could never be fetched."""
+    dupefilters.urlkey) needs: a host, a port of digits up to 65535, an IPv6 literal
+    that is one? A link that fails could never be fetched."""
     host = authority.rpartition("@")[2]
+    if not host.partition(":")[0].strip("."):  # no name: "", ":80", ".", ".."
+        return False
     if host.startswith("["):
         literal, bracket, port = host[1:].partition("]")
         try:
@@ -235,6 +267,8 @@ def _authority_ok(authority: str) -> bool:
         if not bracket or (port and not port.startswith(":")):
             return False
         port = port[1:]
+    elif "[" in host or "]" in host:
+        return False  # half an IPv6 literal
     else:
         port = host.partition(":")[2] if ":" in host else ""
     return not port or (port.isascii() and port.isdigit() and int(port) <= 65535)

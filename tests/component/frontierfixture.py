@@ -16,6 +16,7 @@ from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
+from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 from irlscrapy.scheduler.pipeline import Frontier
 
 
@@ -41,6 +42,7 @@ def open_test_frontier(
     resolve: Callable[[str], defer.Deferred[str]] = lambda host: defer.succeed("8.8.8.8"),
     guard: AddressGuard | None = None,
     horizon: Horizon | None = None,
+    robots: RobotsCache | None = None,
 ) -> Frontier:
     """An open frontier (close it when done); every PLD has ``budget``."""
     beast = Beast(directory / "beast", lambda _: budget)
@@ -63,4 +65,5 @@ def open_test_frontier(
         clock=clock,
         guard=guard or AddressGuard(),
         horizon=horizon,
+        robots=robots,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.services import provide
 from irlscrapy.spiders.broad import BroadSpider, parse_seeds
+from irlscrapy.spiders.extract import LINK_SLICE
 
 PAGE = (
     b'<html><head><title>t</title></head><body><a href="/a">a</a>'
@@ -35,6 +37,15 @@ def make_spider(**settings: object) -> BroadSpider:
     return spider
 
 
+def parsed(output: AsyncIterator[Links]) -> list[Links]:
+    """What the spider's (async) callback yields, run on an asyncio loop of its own."""
+
+    async def drain() -> list[Links]:
+        return [links async for links in output]
+
+    return asyncio.run(drain())
+
+
 def html(url: str, body: bytes, **headers: str) -> HtmlResponse:
     return HtmlResponse(
         url,
@@ -47,9 +58,33 @@ def html(url: str, body: bytes, **headers: str) -> HtmlResponse:
 class TestParse:
     def test_one_links_object_per_page_with_followable_urls(self) -> None:
         spider = make_spider()
-        out = list(spider.parse(html("http://h.com/x/y", PAGE)))
+        out = parsed(spider.parse(html("http://h.com/x/y", PAGE)))
         assert out == [Links("http://h.com/x/y", ["http://h.com/a", "http://other.com/b"], 2)]
         assert spider.crawler.stats.get_value("irl/spider/links") == 2
+
+    def test_a_page_of_many_links_yields_slices_a_reactor_turn_apart(self) -> None:
+        """5,000 links (and each twice): three Links of at most LINK_SLICE URLs, in
+        document order, none twice, and the event loop runs between two slices."""
+        spider = make_spider()
+        hrefs = b"".join(b'<a href="/p/%d">x</a>' % (n % 5000) for n in range(10_000))
+        turns: list[int] = []
+
+        async def drain() -> list[Links]:
+            loop = asyncio.get_running_loop()
+            out = []
+            async for links in spider.parse(html("http://h.com/", hrefs)):
+                assert turns == list(range(1, len(out) + 1)), "the loop ran between slices"
+                out.append(links)
+                loop.call_soon(turns.append, len(out))
+            return out
+
+        out = asyncio.run(drain())
+        assert [len(links.urls) for links in out] == [LINK_SLICE, LINK_SLICE, 1000]
+        assert [u for links in out for u in links.urls] == [
+            f"http://h.com/p/{n}" for n in range(5000)
+        ]
+        assert spider.crawler.stats.get_value("irl/spider/links") == 5000
+        assert spider.crawler.stats.get_value("irl/spider/pages") == 1
 
     @pytest.mark.parametrize(
         "response",
@@ -63,7 +98,7 @@ class TestParse:
     )
     def test_nofollow_pages_yield_nothing(self, response: Response) -> None:
         spider = make_spider()
-        assert list(spider.parse(response)) == []
+        assert parsed(spider.parse(response)) == []
         assert spider.crawler.stats.get_value("irl/spider/nofollow") == 1
 
     @pytest.mark.parametrize(
@@ -79,7 +114,7 @@ class TestParse:
     )
     def test_non_html_yields_nothing(self, response: Response) -> None:
         spider = make_spider()
-        assert list(spider.parse(response)) == []
+        assert parsed(spider.parse(response)) == []
         assert spider.crawler.stats.get_value("irl/spider/not_html") == 1
 
     def test_page_size_limit_and_middleware_are_set_by_the_spider(self) -> None:

@@ -14,6 +14,7 @@ Storing, sharing and expiring rules is :mod:`irlscrapy.scheduler.hosts.robotscac
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from protego import Protego
@@ -46,11 +47,17 @@ class RobotsRules(RobotParser):
         return bool(self._parser.can_fetch(_text(url), _text(user_agent)))
 
     def crawl_delay(self, user_agent: str | bytes) -> float:
-        """Seconds the rules ask between requests (``Crawl-delay``); 0 when none."""
+        """Seconds the rules ask between requests (``Crawl-delay``): finite and >= 0.
+
+        0 when there is none or it is no number of seconds (``nan``, ``inf``, negative:
+        Protego before 0.7 passes them through).
+        """
         if self._parser is None:
             return 0.0
         delay = self._parser.crawl_delay(_text(user_agent))
-        return float(delay) if delay else 0.0
+        if delay is None or not math.isfinite(delay) or delay < 0:
+            return 0.0
+        return float(delay)
 
 
 def _text(value: str | bytes) -> str:
