@@ -97,7 +97,7 @@ def warmed(surface: str, directory: Path) -> Surfaces:
 
 
 def generated(surface: str, seed: int, index: int) -> Any:
-    return hostile.GENERATORS[surface](hostile.rng_for(surface, seed, index))
+    return hostile.GENERATORS[surface](hostile.rng_for(surface, seed, index), True)
 
 
 def rss_point() -> dict[str, float]:

@@ -261,7 +261,7 @@ def _authority_ok(authority: str) -> bool:
     if host.startswith("["):
         literal, bracket, port = host[1:].partition("]")
         try:
-            ipaddress.IPv6Address(literal.partition("%")[0])
+            ipaddress.IPv6Address(literal)  # (a zone id too, as w3lib checks it)
         except ValueError:
             return False
         if not bracket or (port and not port.startswith(":")):
