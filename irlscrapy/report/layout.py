@@ -50,6 +50,29 @@ STATS = "stats.json"
 _TAIL = 1 << 16
 
 
+def cut_torn_line(timeline: Path) -> int:
+    """Cut a last line a kill -9 left without its newline (the next run appends after
+    it, and its first line would be lost with the fragment); return the bytes cut."""
+    try:
+        with open(timeline, "r+b") as f:
+            size = f.seek(0, 2)
+            end = size
+            while end > 0:
+                start = max(0, end - _TAIL)
+                f.seek(start)
+                chunk = f.read(end - start)
+                newline = chunk.rfind(b"\n")
+                if newline >= 0:
+                    end = start + newline + 1
+                    break
+                end = start
+            if end < size:
+                f.truncate(end)
+            return size - end
+    except FileNotFoundError:
+        return 0
+
+
 def last_run(timeline: Path) -> int:
     """The run number of the timeline's last complete line (0 without one)."""
     try:

@@ -33,12 +33,14 @@ from twisted.internet import task
 
 from irlscrapy import defaults
 from irlscrapy.mediatype import media_type
+from irlscrapy.recovery import recovered
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.report.layout import (
     FORMAT,
     RECORDS_DIR,
     STATS,
     TIMELINE,
+    cut_torn_line,
     jsonable,
     last_run,
     write_stats,
@@ -121,6 +123,9 @@ class CrawlRecorder:
         self.records = state_dir / RECORDS_DIR
         self.records.mkdir(parents=True, exist_ok=True)
         timeline = self.records / TIMELINE
+        torn = cut_torn_line(timeline)
+        if torn:
+            recovered("torn_tail", timeline, detail=f"{torn} bytes")
         self.run = last_run(timeline) + 1
         self._file = open(timeline, "a", encoding="utf-8")  # noqa: SIM115 -- held until close
         self.opened = self.clock()

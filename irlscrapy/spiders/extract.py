@@ -191,7 +191,8 @@ def crawlable(url: str) -> bool:
         return False
     start = url.index("//") + 2
     end = _first_of(url, "?#", start)
-    if not _authority_ok(url[start : _first_of(url, "/", start, end)]):
+    # the authority ends at a "/", or a "\\", which a browser and w3lib read as one
+    if not _authority_ok(url[start : _first_of(url, "/\\", start, end)]):
         return False
     slash = url.rfind("/", start, end)
     if slash < 0:
@@ -261,6 +262,8 @@ def _authority_ok(authority: str) -> bool:
     if host.startswith("["):
         literal, bracket, port = host[1:].partition("]")
         try:
+            if not literal.isascii():
+                return False
             ipaddress.IPv6Address(literal)  # (a zone id too, as w3lib checks it)
         except ValueError:
             return False

@@ -19,7 +19,7 @@ from scrapy.utils.test import get_crawler
 from irlscrapy.cli import main
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ReportError
-from irlscrapy.report.layout import last_run, write_stats
+from irlscrapy.report.layout import cut_torn_line, last_run, write_stats
 from irlscrapy.report.reader import read_crawl
 from irlscrapy.report.render import PNG_PLDS, PNG_RATE, write_report
 from irlscrapy.report.timeline import CONTENT_TYPES, CrawlRecorder
@@ -110,6 +110,26 @@ def test_a_torn_last_line_is_skipped(tmp_path: Path) -> None:
     timeline.write_text('{"v": 1, "run": 3, "event": "open", "t": 1}\n{"v": 1, "run": 4, "ev')
     assert last_run(timeline) == 3
     assert last_run(tmp_path / "absent.jsonl") == 0
+
+
+def test_a_run_after_a_torn_last_line_cuts_it_and_keeps_its_own_open_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A kill -9 mid-write leaves a line without its newline; the next run's "open"
+    line used to be appended onto it, and lost to the report with the fragment."""
+    timeline = tmp_path / "report" / "timeline.jsonl"
+    timeline.parent.mkdir()
+    whole = '{"v": 1, "run": 1, "event": "open", "t": 1}\n'
+    timeline.write_text(whole + '{"v": 1, "run": 1, "ev' + "x" * 70_000)  # past a tail read
+    ext, _ = recorder(tmp_path)
+    with caplog.at_level("WARNING"):
+        ext.spider_opened(Spider("s"))
+    ext.spider_closed(Spider("s"), "finished")
+    lines = [json.loads(x) for x in timeline.read_text().splitlines()]
+    assert [(x["run"], x["event"]) for x in lines] == [(1, "open"), (2, "open"), (2, "close")]
+    assert any("torn last record" in r.getMessage() for r in caplog.records)
+    assert cut_torn_line(timeline) == 0  # a whole file is left alone
+    assert cut_torn_line(tmp_path / "absent.jsonl") == 0
 
 
 def write_records(state_dir: Path) -> None:
