@@ -84,9 +84,12 @@ def url_host(url: str) -> str:
             end = cut
     host = url[start:end].rpartition("@")[2].lower()
     if ":" in host:  # (the common case, no port and no trailing dot, does no more)
-        default = _DEFAULT_PORTS.get(url[:colon].lower())
-        if default is not None and host.endswith(default):
-            host = host[: -len(default)]
+        name, _, port = host.rpartition(":")
+        if port == "" or (port.isascii() and port.isdigit()):  # not an IPv6 literal's colon
+            # the port as Request writes it: "" and the scheme's own are none, "08" is 8
+            port = str(int(port)) if port else ""
+            default = _DEFAULT_PORTS.get(url[:colon].lower())
+            host = name if not port or default == ":" + port else f"{name}:{port}"
     if host.endswith(".") or ".:" in host:
         name, sep, port = host.partition(":")
         host = name.rstrip(".") + sep + port

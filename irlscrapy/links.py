@@ -10,7 +10,8 @@ from dataclasses import dataclass
 class Links:
     """The followable links found on one page.
 
-    A spider yields one ``Links`` per page instead of one ``Request`` per link. With the
+    A spider yields ``Links`` (one per page, or a few for a page of many links) instead
+    of one ``Request`` per link. With the
     IRL scheduler the URLs go to the frontier as strings and a ``Request`` is built only
     when a URL is about to be downloaded; without it,
     :class:`irlscrapy.middlewares.star.StarMiddleware` turns them into ordinary

@@ -16,7 +16,7 @@ import html
 import ipaddress
 import re
 from collections.abc import Iterable, Iterator
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 # A tag's attributes are scanned up to its ">" and never past a "<": a long run without
 # ">" (a hostile page of "<a <a <a ...") would otherwise be rescanned from every "<a",
@@ -28,6 +28,8 @@ _META_ROBOTS = re.compile(rb"""<meta\s[^<>]*?name\s*=\s*["']?robots["']?[^<>]*>"
 # shapes urljoin rewrites: dot segments, odd characters, an empty query or params, and
 # schemes without "//"
 _SLOW_PATH = re.compile(r"/\.|\\|\s|%2[eE]|;|\?(?:#|$)|^[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
+_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
+_BLANK = re.compile(r"[\x00-\x20\x7f]")
 _HEAD_BYTES = 16 * 1024  # meta robots and <base> are looked for this far into the page
 #: URLs per slice of a page's links (:func:`links_in_slices`). A slice costs about 5 ms
 #: from extraction to URLseen, so a page of 100,000 links never holds a reactor 50 ms.
@@ -130,7 +132,7 @@ def resolve_base(page_url: str, base_href: str) -> str:
     """The URL a page's relative links resolve against, given its entity-decoded
     ``<base href>`` value ("" when it has none, or one urljoin refuses)."""
     try:
-        return urljoin(page_url, base_href) if base_href else page_url
+        return urljoin(page_url, _slashes(base_href)) if base_href else page_url
     except ValueError:  # (an invalid IPv6 literal, say)
         return page_url
 
@@ -165,10 +167,13 @@ def absolute_url(base: str, href: str) -> str | None:
 
     Absolute http(s) and root-relative hrefs take a fast path; anything else (relative
     paths, dot segments, protocol-relative, odd characters) goes through ``urljoin``.
-    Equivalence with ``urljoin`` is a tested property.
+    Equivalence with ``urljoin`` is a tested property, once backslashes are read as
+    slashes (:func:`_slashes`).
     """
     if not href or href[0] == "#":
         return None
+    if "\\" in href:
+        href = _slashes(href)
     try:
         if _SLOW_PATH.search(href):
             url = urljoin(base, href)
@@ -184,6 +189,19 @@ def absolute_url(base: str, href: str) -> str | None:
     return url if hash_at < 0 else url[:hash_at]
 
 
+def _slashes(ref: str) -> str:
+    """``ref`` (a URL or a relative reference) with the backslashes before its query
+    read as slashes, as browsers and w3lib (so Scrapy's Request) read http(s) URLs:
+    ``http://a.com\\p`` is ``http://a.com/p``. urljoin keeps them, and the host the
+    frontier keys, asks DNS and robots.txt for would not be the host Scrapy fetches.
+    A reference to another scheme is left as it is."""
+    scheme = _SCHEME.match(ref)
+    if scheme is not None and scheme.group(0).lower() not in ("http:", "https:"):
+        return ref
+    end = _first_of(ref, "?#", 0)
+    return ref[:end].replace("\\", "/") + ref[end:]
+
+
 def crawlable(url: str) -> bool:
     """True for http(s) URLs whose path does not end in a known non-HTML extension,
     and which a Request can be made of (a host; no lone surrogate)."""
@@ -191,9 +209,14 @@ def crawlable(url: str) -> bool:
         return False
     start = url.index("//") + 2
     end = _first_of(url, "?#", start)
-    # the authority ends at a "/", or a "\\", which a browser and w3lib read as one
-    if not _authority_ok(url[start : _first_of(url, "/\\", start, end)]):
+    authority = url[start : _first_of(url, "/", start, end)]
+    if not _authority_ok(authority):
         return False
+    if not authority.isascii() or "[" in authority or "]" in authority:
+        try:  # the netloc checks urlsplit makes (NFKC look-alikes of "/?#@:"), as Scrapy's
+            _ = urlsplit(url).port  # Request and w3lib make them
+        except ValueError:
+            return False
     slash = url.rfind("/", start, end)
     if slash < 0:
         return True
@@ -256,8 +279,13 @@ def _authority_ok(authority: str) -> bool:
     """Does ``[userinfo@]host[:port]`` parse as the URL's identity (irlscrapy.
     dupefilters.urlkey) needs: a host, a port of digits up to 65535, an IPv6 literal
     that is one? A link that fails could never be fetched."""
-    host = authority.rpartition("@")[2]
+    userinfo, _, host = authority.rpartition("@")
     if not host.partition(":")[0].strip("."):  # no name: "", ":80", ".", ".."
+        return False
+    if "\\" in authority or "[" in userinfo or "]" in userinfo or _BLANK.search(host):
+        # a backslash ends the authority for Request, which also drops tabs and line
+        # ends: it would fetch another host than the one scheduled; nor does DNS know a
+        # name with a space or a control character
         return False
     if host.startswith("["):
         literal, bracket, port = host[1:].partition("]")

@@ -28,7 +28,8 @@ Invariants (a break raises :class:`Violation`; any other exception is a crash):
 - a Crawl-delay is finite and >= 0; a back-off is finite and within ``backoff_max``;
 - a DNS question ends in an address or a :class:`DNSLookupFailed`, never an error, and
   the guard refuses every non-global address it is given;
-- the frontier hands out (or drops with a stat) every URL pushed, given time.
+- the host a URL is scheduled under (``url_host``) is the host Scrapy's Request
+  fetches (for ASCII hosts; an IDN's Request host is its punycode).
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ class Surfaces:
         are not counted)."""
         self.fed += 1
         self.turns: list[float] = []
+        self.pushed = 0  # URLs of this input pushed to the frontier
         FEEDERS[surface](self, value)
         return max(self.turns, default=0.0)
 
@@ -165,14 +167,16 @@ class Surfaces:
         """What the scheduler does with a page's links in the turn it gets them
         (Intake.enqueue_links: the link rules, URL keys, the codec, the frontier).
 
-        The frontier gets the first FRONTIER_LINKS of them: a page of 100,000 links to
-        its own host would leave BEAST a one-PLD backlog whose re-splits (a BEAST cost,
-        measured by bench/fuzz.py on its own) would be charged to every later input."""
+        The frontier gets the first FRONTIER_LINKS of an input's links: a page of
+        100,000 links to its own host would leave BEAST a one-PLD backlog whose
+        re-splits (BEAST's cost, not the page's) would be charged to later inputs."""
         kept = self.rules.keep(urls)
         url_keys(kept)
         payloads = [encode_link(link, 1, None, PAGE_URL) for link in kept]
-        for payload in payloads[:FRONTIER_LINKS]:
+        room = max(0, FRONTIER_LINKS - self.pushed)
+        for payload in payloads[:room]:
             self.frontier.push(payload)
+        self.pushed += min(room, len(payloads))
 
     def check_links(self, urls: list[str]) -> None:
         """Every URL a page yields can be fetched and identified."""
@@ -182,6 +186,9 @@ class Surfaces:
             self.identity.request_key(request)
             host = url_host(link)
             check(bool(host), f"no host: {link!r}")
+            if host.isascii():
+                fetched = url_host(request.url)
+                check(fetched == host, f"scheduled as {host!r}, fetched from {fetched!r}")
             ICANN(host)
             RULES.allowed(link, USER_AGENT)
             self.rules.trapped(link)
