@@ -324,7 +324,10 @@ class Driver:
             )
             if ROBOTS_KEY in request.meta:
                 self.robots += 1
-                request.callback(Response(request.url, status=404, request=request))
+                # (an async callback: a 404 runs it to its end at once)
+                defer.ensureDeferred(
+                    request.callback(Response(request.url, status=404, request=request))
+                )
                 self.scheduler.page_done(request)  # as PageDoneMiddleware would
                 continue
             self.taken += 1

@@ -71,6 +71,7 @@ def run_cache(hosts: int, directory: Path, progress: bool) -> dict[str, float]:
         retries=settings["IRL_ROBOTS_RETRIES"],
         ram_hosts=settings["IRL_ROBOTS_RAM_HOSTS"],
         ram_bodies=settings["IRL_ROBOTS_RAM_BODIES"],
+        ram_bytes=settings["IRL_ROBOTS_RAM_BYTES"],
     )
     before = memory()
     cache.open(directory)

@@ -286,6 +286,14 @@ SETTINGS: tuple[Setting, ...] = (
         "parsed robots.txt rules held in RAM (an LRU shared by hosts with the same body)",
     ),
     Setting(
+        "IRL_ROBOTS_RAM_BYTES",
+        8 << 20,
+        "int",
+        "bytes",
+        "the robots.txt bodies whose parsed rules RAM holds, in bytes (a parse takes about "
+        "8 times its body; a body is up to 500 KiB)",
+    ),
+    Setting(
         "IRL_ALLOW_PRIVATE_ADDRESSES",
         False,
         "str",

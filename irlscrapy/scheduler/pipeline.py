@@ -420,14 +420,17 @@ class Frontier:
             state.crawl_delay = self._crawl_delay(rules, count=False)
         return rules is not None and refetch_at > now
 
-    def robots_known(self, host: str, status: int | None, body: bytes) -> RobotsRules | None:
+    def robots_known(
+        self, host: str, status: int | None, body: bytes, parsed: RobotsRules | None = None
+    ) -> RobotsRules | None:
         """The robots.txt of ``host`` answered ``status`` (None: no answer) with
-        ``body``: store the outcome; drop what it disallows; set the host's Crawl-delay;
-        postpone the host until a retry when the outcome is "try again later". Return
-        the rules now in force (None: to be fetched again)."""
+        ``body`` (``parsed``: its rules, if parsed already): store the outcome; drop
+        what it disallows; set the host's Crawl-delay; postpone the host until a retry
+        when the outcome is "try again later". Return the rules now in force (None: to
+        be fetched again)."""
         self._robots_out.discard(host)
         assert self.robots is not None, "robots.txt is not obeyed"
-        rules, refetch_at = self.robots.learn(host, status, body, self.clock())
+        rules, refetch_at = self.robots.learn(host, status, body, self.clock(), parsed)
         state = self.workbench.hosts.get(host)
         if rules is None:
             self.stats.inc_value("irl/robots/retries")

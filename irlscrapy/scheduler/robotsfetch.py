@@ -24,10 +24,12 @@ from typing import Any
 from scrapy import Request, signals
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
+from scrapy.utils.asyncio import run_in_thread
 from twisted.python.failure import Failure
 
 from irlscrapy.scheduler.frontier.workbench import VisitState
-from irlscrapy.scheduler.hosts.robots import REDIRECT_HOPS, RobotsRules
+from irlscrapy.scheduler.hosts.robots import PARSE_LIMIT, REDIRECT_HOPS, RobotsRules, parse
+from irlscrapy.scheduler.hosts.robotscache import BIG_BODY
 from irlscrapy.scheduler.items import RobotsFetch, item_url
 from irlscrapy.scheduler.keys import FETCH_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.pipeline import Frontier
@@ -63,10 +65,17 @@ class RobotsFetches:
             dont_filter=True,
         )
 
-    def answered(self, response: Response) -> None:
+    async def answered(self, response: Response) -> None:
         self.stats.inc_value("robotstxt/response_count")
         self.stats.inc_value(f"robotstxt/response_status_count/{response.status}")
-        rules = self._outcome(response.request, response.status, response.body)
+        parsed = None
+        body = response.body[:PARSE_LIMIT]
+        if 200 <= response.status < 300 and len(body) > BIG_BODY:
+            # 50 to 250 ms of parsing: on a worker thread (the host stays held)
+            parsed = await run_in_thread(parse, body)
+            if self.frontier.closed:
+                return  # the crawl closed meanwhile: robots.txt is fetched next run
+        rules = self._outcome(response.request, response.status, body, parsed)
         if rules is not None and 200 <= response.status < 300:
             self.signals.send_catch_log(
                 signals.robots_parsed, robotparser=rules, request=response.request
@@ -85,10 +94,14 @@ class RobotsFetches:
             self._outcome(request, None, b"")
 
     def _outcome(
-        self, request: Request | None, status: int | None, body: bytes
+        self,
+        request: Request | None,
+        status: int | None,
+        body: bytes,
+        parsed: RobotsRules | None = None,
     ) -> RobotsRules | None:
         assert request is not None
-        rules = self.frontier.robots_known(request.meta[ROBOTS_KEY], status, body)
+        rules = self.frontier.robots_known(request.meta[ROBOTS_KEY], status, body, parsed)
         token = request.meta.get(FETCH_KEY)
         if token is not None:
             self.end(token)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irlscrapy.exceptions import ConfigurationError, DirectoryLocked
+from irlscrapy.scheduler.hosts import robotscache
 from irlscrapy.scheduler.hosts.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
@@ -20,7 +21,7 @@ from irlscrapy.scheduler.hosts.robots import (
     outcome_of,
     parse,
 )
-from irlscrapy.scheduler.hosts.robotscache import RobotsCache
+from irlscrapy.scheduler.hosts.robotscache import BIG_BODY, RobotsCache
 
 UA = "irlscrapy-test"
 BODY = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 7\n"
@@ -135,6 +136,37 @@ class TestRobotsCache:
             assert not rules.allowed(f"http://h{n}.example/p{n}/x", UA)
             assert rules.allowed(f"http://h{n}.example/p{n + 1}/x", UA)
         again.close()
+
+    def test_ram_holds_bodies_up_to_its_bytes_and_a_big_one_is_never_parsed_again(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Parsed rules are bounded by their bodies' bytes as well as their count (a
+        parse takes about 8 times its body), and a body over BIG_BODY that RAM let go
+        of is not parsed again on lookup (50 to 250 ms on the reactor's thread): its
+        robots.txt is fetched again instead. A smaller one is parsed from disk."""
+        big = b"User-agent: *\n" + b"".join(b"Disallow: /s/%d/\n" % n for n in range(4000))
+        assert len(big) > BIG_BODY
+        small = b"User-agent: *\nDisallow: /p/\n"
+        c = cache(ram_bodies=100, ram_bytes=len(big) + 100)
+        c.open(tmp_path)
+        rules, _ = c.learn("big.example", 200, big, now=0.0, parsed=parse(big))
+        assert rules is not None and not rules.allowed("http://big.example/s/17/x", UA)
+        for n in range(3):  # bodies that push the big one out of RAM's bytes
+            c.learn(f"s{n}.example", 200, small + b"# %d" % n + b"x" * 60, now=0.0)
+        assert c._rule_bytes <= len(big) + 100
+        parses: list[bytes] = []
+        monkeypatch.setattr(robotscache, "parse", lambda body: parses.append(body) or parse(body))
+        assert c.lookup("big.example") == (None, 0.0)
+        assert parses == []
+        assert c.lookup("s0.example")[0] is not None  # in RAM, or parsed from disk
+        c.close()
+
+    def test_a_body_over_the_bytes_is_held_alone(self) -> None:
+        c = cache(ram_bytes=10)
+        rules, _ = c.learn("a.example", 200, BODY, now=0.0)
+        assert rules is not None and len(c._rules) == 1
+        c.learn("b.example", 200, BODY + b"#", now=0.0)
+        assert len(c._rules) == 1
 
     def test_without_a_directory_what_ram_forgets_is_unknown(self) -> None:
         c = cache(ram_hosts=2)

@@ -8,10 +8,14 @@ live in LevelDB; RAM holds two LRUs:
 - the records of the ``ram_hosts`` hosts used last, without their bodies: host -> the
   record's head (one bytes object of 10 or 26 bytes, which the cyclic GC does not track;
   a tuple of a float, two ints and a digest costs 3x the RAM);
-- parsed rules by body digest (``ram_bodies`` of them): hosts with the same robots.txt
-  share one parse (many sites serve a stock robots.txt, and a parsed robots.txt is
-  dozens of objects). A record whose rules were evicted is parsed again from its body
-  on disk.
+- parsed rules by body digest (``ram_bodies`` of them, of bodies of ``ram_bytes`` in
+  all: a parsed robots.txt takes about 8 times its body's bytes, and a body may be
+  500 KiB): hosts with the same robots.txt share one parse (many sites serve a stock
+  robots.txt, and a parsed robots.txt is dozens of objects). A record whose rules were
+  evicted is parsed again from its body on disk, unless the body is over
+  :data:`BIG_BODY`: parsing one holds a thread 50 to 250 ms, so the fetch of a big
+  robots.txt parses it on a worker thread (:mod:`irlscrapy.scheduler.robotsfetch`) and
+  a big body RAM let go of is fetched again rather than parsed on the reactor's.
 
 So RAM does not grow with the hosts met: at IRLbot's 117 million hosts the records are
 on disk (LevelDB's own caches are bounded too: its block cache and write buffer).
@@ -28,7 +32,9 @@ What an answer does (:meth:`RobotsCache.learn`; outcomes from
   the count.
 
 Invariants:
-*RAM holds at most ram_hosts records and ram_bodies parsed rules.*
+*RAM holds at most ram_hosts records, and at most ram_bodies parsed rules of at most
+ram_bytes of bodies (one body over ram_bytes is held alone).*
+*lookup() never parses a body over BIG_BODY.*
 *lookup() answers what the last learn() for the host stored, also after a restart.*
 
 Files under the directory given to open() (DO NOT CHANGE: format version 1)::
@@ -78,6 +84,10 @@ FORMAT_VERSION = b"1"
 _HOST_PREFIX = b"h"
 _HEAD = struct.Struct(">dBB")
 _DIGEST = 16
+#: A body over this many bytes is parsed on a worker thread when fetched, and never on
+#: the reactor's (a 32 KiB robots.txt parses in about 15 ms).
+BIG_BODY = 32 * 1024
+DEFAULT_RAM_BYTES = 8 << 20
 _CODES = {PARSED: 0, UNAVAILABLE: 1, UNREACHABLE: 2}
 _OUTCOMES = {code: outcome for outcome, code in _CODES.items()}
 
@@ -99,24 +109,28 @@ class RobotsCache:
         retries: int,
         ram_hosts: int,
         ram_bodies: int,
+        ram_bytes: int = DEFAULT_RAM_BYTES,
     ) -> None:
         if ttl <= 0 or retry_delay < 0:
             raise ConfigurationError(
                 f"robots cache: IRL_ROBOTS_TTL ({ttl}) must be > 0 and "
                 f"IRL_ROBOTS_RETRY_DELAY ({retry_delay}) >= 0 seconds"
             )
-        if retries < 1 or ram_hosts < 1 or ram_bodies < 1:
+        if retries < 1 or ram_hosts < 1 or ram_bodies < 1 or ram_bytes < 1:
             raise ConfigurationError(
-                "robots cache: IRL_ROBOTS_RETRIES, IRL_ROBOTS_RAM_HOSTS and "
-                "IRL_ROBOTS_RAM_BODIES must be >= 1"
+                "robots cache: IRL_ROBOTS_RETRIES, IRL_ROBOTS_RAM_HOSTS, "
+                "IRL_ROBOTS_RAM_BODIES and IRL_ROBOTS_RAM_BYTES must be >= 1"
             )
         self.ttl = ttl
         self.retry_delay = retry_delay
         self.retries = retries
         self.ram_hosts = ram_hosts
         self.ram_bodies = ram_bodies
+        self.ram_bytes = ram_bytes
         self._records: OrderedDict[str, bytes] = OrderedDict()  # host -> record head
-        self._rules: OrderedDict[bytes, RobotsRules] = OrderedDict()
+        #: digest -> (rules, the body's length)
+        self._rules: OrderedDict[bytes, tuple[RobotsRules, int]] = OrderedDict()
+        self._rule_bytes = 0  # the sum of the bodies' lengths in _rules
         self._db: Any = None
         self._hosts: Any = None
         self._lock: DirectoryLock | None = None
@@ -129,6 +143,7 @@ class RobotsCache:
             retries=defaults.get(settings, "IRL_ROBOTS_RETRIES"),
             ram_hosts=defaults.get(settings, "IRL_ROBOTS_RAM_HOSTS"),
             ram_bodies=defaults.get(settings, "IRL_ROBOTS_RAM_BODIES"),
+            ram_bytes=defaults.get(settings, "IRL_ROBOTS_RAM_BYTES"),
         )
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -168,7 +183,7 @@ class RobotsCache:
         outcome = _OUTCOMES[code]
         if outcome == PARSED:
             rules = self._parsed(host, head[_HEAD.size :])
-            if rules is None:  # no disk (never opened): what RAM forgot is fetched again
+            if rules is None:  # no disk, or a big body: what RAM forgot is fetched again
                 del self._records[host]
                 return None, 0.0
             return rules, refetch_at
@@ -190,19 +205,27 @@ class RobotsCache:
         return head
 
     def _parsed(self, host: str, digest: bytes) -> RobotsRules | None:
-        rules = self._rules.get(digest)
-        if rules is not None:
+        held = self._rules.get(digest)
+        if held is not None:
             self._rules.move_to_end(digest)
-            return rules
+            return held[0]
         raw = self._hosts.get(host.encode()) if self._hosts is not None else None
-        return None if raw is None else self._share(digest, raw[_HEAD.size + _DIGEST :])
+        if raw is None or len(raw) - _HEAD.size - _DIGEST > BIG_BODY:
+            return None  # forgotten: robots.txt is fetched (and parsed) again
+        return self._share(digest, raw[_HEAD.size + _DIGEST :])
 
     # -- learning ------------------------------------------------------------------------
     def learn(
-        self, host: str, status: int | None, body: bytes, now: float
+        self,
+        host: str,
+        status: int | None,
+        body: bytes,
+        now: float,
+        parsed: RobotsRules | None = None,
     ) -> tuple[RobotsRules | None, float]:
         """Store what ``host``'s robots.txt answered at ``now`` (``status`` None: no
-        answer); return ``lookup(host)`` as it is now."""
+        answer; ``parsed``: the body's rules, parsed already, on a worker thread);
+        return ``lookup(host)`` as it is now."""
         outcome = outcome_of(status)
         failures = 0
         refetch_at = now + self.ttl
@@ -216,11 +239,13 @@ class RobotsCache:
         body = body[:PARSE_LIMIT]
         digest = _digest(body) if outcome == PARSED else b""
         if outcome == PARSED:
-            self._share(digest, body)
+            self._share(digest, body, parsed)
         head = _HEAD.pack(refetch_at, _CODES[outcome], failures) + digest
         if self._hosts is not None:
             self._hosts.put(host.encode(), head + body)
         self._remember(host, head)
+        if outcome == PARSED:  # (lookup would not parse a big body again)
+            return self._rules[digest][0], refetch_at
         return self.lookup(host)
 
     def _remember(self, host: str, head: bytes) -> None:
@@ -230,12 +255,17 @@ class RobotsCache:
         if len(records) > self.ram_hosts:
             records.popitem(last=False)
 
-    def _share(self, digest: bytes, body: bytes) -> RobotsRules:
-        rules = self._rules.get(digest)
-        if rules is None:
-            rules = self._rules[digest] = parse(body)
-            if len(self._rules) > self.ram_bodies:
-                self._rules.popitem(last=False)
-        else:
+    def _share(self, digest: bytes, body: bytes, parsed: RobotsRules | None = None) -> RobotsRules:
+        held = self._rules.get(digest)
+        if held is not None:
             self._rules.move_to_end(digest)
+            return held[0]
+        rules = parsed if parsed is not None else parse(body)
+        self._rules[digest] = (rules, len(body))
+        self._rule_bytes += len(body)
+        while len(self._rules) > 1 and (
+            len(self._rules) > self.ram_bodies or self._rule_bytes > self.ram_bytes
+        ):
+            _, (_, size) = self._rules.popitem(last=False)
+            self._rule_bytes -= size
         return rules

@@ -1,0 +1,60 @@
+"""A robots.txt answer through RobotsFetches into a real frontier: a big body is parsed
+on a worker thread, and its rules rule the host's URLs as a small body's do."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scrapy import Request
+from scrapy.http import Response
+
+from irlscrapy.scheduler import robotsfetch
+from irlscrapy.scheduler.hosts.robots import parse
+from irlscrapy.scheduler.hosts.robotscache import BIG_BODY, RobotsCache
+from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.requestcodec import encode_link
+from irlscrapy.scheduler.robotsfetch import RobotsFetches
+
+from .frontierfixture import Stats, open_test_frontier
+
+HOST = "big.example"
+
+
+class Signals:
+    def send_catch_log(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("rules", [4000, 3], ids=["big", "small"])
+def test_a_robots_txt_is_parsed_off_the_reactor_thread_when_big(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rules: int
+) -> None:
+    body = b"User-agent: *\n" + b"".join(b"Disallow: /s/%d/\n" % n for n in range(rules))
+    cache = RobotsCache(ttl=3600.0, retry_delay=1.0, retries=2, ram_hosts=10, ram_bodies=10)
+    frontier = open_test_frontier(
+        tmp_path, capacity=100, host_cap=10, clock=lambda: 0.0, robots=cache
+    )
+    threads: list[bool] = []
+
+    def parse_where(body: bytes) -> Any:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return parse(body)
+
+    monkeypatch.setattr(robotsfetch, "parse", parse_where)
+    frontier.push(encode_link(f"http://{HOST}/s/1/x", 1, None, None))
+    frontier.push(encode_link(f"http://{HOST}/ok", 1, None, None))
+    frontier.admit()
+    ended: list[int] = []
+    fetches = RobotsFetches(frontier, Stats(), Signals(), ended.append)
+    request = Request(f"http://{HOST}/robots.txt", meta={ROBOTS_KEY: HOST, "irl_fetch": 7})
+    response = Response(request.url, status=200, body=body, request=request)
+    asyncio.run(fetches.answered(response))
+    assert threads == ([False] if len(body) > BIG_BODY else [])
+    rules_now, _ = cache.lookup(HOST)
+    assert rules_now is not None and not rules_now.allowed(f"http://{HOST}/s/1/x", "test")
+    assert frontier.stats.values["irl/robots/disallowed"] == 1  # /s/1/x dropped
+    frontier.close()
