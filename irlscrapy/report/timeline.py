@@ -33,7 +33,7 @@ from twisted.internet import task
 
 from irlscrapy import defaults
 from irlscrapy.mediatype import media_type
-from irlscrapy.recovery import recovered
+from irlscrapy.recovery import Recoveries, recovered
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.report.layout import (
     FORMAT,
@@ -123,9 +123,12 @@ class CrawlRecorder:
         self.records = state_dir / RECORDS_DIR
         self.records.mkdir(parents=True, exist_ok=True)
         timeline = self.records / TIMELINE
-        torn = cut_torn_line(timeline)
-        if torn:
-            recovered("torn_tail", timeline, detail=f"{torn} bytes")
+        recoveries = Recoveries()
+        with recoveries.collect():
+            torn = cut_torn_line(timeline)
+            if torn:
+                recovered("torn_tail", timeline, detail=f"{torn} bytes")
+        recoveries.publish(self.crawler.stats, state_dir)  # irl/recovered/torn_tail/report
         self.run = last_run(timeline) + 1
         self._file = open(timeline, "a", encoding="utf-8")  # noqa: SIM115 -- held until close
         self.opened = self.clock()

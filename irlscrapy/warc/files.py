@@ -352,7 +352,8 @@ def recover(left: Path) -> Path:
         kept = [line for line in lines if _ends_within(line, good)]
         index.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
         os.replace(index, _index_path(final))
-    recovered("warc_file", final, detail=f"{good} bytes{torn}")
+    # no path: the stat is irl/recovered/warc_file wherever the WARC directory is
+    recovered("warc_file", detail=f"{final}: {good} bytes{torn}")
     return final
 
 

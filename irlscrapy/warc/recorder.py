@@ -208,8 +208,14 @@ class ExchangeRecorder:
             root = self.state.open() if self.state is not None else None
             if root is not None:
                 self.seen = ContentSeen(root / "contentseen")
-            opened = self._run(self._open)
-            opened.addCallback(lambda recoveries: recoveries.publish(self.stats, root))
+            recoveries = Recoveries()
+            opened = self._run(self._open, recoveries)
+
+            def publish(result: Any) -> Any:  # (a failed open mended files too)
+                recoveries.publish(self.stats, root)
+                return result
+
+            opened.addBoth(publish)
             opened.addErrback(self._fail)
         pending = _Pending(self._capture(request, response, head), None)
         if self.seen is not None and is_flagged(request):
@@ -364,15 +370,14 @@ class ExchangeRecorder:
             self.state.close()
 
     # -- the worker thread ---------------------------------------------------------------
-    def _open(self) -> Recoveries:
-        """Open the files; what the open mended, to publish on the reactor's thread."""
-        recoveries = Recoveries()
+    def _open(self, recoveries: Recoveries) -> None:
+        """Open the files, noting in ``recoveries`` what the open mended (published on
+        the reactor's thread, whether the open succeeds or not)."""
         with recoveries.collect():
             if self.files is not None:
                 self.files.open()
             if self.seen is not None:
                 self.seen.open()
-        return recoveries
 
     def _close(self) -> None:
         if self.files is not None:

@@ -128,6 +128,7 @@ def test_a_run_after_a_torn_last_line_cuts_it_and_keeps_its_own_open_line(
     lines = [json.loads(x) for x in timeline.read_text().splitlines()]
     assert [(x["run"], x["event"]) for x in lines] == [(1, "open"), (2, "open"), (2, "close")]
     assert any("torn last record" in r.getMessage() for r in caplog.records)
+    assert ext.crawler.stats.get_value("irl/recovered/torn_tail/report") == 1
     assert cut_torn_line(timeline) == 0  # a whole file is left alone
     assert cut_torn_line(tmp_path / "absent.jsonl") == 0
 
