@@ -7,9 +7,12 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import pytest
 
@@ -85,9 +88,13 @@ def tiny_crawl_args(log: Path, *settings: str) -> list[str]:
 
 
 def crawl_tiny(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
-    """Run :func:`tiny_crawl_args` to the end. Every crawl on the IRL scheduler that
-    got as far as dumping its stats is checked for idle-with-work windows."""
+    """Run :func:`tiny_crawl_args` to the end (at the niceness of the side-by-side job
+    that runs it, if one does). Every crawl on the IRL scheduler that got as far as
+    dumping its stats is checked for idle-with-work windows."""
     args = tiny_crawl_args(log, *settings)
+    nice = getattr(_running_job, "nice", 0)
+    if nice:
+        args = ["nice", "-n", str(nice), *args]
     result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=240)
     if "'irl/scheduler/dequeued'" in result.stderr:
         assert_never_idle_with_work(result.stderr)
@@ -129,21 +136,143 @@ def downloads(log: Path) -> list[str]:
     ]
 
 
+# -- crawls side by side ---------------------------------------------------------------
+#
+# A crawl of the tiny web spends most of its wall time waiting on politeness (its last
+# tens of seconds go to a few hosts at tau_h, or at their Crawl-delay), with a core or
+# less busy, so crawls that do not depend on each other run side by side: the first
+# fixture that asks for one of them starts every one that a selected test will need
+# (SIDE_BY_SIDE at a time, the longest first) and waits for all, so that no crawl runs
+# on in the background while other tests run. Each crawl keeps its own in-vitro server,
+# settings and checks; running beside others only makes it take longer.
+
+#: How many side-by-side jobs run at once.
+SIDE_BY_SIDE = 4
+#: The niceness of a job's crawls, unless the job says otherwise: a job whose checks
+#: time the server's replies (the shared IRL crawl's politeness audit holds the server's
+#: end of an abandoned request to 50 ms after the crawler let go) runs at 0, and gets
+#: the CPU before the others.
+NICE = 10
+#: The pytest timeout of the test whose setup runs them (pyproject.toml's 300 s is for
+#: one test; each crawl has its own time limit: crawl_tiny's 240 s).
+SIDE_BY_SIDE_TIMEOUT = 900
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A crawl (or a few in a row) to run side by side: ``run(work)``, ``work`` a new
+    directory, returns what the fixture of the same name gives the tests."""
+
+    run: Callable[[Path], Any]
+    seconds: float  # about how long it takes alone (the longest start first)
+    nice: int  # of its crawls (crawl_tiny)
+
+    @property
+    def name(self) -> str:
+        return f"{self.run.__module__}.{self.run.__name__}"
+
+    def wanted_by(self, item: pytest.Item) -> bool:
+        """Whether ``item`` uses the job's fixture: in any module for a job of this
+        conftest, else in the module that defines it."""
+        module = getattr(item, "module", None)
+        return (
+            self.run.__name__ in getattr(item, "fixturenames", ())
+            and module is not None
+            and self.run.__module__ in (__name__, module.__name__)
+        )
+
+
+JOBS: dict[str, Job] = {}
+#: ``nice``: the niceness of the job that the current thread runs.
+_running_job = threading.local()
+
+
+def side_by_side(
+    seconds: float, *, scope: Literal["session", "module"] = "module", nice: int = NICE
+) -> Callable[[Callable[[Path], T]], Any]:
+    """Make ``run(work)`` a job that runs side by side with the others, and a fixture of
+    its name (and ``scope``) that gives its result (raising what it raised)."""
+
+    def register(run: Callable[[Path], T]) -> Any:
+        job = Job(run, seconds, nice)
+        JOBS[job.name] = job
+
+        def fixture(side_by_side_jobs: SideBySide) -> T:
+            result: T = side_by_side_jobs.result(job)
+            return result
+
+        fixture.__doc__ = run.__doc__
+        return pytest.fixture(scope=scope, name=run.__name__)(fixture)
+
+    return register
+
+
+class SideBySide:
+    """The session's side-by-side jobs: :meth:`result` runs, at its first call for a
+    job, that job and every other not yet run that a selected test wants."""
+
+    def __init__(self, items: list[pytest.Item], tmp_path_factory: pytest.TempPathFactory):
+        self.items, self.tmp_path_factory = items, tmp_path_factory
+        self.done: dict[str, Future[Any]] = {}
+
+    def result(self, job: Job) -> Any:
+        if job.name not in self.done:
+            self._run(job)
+        return self.done[job.name].result()
+
+    def _run(self, first: Job) -> None:
+        batch = [
+            job
+            for job in JOBS.values()
+            if job.name not in self.done
+            and (job is first or any(job.wanted_by(item) for item in self.items))
+        ]
+        batch.sort(key=lambda job: -job.seconds)
+        with ThreadPoolExecutor(SIDE_BY_SIDE, thread_name_prefix="side-by-side") as pool:
+            for job in batch:
+                module = job.run.__module__.rsplit(".", 1)[-1].removeprefix("test_")
+                work = self.tmp_path_factory.mktemp(f"{module}-{job.run.__name__}")
+                self.done[job.name] = pool.submit(self._job, job, work)
+        # (leaving the with block waits for every job)
+
+    @staticmethod
+    def _job(job: Job, work: Path) -> Any:
+        _running_job.nice = job.nice
+        try:
+            return job.run(work)
+        finally:
+            _running_job.nice = 0
+
+
+@pytest.fixture(scope="session")
+def side_by_side_jobs(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> SideBySide:
+    return SideBySide(request.session.items, tmp_path_factory)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The first test that wants a side-by-side job runs them all in its setup, and
+    which one that is depends on the selection: each gets :data:`SIDE_BY_SIDE_TIMEOUT`."""
+    for item in items:
+        if any(job.wanted_by(item) for job in JOBS.values()):
+            item.add_marker(pytest.mark.timeout(SIDE_BY_SIDE_TIMEOUT), append=False)
+
+
 #: WARC files of the shared IRL crawl fill several files at this size.
 WARC_MAX_SIZE = 400_000
 
 
-@pytest.fixture(scope="session")
-def irl_crawl(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+@side_by_side(seconds=55, scope="session", nice=0)
+def irl_crawl(work: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
     """One complete crawl of the tiny web on the IRL scheduler with every recording
     feature on (WARC files with CDXJ, content dedup, a JOBDIR), shared by the crawl's
     tests (tests/e2e/test_irl_crawl.py) and the archive's (tests/e2e/test_warc.py):
     (the finished process, the server's request log, the WARC directory)."""
     from settings.broad import EXTENSIONS
 
-    work = tmp_path_factory.mktemp("irl-crawl")
     log = work / "requests.jsonl"
     extensions = {**EXTENSIONS, "tests.e2e.dedup_probe.DuplicateProbe": 0}
     result = crawl_tiny(

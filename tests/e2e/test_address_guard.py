@@ -14,24 +14,21 @@ import ipaddress
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.audit import request_url
 from irlscrapy.oracle.groundtruth import split_url
 from irlscrapy.spiders.extract import absolute_url
 
-from .conftest import QUICK_IRL, SEED, crawl_tiny, read_log
+from .conftest import QUICK_IRL, SEED, crawl_tiny, read_log, side_by_side
 
 ALLOWED = ipaddress.ip_network("127.0.1.0/29")
 
 
-@pytest.fixture(scope="module")
-def crawl(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[subprocess.CompletedProcess[str], Path]:
-    log = tmp_path_factory.mktemp("guard-crawl") / "requests.jsonl"
+@side_by_side(seconds=25)
+def crawl(work: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The crawl, side by side with the others (conftest.side_by_side)."""
+    log = work / "requests.jsonl"
     result = crawl_tiny(log, *QUICK_IRL, f"IRL_ALLOW_PRIVATE_ADDRESSES={ALLOWED}")
     return result, log
 

@@ -34,6 +34,7 @@ from .conftest import (
     crawl_tiny,
     downloads,
     read_log,
+    side_by_side,
 )
 
 HOST_DELAY = 0.2  # QUICK_IRL's tau_h: every domain has the default budget
@@ -215,14 +216,24 @@ def test_a_hanging_host_holds_one_slot_and_is_backed_off(
             assert gap >= 0.2 - 0.05, (a, later[0])
 
 
-def test_a_load_governor_at_its_floor_loses_nothing(tmp_path: Path) -> None:
-    """A lag target no reactor meets cuts the cap on fetches in flight to its floor at
-    the first busy quarter second; held-back fetches wait for one in flight to end, so
-    the crawl still downloads exactly the ground truth and ends."""
-    log = tmp_path / "requests.jsonl"
+@side_by_side(seconds=55)
+def governed_crawl(work: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """A crawl whose load governor has a lag target no reactor meets (side by side
+    with the other crawls: conftest.side_by_side)."""
+    log = work / "requests.jsonl"
     result = crawl_tiny(
         log, *QUICK_IRL, "IRL_REACTOR_LAG_TARGET=0.000001", f"CONCURRENT_REQUESTS={FLOOR + 1}"
     )
+    return result, log
+
+
+def test_a_load_governor_at_its_floor_loses_nothing(
+    governed_crawl: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """A lag target no reactor meets cuts the cap on fetches in flight to its floor at
+    the first busy quarter second; held-back fetches wait for one in flight to end, so
+    the crawl still downloads exactly the ground truth and ends."""
+    result, log = governed_crawl
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"'irl/governor/cap': {FLOOR}," in result.stderr, result.stderr[-3000:]
     truth = reachable(InVitroWeb(TINY, SEED), IRL_POLICY)

@@ -25,6 +25,7 @@ from .conftest import (
     crawl_tiny,
     downloads,
     read_log,
+    side_by_side,
 )
 
 RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}
@@ -49,14 +50,17 @@ def check_two_runs(first: Path, second: Path) -> tuple[int, int]:
     return len(before), len(again)
 
 
-def test_a_full_disk_stops_the_crawl_with_a_clear_message_and_resumes(tmp_path: Path) -> None:
-    """JOBDIR on a 3 MiB tmpfs: the crawl fills it, stops cleanly and says what to do;
-    with room made (the tmpfs grown), the same JOBDIR resumes to the ground truth."""
-    disk = tmp_path / "disk"
+@side_by_side(seconds=85)
+def full_disk_runs(work: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """The test's two runs, side by side with the other crawls (conftest.side_by_side):
+    JOBDIR on a 3 MiB tmpfs, which the first run must fill and stop on as the test says
+    (checked here, before the tmpfs is grown); then the second run on the same JOBDIR.
+    (The second run, and the server's logs of both runs.)"""
+    disk = work / "disk"
     disk.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)], check=True)
     try:
-        job, first, second = disk / "job", tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+        job, first, second = disk / "job", work / "first.jsonl", work / "second.jsonl"
         small = (*SETTINGS, "IRL_DRUM_MEMORY=1048576")
         stopped = crawl_tiny(first, f"JOBDIR={job}", *small)
         assert stopped.returncode == 0, stopped.stderr[-3000:]
@@ -64,11 +68,19 @@ def test_a_full_disk_stops_the_crawl_with_a_clear_message_and_resumes(tmp_path: 
         assert f"the disk holding {job} is full" in stopped.stderr
         assert "rerun" in stopped.stderr or "run the crawl again" in stopped.stderr
         subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
-        resumed = crawl_tiny(second, f"JOBDIR={job}", *small)
-        assert resumed.returncode == 0, resumed.stderr[-3000:]
-        assert "summary (finished)" in resumed.stderr
-        assert "Error caught on signal handler" not in resumed.stderr  # spider.state whole
-        stopped_at, again = check_two_runs(first, second)
-        print(f"disk full at {stopped_at} pages; {again} answered URLs fetched again")
+        return crawl_tiny(second, f"JOBDIR={job}", *small), first, second
     finally:
         subprocess.run(["umount", str(disk)], check=True)
+
+
+def test_a_full_disk_stops_the_crawl_with_a_clear_message_and_resumes(
+    full_disk_runs: tuple[subprocess.CompletedProcess[str], Path, Path],
+) -> None:
+    """JOBDIR on a 3 MiB tmpfs: the crawl fills it, stops cleanly and says what to do;
+    with room made (the tmpfs grown), the same JOBDIR resumes to the ground truth."""
+    resumed, first, second = full_disk_runs
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "summary (finished)" in resumed.stderr
+    assert "Error caught on signal handler" not in resumed.stderr  # spider.state whole
+    stopped_at, again = check_two_runs(first, second)
+    print(f"disk full at {stopped_at} pages; {again} answered URLs fetched again")

@@ -18,7 +18,7 @@ import pytest
 from irlscrapy.report.render import PNG_DELAYS, PNG_PLDS, PNG_RATE, PNG_UNIQUENESS
 from tests.reportdirs import TWO_AGENTS, write_two_agents
 
-from .conftest import QUICK_IRL, ROOT, crawl_tiny
+from .conftest import QUICK_IRL, ROOT, crawl_tiny, side_by_side
 
 #: pages per run: short runs, so the resume starts with work left
 PAGES = 400
@@ -39,9 +39,10 @@ def statuses(stats: dict[str, Any]) -> dict[str, int]:
     return {k[len(prefix) :]: v for k, v in stats.items() if k.startswith(prefix)}
 
 
-@pytest.fixture(scope="module")
-def resumed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    root = tmp_path_factory.mktemp("report")
+@side_by_side(seconds=19)
+def resumed(root: Path) -> dict[str, Any]:
+    """The two runs and the report (side by side with the other crawls:
+    conftest.side_by_side)."""
     job = root / "job"
     settings = (
         *QUICK_IRL,
@@ -150,16 +151,24 @@ def test_top_plds_and_in_degree_bins_match_the_star_store(resumed: dict[str, Any
     assert sum(data["host_delays"].values()) == data["summary"]["crawled_plds"]
 
 
-def test_the_demo_writes_the_report_at_close_without_a_jobdir(
-    tmp_path: Path,
-) -> None:
-    report_dir = tmp_path / "crawl-report"
+@side_by_side(seconds=9)
+def demo_crawl(work: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The demo's crawl (side by side with the others: conftest.side_by_side), and the
+    directory of its report."""
+    report_dir = work / "crawl-report"
     run = crawl_tiny(
-        tmp_path / "requests.jsonl",
+        work / "requests.jsonl",
         *QUICK_IRL,
         "CLOSESPIDER_PAGECOUNT=200",
         f"IRL_REPORT_DIR={report_dir}",
     )
+    return run, report_dir
+
+
+def test_the_demo_writes_the_report_at_close_without_a_jobdir(
+    demo_crawl: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    run, report_dir = demo_crawl
     assert run.returncode == 0, run.stderr[-3000:]
     assert f"crawl report: {report_dir / 'report.html'}" in run.stderr
     # logged after the progress extension's summary

@@ -9,17 +9,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
-
-from .conftest import QUICK_IRL, crawl_tiny
+from .conftest import QUICK_IRL, crawl_tiny, side_by_side
 from .startruth import TOP, assert_counts_equal, star_counts, star_truth
 
 
-@pytest.fixture(scope="module")
-def crawl(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[subprocess.CompletedProcess[str], Path]:
-    root = tmp_path_factory.mktemp("star-crawl")
+@side_by_side(seconds=53)
+def crawl(root: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The crawl, side by side with the others (conftest.side_by_side)."""
     return crawl_tiny(
         root / "requests.jsonl",
         *QUICK_IRL,

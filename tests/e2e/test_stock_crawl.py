@@ -16,13 +16,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-import pytest
-
 from irlscrapy.invitro.profiles import TINY
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.groundtruth import CrawlPolicy, reachable, split_url
 
 from .conftest import (
+    INVITRO_PID,
     SEED,
     STOCK,
     assert_repeats_are_retries,
@@ -30,34 +29,39 @@ from .conftest import (
     downloads,
     invitro_pid,
     read_log,
+    side_by_side,
 )
 
 
-@pytest.fixture(scope="module")
-def crawl(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> tuple[subprocess.CompletedProcess[str], Path]:
-    log = tmp_path_factory.mktemp("crawl") / "requests.jsonl"
-    return crawl_tiny(log, *STOCK, "IRL_PROGRESS_INTERVAL=1"), log
+@side_by_side(seconds=24)
+def crawl(work: Path) -> tuple[subprocess.CompletedProcess[str], Path, set[int]]:
+    """The crawl (side by side with the others: conftest.side_by_side), and which of
+    the pids in its log were still running right after it."""
+    log = work / "requests.jsonl"
+    result = crawl_tiny(log, *STOCK, "IRL_PROGRESS_INTERVAL=1")
+    running = {
+        int(pid) for pid in INVITRO_PID.findall(result.stderr) if Path(f"/proc/{pid}").exists()
+    }
+    return result, log, running
 
 
 def test_crawl_finishes_with_progress_and_summary(
-    crawl: tuple[subprocess.CompletedProcess[str], Path],
+    crawl: tuple[subprocess.CompletedProcess[str], Path, set[int]],
 ) -> None:
-    result, _ = crawl
+    result, _, running_after = crawl
     assert result.returncode == 0, result.stderr[-3000:]
     assert "progress: " in result.stderr
     assert "summary (finished): " in result.stderr
     assert "item_scraped_count" not in result.stderr  # Links never leak out as items
-    assert not Path(
-        f"/proc/{invitro_pid(result.stderr)}"
-    ).exists()  # the demo's server stopped with the crawl
+    assert (
+        invitro_pid(result.stderr) not in running_after
+    )  # the demo's server stopped with the crawl
 
 
 def test_downloaded_set_equals_ground_truth(
-    crawl: tuple[subprocess.CompletedProcess[str], Path],
+    crawl: tuple[subprocess.CompletedProcess[str], Path, set[int]],
 ) -> None:
-    _, log = crawl
+    _, log, _ = crawl
     web = InVitroWeb(TINY, SEED)
     records = read_log(log)
     downloaded = set(downloads(log))
@@ -111,6 +115,6 @@ def test_downloaded_set_equals_ground_truth(
 
 
 def test_no_url_is_downloaded_twice_except_retries(
-    crawl: tuple[subprocess.CompletedProcess[str], Path],
+    crawl: tuple[subprocess.CompletedProcess[str], Path, set[int]],
 ) -> None:
     assert_repeats_are_retries(read_log(crawl[1]))

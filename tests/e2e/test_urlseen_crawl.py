@@ -11,7 +11,7 @@ from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.audit import request_url
 from irlscrapy.oracle.groundtruth import CrawlPolicy, reachable, split_url
 
-from .conftest import SEED, STOCK, crawl_tiny, downloads, read_log
+from .conftest import SEED, STOCK, crawl_tiny, downloads, read_log, side_by_side
 
 RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}  # Scrapy's RETRY_HTTP_CODES, and 0
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
@@ -26,15 +26,36 @@ def crawl(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
     return result
 
 
-def test_drum_dupefilter_crawl_equals_ground_truth(tmp_path: Path) -> None:
-    log = tmp_path / "requests.jsonl"
-    result = crawl(log)
+@side_by_side(seconds=27)
+def drum_crawl(work: Path) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The crawl (side by side with the others: conftest.side_by_side)."""
+    log = work / "requests.jsonl"
+    return crawl(log), log
+
+
+def test_drum_dupefilter_crawl_equals_ground_truth(
+    drum_crawl: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    result, log = drum_crawl
     assert "'irl/urlseen/merges': " in result.stderr  # merges happened during the crawl
     truth = reachable(InVitroWeb(TINY, SEED), CrawlPolicy(robots="scrapy"))
     assert set(downloads(log)) == truth
 
 
-def test_jobdir_stop_and_resume_completes_the_crawl_without_refetching(tmp_path: Path) -> None:
+@side_by_side(seconds=30)
+def stopped_and_resumed(work: Path) -> tuple[Path, Path]:
+    """The two runs on one JOBDIR (side by side with the other crawls:
+    conftest.side_by_side): the server's logs of each."""
+    job = work / "job"
+    first, second = work / "first.jsonl", work / "second.jsonl"
+    crawl(first, f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=600")
+    crawl(second, f"JOBDIR={job}")
+    return first, second
+
+
+def test_jobdir_stop_and_resume_completes_the_crawl_without_refetching(
+    stopped_and_resumed: tuple[Path, Path],
+) -> None:
     """Nothing answered is fetched again; at most the requests in flight at the stop are lost.
 
     Scrapy's stock scheduler does not keep requests it had already handed to the engine
@@ -51,10 +72,7 @@ def test_jobdir_stop_and_resume_completes_the_crawl_without_refetching(tmp_path:
     fetched. Those are counted apart (the server's log shows the refused CONNECTs
     before any of the host's requests).
     """
-    job = tmp_path / "job"
-    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
-    crawl(first, f"JOBDIR={job}", "CLOSESPIDER_PAGECOUNT=600")
-    crawl(second, f"JOBDIR={job}")
+    first, second = stopped_and_resumed
     before, after = set(downloads(first)), set(downloads(second))
     truth = reachable(InVitroWeb(TINY, SEED), CrawlPolicy(robots="scrapy"))
     assert len(before) >= 500 and after

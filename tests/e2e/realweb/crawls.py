@@ -106,11 +106,22 @@ def run(
     timeout: float,
     grace: float,
     cwd: Path,
+    limit_file: Path | None = None,
+    nice: int = 0,
 ) -> Crawl:
     """Crawl ``web`` with ``settings`` (:func:`command`) in a namespace of its own
-    (:func:`tests.e2e.realweb.netns.run`); its files go to ``directory``."""
+    (:func:`tests.e2e.realweb.netns.run`, which ``limit_file`` may give a lower time
+    limit while the crawl runs), the crawler at niceness ``nice``; its files go to
+    ``directory``."""
+    args = command(web.seeds_file, settings)
     done = netns.run(
-        web, directory, command(web.seeds_file, settings), cwd=cwd, timeout=timeout, grace=grace
+        web,
+        directory,
+        ["nice", "-n", str(nice), *args] if nice else args,
+        cwd=cwd,
+        timeout=timeout,
+        grace=grace,
+        limit_file=limit_file,
     )
     return Crawl.read(done)
 

@@ -18,8 +18,10 @@ PID namespace. :func:`main` (the *driver*) then, inside:
 3. starts nginx in the foreground with the run's configuration and waits until every
    site address accepts connections;
 4. runs the crawl command (its output to ``RUN_DIR/crawl.log``) for at most
-   ``--timeout`` seconds; past that it sends SIGINT (Scrapy's graceful stop: the stats
-   are still dumped), and SIGKILL ``--grace`` seconds later;
+   ``--timeout`` seconds, or the fewer seconds that ``--limit-file`` says once it is
+   written (a limit known only after the crawl started: the test's irlscrapy crawl runs
+   beside stock Scrapy's, whose wall time sets it); past that it sends SIGINT (Scrapy's
+   graceful stop: the stats are still dumped), and SIGKILL ``--grace`` seconds later;
 5. stops nginx gracefully (SIGQUIT) and writes ``RUN_DIR/result.json``: the crawl's
    return code, wall seconds, and whether it was stopped.
 
@@ -55,6 +57,8 @@ if TYPE_CHECKING:
 NGINX_START_S = 15.0
 #: How long nginx gets to finish a graceful stop before SIGKILL.
 NGINX_STOP_S = 10.0
+#: How often the driver looks for a ``--limit-file``.
+LIMIT_POLL_S = 0.2
 #: Extra seconds :func:`run` waits for the driver beyond the crawl's timeout and grace.
 DRIVER_MARGIN_S = 30.0
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "no_proxy", "all_proxy", "ftp_proxy")
@@ -86,10 +90,12 @@ def run(
     cwd: Path,
     timeout: float,
     grace: float = 30.0,
+    limit_file: Path | None = None,
 ) -> NamespaceRun:
     """Serve ``web`` and run ``command`` against it in a new namespace (module docstring);
-    the run's files go to ``directory``. Raises RuntimeError, with the driver's output,
-    if the namespace or nginx could not be set up."""
+    the run's files go to ``directory``. ``limit_file``, once written (a number of
+    seconds), lowers ``timeout`` to that while the crawl runs. Raises RuntimeError, with
+    the driver's output, if the namespace or nginx could not be set up."""
     from .server import NAMESPACES, nginx_binary
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -115,6 +121,7 @@ def run(
         str(timeout),
         "--grace",
         str(grace),
+        *(("--limit-file", str(limit_file)) if limit_file is not None else ()),
         "--cwd",
         str(cwd),
         *(arg for address in web.addresses for arg in ("--address", address)),
@@ -152,6 +159,26 @@ def _wait_listening(addresses: Sequence[str], nginx: subprocess.Popen[bytes]) ->
             time.sleep(0.05)
 
 
+def _wait(process: subprocess.Popen[bytes], timeout: float, limit_file: Path | None) -> bool:
+    """Wait for ``process`` at most ``timeout`` seconds, or what ``limit_file`` says
+    once it is written (polled every :data:`LIMIT_POLL_S`). True if it ran past that."""
+    started = time.monotonic()
+    limit = timeout
+    while True:
+        if limit_file is not None and limit == timeout and limit_file.exists():
+            text = limit_file.read_text(encoding="utf-8").strip()
+            if text:  # (written whole by os.replace)
+                limit = min(timeout, float(text))
+        left = limit - (time.monotonic() - started)
+        if left <= 0:
+            return process.poll() is None
+        try:
+            process.wait(left if limit_file is None else min(left, LIMIT_POLL_S))
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+
+
 def _stop(process: subprocess.Popen[bytes], sig: int, wait: float) -> bool:
     """Send ``sig``; SIGKILL if ``process`` is still there ``wait`` seconds later.
     True if it had to be killed."""
@@ -177,6 +204,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--address", action="append", default=[])
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--grace", type=float, required=True)
+    parser.add_argument("--limit-file", type=Path)
     parser.add_argument("--cwd", required=True)
     parser.add_argument("command", nargs="+")
     args = parser.parse_args(argv)
@@ -197,12 +225,9 @@ def main(argv: Sequence[str]) -> int:
             crawl = subprocess.Popen(
                 args.command, cwd=args.cwd, stdout=log, stderr=subprocess.STDOUT
             )
-            stopped = False
-            try:
-                crawl.wait(args.timeout)
-            except subprocess.TimeoutExpired:
-                stopped = True
-                print(f"netns: the crawl passed {args.timeout} s; SIGINT", file=sys.stderr)
+            stopped = _wait(crawl, args.timeout, args.limit_file)
+            if stopped:
+                print("netns: the crawl passed its time limit; SIGINT", file=sys.stderr)
                 _stop(crawl, signal.SIGINT, args.grace)
             wall = time.monotonic() - started
     finally:
