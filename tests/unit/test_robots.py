@@ -168,6 +168,31 @@ class TestRobotsCache:
         c.learn("b.example", 200, BODY + b"#", now=0.0)
         assert len(c._rules) == 1
 
+    def test_a_big_body_forgotten_stays_unknown_when_another_host_brings_it_back(
+        self, tmp_path: Path
+    ) -> None:
+        """After a restart, a host whose big robots.txt is on disk only is unknown (to be
+        fetched again); another host with the same body then puts the rules back in RAM,
+        and the first host must stay unknown until its own answer: the frontier admitted
+        its URLs unfiltered meanwhile, and drops the disallowed ones only when it learns
+        that host's rules (the fault campaign fetched a disallowed page so)."""
+        big = b"User-agent: *\nDisallow: /private/\n" + b"# pad\n" * (BIG_BODY // 6 + 1)
+        before = cache()
+        before.open(tmp_path)
+        before.learn("a.example", 200, big, now=0.0, parsed=parse(big))
+        before.close()  # (or a kill -9: the record is in LevelDB either way)
+        after = cache()
+        after.open(tmp_path)
+        assert after.lookup("a.example") == (None, 0.0)
+        rules, _ = after.learn("b.example", 200, big, now=1.0, parsed=parse(big))
+        assert rules is not None and not rules.allowed("http://b.example/private/x", UA)
+        assert after.lookup("a.example") == (None, 0.0)
+        after.close()
+        again = cache()
+        again.open(tmp_path)
+        assert again.lookup("a.example") == (None, 0.0)  # forgotten on disk too
+        again.close()
+
     def test_without_a_directory_what_ram_forgets_is_unknown(self) -> None:
         c = cache(ram_hosts=2)
         for host in ("a", "b", "c"):

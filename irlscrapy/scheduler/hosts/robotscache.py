@@ -35,7 +35,13 @@ Invariants:
 *RAM holds at most ram_hosts records, and at most ram_bodies parsed rules of at most
 ram_bytes of bodies (one body over ram_bytes is held alone).*
 *lookup() never parses a body over BIG_BODY.*
-*lookup() answers what the last learn() for the host stored, also after a restart.*
+*lookup() answers what the last learn() for the host stored, also after a restart, until
+RAM lets go of the rules of a body over BIG_BODY: then the host's record is forgotten (on
+disk too), and lookup() answers (None, 0.0) until the next learn() for the host.* So a
+host's lookup never turns from None to rules but by a learn() for it, even when another
+host with the same body brings its rules back to RAM: the frontier drops a host's
+disallowed URLs when it learns its rules, and at admission only while they are known
+(:mod:`irlscrapy.scheduler.pipeline`).
 
 Files under the directory given to open() (DO NOT CHANGE: format version 1)::
 
@@ -185,6 +191,8 @@ class RobotsCache:
             rules = self._parsed(host, head[_HEAD.size :])
             if rules is None:  # no disk, or a big body: what RAM forgot is fetched again
                 del self._records[host]
+                if self._hosts is not None:
+                    self._hosts.delete(host.encode())  # (module docstring: invariants)
                 return None, 0.0
             return rules, refetch_at
         if outcome == UNAVAILABLE:
