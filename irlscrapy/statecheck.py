@@ -25,9 +25,14 @@ buckets-G/, cache/)                     rebuilt; its results, if any, are rebuil
 ``admitted-N.rec``, ``parked-N.rec``,   every whole record is kept, the damaged spans
 ``agent/outbox-N.rec``                  dropped (the URLs in them are lost: URLseen holds
                                         them as seen); admitted segments missing from their
-                                        run are skipped (renumbered)
-``beast/slot-N.rec``, ``beast/qf-N.rec``  cut at the first damage (BEAST resumes reading at
-                                        a byte offset, which must not move)
+                                        run are skipped (renumbered); no segment at all
+                                        beside BEAST's queues: an empty one (the URLs the
+                                        last run had in RAM are lost)
+``beast/slot-N.rec``,                   cut at the first damage (BEAST resumes reading at
+``beast/qf-N.rec``                      a byte offset, which must not move); a missing QF
+                                        becomes an empty one, a missing slot that
+                                        state.json lists is taken off its list (their URLs
+                                        are lost)
 ``beast/state.json``                    rebuilt from the queue files (only counters lost;
                                         the oldest QF kept: a URL may be fetched twice)
 ``dns/cache/``, ``robots/cache/``       deleted: only caches
@@ -49,6 +54,7 @@ import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 import plyvel
 
@@ -56,9 +62,9 @@ from irlscrapy.cachedb import open_leveldb, read_through
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters import drumfiles
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.recordfile import salvage, scan
-from irlscrapy.scheduler.frontier.admitted import admitted_segments
-from irlscrapy.scheduler.frontier.beast import STATE_VERSION, read_state
+from irlscrapy.recordfile import RecordWriter, salvage, scan
+from irlscrapy.scheduler.frontier.admitted import admitted_segments, journal_lost, read_cursor
+from irlscrapy.scheduler.frontier.beast import STATE_VERSION, missing_queue_files, read_state
 
 DRUMS = ("urlseen", "contentseen", "star/edges", "star/indegree")
 CACHES = ("dns/cache", "robots/cache")
@@ -93,7 +99,9 @@ def repair_state(directory: Path, say: Callable[[str], None] = lambda _: None) -
                         f"{salvaged.dropped_bytes} bytes (the URLs in them are lost)"
                     )
         done += _renumber_admitted(directory)
+        done += _mend_lost_journal(directory)
         done += _mend_beast_state(directory)
+        done += _mend_missing_queues(directory)
         for cache in (*CACHES, NAMES):
             done += _mend_leveldb(directory / cache, deletable=cache in CACHES)
         for name in REBUILT_JSON:
@@ -132,6 +140,9 @@ def _damage(directory: Path, say: Callable[[str], None]) -> Iterator[DamagedStat
         admitted_segments(directory)
     except DamagedState as damage:
         yield damage
+    lost = journal_lost(directory, directory / "beast" / "state.json")
+    if lost is not None:
+        yield lost
     for prefix in SEQUENCES:
         say(prefix)
         for path, whole in _sequence(directory, prefix):
@@ -142,9 +153,11 @@ def _damage(directory: Path, say: Callable[[str], None]) -> Iterator[DamagedStat
     beast = directory / "beast"
     if beast.is_dir() and (any(beast.glob("*.rec")) or (beast / "state.json").exists()):
         try:
-            read_state(beast / "state.json")
+            queues = read_state(beast / "state.json")
         except (DamagedState, FileNotFoundError):
             yield DamagedState(beast / "state.json", "missing or unreadable")
+        else:
+            yield from _missing_queue_files(directory, queues)
     for cache in (*CACHES, NAMES):
         if (directory / cache).is_dir():
             say(cache)
@@ -229,6 +242,56 @@ def _mend_beast_state(directory: Path) -> list[str]:
     for newer in qfs[1:]:
         (beast / f"qf-{newer}.rec").unlink()
     return [f"{path}: rebuilt from the queue files (BEAST's pacing counters start again)"]
+
+
+def _missing_queue_files(directory: Path, state: dict[str, object]) -> list[DamagedState]:
+    """The queue files BEAST's state.json says must be there and are not, with the
+    reader's position from the admitted journal (or, if that is damaged, past every
+    slot: only the QF is checked until it is repaired)."""
+    try:
+        read_past = read_cursor(directory)
+    except DamagedState:
+        read_past = (max(cast(list[int], state["slots"]), default=0), 0)
+    return list(missing_queue_files(directory / "beast", state, read_past))
+
+
+def _mend_lost_journal(directory: Path) -> list[str]:
+    lost = journal_lost(directory, directory / "beast" / "state.json")
+    if lost is None:
+        return []
+    writer = RecordWriter(directory / "admitted-0.rec")
+    writer.open()
+    writer.close()
+    return [
+        f"{lost.path}: created empty (the URLs the last run had admitted to RAM are lost, "
+        "and those BEAST's current queue handed out may be fetched again)"
+    ]
+
+
+def _mend_missing_queues(directory: Path) -> list[str]:
+    """An empty QF for a missing one; missing slots taken off state.json's list."""
+    path = directory / "beast" / "state.json"
+    if not path.exists():
+        return []
+    state = read_state(path)
+    missing = _missing_queue_files(directory, state)
+    done = []
+    for damage in missing:
+        file = Path(str(damage.path))
+        if file.name.startswith("qf-"):
+            writer = RecordWriter(file)
+            writer.open()
+            writer.close()
+            done.append(f"{file}: created empty (the URLs of BEAST's overflow queue are lost)")
+        else:
+            done.append(f"{file}: taken off state.json's list (the URLs queued in it are lost)")
+    gone = {Path(str(damage.path)).name for damage in missing}
+    if any(name.startswith("slot-") for name in gone):
+        state["slots"] = [s for s in cast(list[int], state["slots"]) if f"slot-{s}.rec" not in gone]
+        fresh = path.with_name(path.name + ".tmp")
+        fresh.write_text(json.dumps(state))
+        os.replace(fresh, path)
+    return done
 
 
 def _beast_state_whole(path: Path) -> bool:

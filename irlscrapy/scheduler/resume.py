@@ -24,7 +24,7 @@ from irlscrapy import defaults
 from irlscrapy.domains import PayLevelDomains, domain_key
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.recovery import recovered
-from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
+from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal, journal_lost
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import ParkedStore
@@ -93,6 +93,9 @@ def open_frontier(
     key's budget per BEAST queue; ``delay_budget``: the budget that scales its hosts'
     delays (:func:`irlscrapy.star.budgets.budget_sources`); ``services``: Frontier's
     resolve, stats, clock and guard."""
+    lost = journal_lost(state.root, state / "beast" / "state.json")
+    if lost is not None:
+        raise lost
     journal = AdmittedJournal(state.root)
     admitted = journal.open()
     beast = Beast(state / "beast", beast_budget, max_queues=settings.max_queues)

@@ -14,6 +14,7 @@ same way.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ from pathlib import Path
 import pytest
 
 from irlscrapy.exceptions import DamagedState
+from irlscrapy.scheduler.frontier import admitted
 from irlscrapy.statecheck import check_state, repair_state
 
 from .conftest import QUICK_IRL, ROOT, crawl_tiny, downloads, invitro_pid, tiny_crawl_args
@@ -91,9 +93,21 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
     "delete": _delete,
 }
 
+
+def _listed_slots(job: Path) -> list[Path]:
+    """The BEAST slots past the one being read that state.json lists (as it was last
+    saved), newest first: a slot the reader has not reached."""
+    state = json.loads((job / "beast" / "state.json").read_text())
+    cursor = admitted.read_cursor(job)
+    reading = max(state["reading"], cursor[0] if cursor else -1)
+    slots = [job / "beast" / f"slot-{s}.rec" for s in state.get("slots", []) if s > reading]
+    return sorted(slots, key=lambda p: -int(p.stem[5:]))
+
+
 #: One file of each kind, by a glob under the state directory: the first match (sorted),
-#: the oldest of a sequence. For a LevelDB, damage goes to its newest table or log.
-KINDS = {
+#: the oldest of a sequence; or by a function. For a LevelDB, damage goes to its newest
+#: table or log.
+KINDS: dict[str, str | Callable[[Path], list[Path]]] = {
     "urlseen journal (closed)": "urlseen/journal-*.rec",
     "urlseen LevelDB": "urlseen/cache/MANIFEST-*",
     "STAR in-degree journal": "star/indegree/journal-*.rec",
@@ -101,6 +115,7 @@ KINDS = {
     "admitted segment": "admitted-*.rec",
     "parked segment": "parked-*.rec",
     "BEAST slot": "beast/slot-*.rec",
+    "BEAST slot not reached": _listed_slots,
     "BEAST QF": "beast/qf-*.rec",
     "BEAST state": "beast/state.json",
     "robots cache": "robots/cache/MANIFEST-*",
@@ -110,28 +125,33 @@ KINDS = {
 #: Damage check cannot tell from what a kill -9 leaves, which the crawl's open takes as
 #: it comes: a deleted cache (fetched again); the newest file of a sequence cut short (a
 #: crash's torn tail; a parked segment or BEAST queue file may be the one a crash tore);
-#: a BEAST queue file, parked segment or the only admitted segment deleted (a gap in
-#: their numbers is normal, and their URLs are lost without a trace: see the closing
-#: note of issue 21). Every other case is found by check.
+#: the BEAST slot being read deleted (a kill -9 right after it was read to its end leaves
+#: the same), a parked segment deleted (a gap in their numbers is normal: their URLs are
+#: lost without a trace). Every other case is found by check: a deleted QF, a deleted
+#: slot the reader has not reached (state.json lists it), the only admitted segment
+#: deleted (BEAST's queues are there).
 UNSEEN = {
     ("robots cache", "delete"),
     ("DNS cache", "delete"),
     ("BEAST slot", "delete"),
-    ("BEAST QF", "delete"),
     ("BEAST slot", "cut"),
+    ("BEAST slot not reached", "cut"),
     ("BEAST QF", "cut"),
     ("parked segment", "delete"),
     ("parked segment", "cut"),
-    ("admitted segment", "delete"),
     ("admitted segment", "cut"),
     ("STAR in-degree journal", "cut"),
 }
 
 
 def _target(job: Path, kind: str) -> Path:
-    found = sorted(job.glob(KINDS[kind]), key=lambda p: (len(p.name), p.name))  # by number
+    where = KINDS[kind]
+    if isinstance(where, str):
+        found = sorted(job.glob(where), key=lambda p: (len(p.name), p.name))  # by number
+    else:
+        found = where(job)
     if not found:
-        pytest.fail(f"the killed crawl left no {kind} ({KINDS[kind]})")
+        pytest.fail(f"the killed crawl left no {kind} ({where})")
     return found[0]
 
 

@@ -10,7 +10,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, rule
 
-from irlscrapy.scheduler.frontier.admitted import AdmittedJournal
+from irlscrapy.exceptions import DamagedState
+from irlscrapy.scheduler.frontier.admitted import AdmittedJournal, journal_lost, read_cursor
 
 
 class JournalMachine(RuleBasedStateMachine):
@@ -54,6 +55,7 @@ class JournalMachine(RuleBasedStateMachine):
             self.killed.append(self.journal)  # (its files are closed at teardown)
         else:
             self.journal.close()
+        assert read_cursor(self.dir) == self.cursor  # (irlscrapy check's read, unchanged)
         self.journal = self._journal()
         got = {a.id: (a.slot, a.offset, a.domain, a.item) for a in self.journal.open()}
         assert got == self.live
@@ -93,3 +95,19 @@ def test_files_stay_within_a_few_times_the_live_set(tmp_path: Path) -> None:
     assert sorted(a.id for a in reopened.open()) == live
     assert reopened.cursor == (0, 19_999)
     reopened.close()
+
+
+def test_a_journal_lost_beside_beasts_queues_is_damage(tmp_path: Path) -> None:
+    """The frontier's first open creates segment 0 before BEAST's state.json, and the
+    newest segment is never deleted: BEAST's queues without a segment lost the URLs
+    that were in RAM."""
+    queues = tmp_path / "beast" / "state.json"
+    assert journal_lost(tmp_path, queues) is None  # a new state directory
+    queues.parent.mkdir()
+    queues.write_text("{}")
+    lost = journal_lost(tmp_path, queues)
+    assert isinstance(lost, DamagedState) and lost.path == tmp_path / "admitted-0.rec"
+    journal = AdmittedJournal(tmp_path)
+    journal.open()
+    journal.close()
+    assert journal_lost(tmp_path, queues) is None

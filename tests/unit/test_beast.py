@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, DamagedState
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.star.budgets import UNLIMITED
 
@@ -293,5 +293,51 @@ def test_j_grown_at_a_cycle_end_with_an_empty_qf_survives_a_kill(tmp_path: Path)
     reopened = Beast(tmp_path, lambda d: 1, initial_queues=2, max_queues=16)
     reopened.open(read_past=position)
     assert reopened.j == 4
+    assert reopened.pop() is None
+    reopened.close()
+
+
+def _three_slots_and_qf(path: Path) -> Beast:
+    """One domain of budget 1 in a window of 4: slots 1, 2 and 3 hold a record each,
+    QF the rest; closed, so state.json lists the slots."""
+    beast = Beast(path, lambda d: 1, initial_queues=4, max_queues=4)
+    beast.open()
+    for i in range(5):
+        beast.push(7, f"u{i}".encode())
+    assert sorted(p.name for p in path.glob("slot-*.rec")) == [
+        "slot-1.rec",
+        "slot-2.rec",
+        "slot-3.rec",
+    ]
+    assert beast.qf_records == 2
+    return beast
+
+
+@pytest.mark.parametrize("missing", ["slot-2.rec", "slot-3.rec", "qf-0.rec"])
+def test_a_queue_file_deleted_while_its_urls_wait_is_damage(tmp_path: Path, missing: str) -> None:
+    beast = _three_slots_and_qf(tmp_path)
+    assert beast.pop() == (7, b"u0")  # slot 1 being read
+    position = beast.position
+    beast.close()
+    (tmp_path / missing).unlink()
+    with pytest.raises(DamagedState, match=f"{missing}: missing"):
+        Beast(tmp_path, lambda d: 1, initial_queues=4, max_queues=4).open(read_past=position)
+
+
+def test_slots_read_to_their_end_before_a_kill_are_not_damage(tmp_path: Path) -> None:
+    """state.json is not saved at slot changes: after a kill -9 it still lists slots the
+    reader had read to the end and deleted (up to the one of the caller's position)."""
+    beast = _three_slots_and_qf(tmp_path)
+    beast.close()  # state.json lists slots 1, 2 and 3
+    beast = Beast(tmp_path, lambda d: 1, initial_queues=4, max_queues=4)
+    beast.open()
+    assert [beast.pop() for _ in range(2)] == [(7, b"u0"), (7, b"u1")]
+    position = beast.position  # the last record the caller journaled: slot 2's last
+    assert beast.pop() == (7, b"u2")  # slot 2 deleted; killed before u2 was journaled
+    assert not (tmp_path / "slot-2.rec").exists()
+    kill(beast)
+    reopened = Beast(tmp_path, lambda d: 1, initial_queues=4, max_queues=4)
+    reopened.open(read_past=position)
+    assert [reopened.pop() for _ in range(3)] == [(7, b"u2"), (7, b"u3"), (7, b"u4")]
     assert reopened.pop() is None
     reopened.close()

@@ -32,7 +32,9 @@ Invariant: *after open(), the items returned are exactly those admitted and not 
 done, whatever point of an earlier run a kill -9 stopped* (a copy is appended before its
 old segment can be deleted; segments are deleted oldest first). So the segments' numbers
 run without gaps, and every segment but the newest is whole: open() raises DamagedState
-otherwise.
+otherwise. Nor is the journal ever without a segment once BEAST's queues exist beside it
+(the frontier's first open creates segment 0 before BEAST's state.json, and the newest
+segment is never deleted): :func:`journal_lost`.
 """
 
 from __future__ import annotations
@@ -235,3 +237,33 @@ def admitted_segments(directory: Path) -> list[int]:
             "admitted in the missing ones would be lost",
         )
     return segments
+
+
+def read_cursor(directory: Path) -> tuple[int, int] | None:
+    """The BEAST position of the last record taken, as :meth:`AdmittedJournal.open`
+    finds it, read without changing a file (``irlscrapy check``)."""
+    cursor: tuple[int, int] | None = None
+    segments = admitted_segments(directory)
+    for segment in segments:
+        for _, record in scan(directory / f"admitted-{segment}.rec", whole=segment != segments[-1]):
+            if record[:1] == b"A":
+                _, _, slot, offset, _ = _ADMIT.unpack_from(record)
+            elif record[:1] == b"C":
+                _, slot, offset = _CURSOR.unpack(record)
+            else:
+                continue
+            if slot >= 0 and (cursor is None or (slot, offset) > cursor):
+                cursor = (slot, offset)
+    return cursor
+
+
+def journal_lost(directory: Path, queues_state: Path) -> DamagedState | None:
+    """Damage if ``directory`` holds no segment though BEAST's ``queues_state`` (its
+    state.json) exists (module docstring)."""
+    if admitted_segments(directory) or not queues_state.exists():
+        return None
+    return DamagedState(
+        directory / "admitted-0.rec",
+        "missing: BEAST's queues are here but the admitted journal is not, and the URLs "
+        "the last run had admitted to RAM would be lost",
+    )

@@ -46,8 +46,10 @@ Files under the directory::
     state.json     {"version": 1, "reading": r, "j": j, "cycle_end": e, "qf": n,
                     "resplit": null | {"slot_sizes": {"<s>": bytes, ...}},
                     "taken": N, "budget_sum": sum of budgets at placement,
-                    "placed": placements, "domains": DistinctCount.state()}
-                   (the last four are optional: a file without them reads as zeros)
+                    "placed": placements, "domains": DistinctCount.state(),
+                    "slots": [s, ...]}
+                   (the last five are optional: a file without them reads as zeros,
+                   and "slots" as none)
 
 Crash semantics: every push is appended and flushed before push() returns, so a kill -9
 loses none. ``state.json`` is replaced atomically (write, rename; like the record files
@@ -65,6 +67,14 @@ reader stood inside slot ``r`` is the caller's to remember (the scheduler journa
 record it takes, with its position, see :attr:`Beast.position`) and to pass to
 :meth:`Beast.open`. On open, the per-domain (slot, fill) pairs and the counts are rebuilt
 by one scan of the queue files (``visit`` sees every record then).
+
+Missing files are damage (:func:`missing_queue_files`): ``qf-<qf>.rec`` always exists
+(a first open creates it before state.json; a re-split deletes the old QF only after
+state.json names the new one), and so does every slot that state.json lists in
+``slots`` (the slots past ``reading`` that held records when it was saved) past the
+slot of the caller's position, since a slot file is deleted only once the reader has
+taken its last record. The slot being read is not checked: a kill -9 right after it was
+read to its end and deleted leaves the same directory, whatever it held.
 """
 
 from __future__ import annotations
@@ -75,6 +85,7 @@ import os
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import cast
 
 from irlscrapy import faulthooks
 from irlscrapy.exceptions import ConfigurationError, DamagedState
@@ -189,6 +200,8 @@ class Beast:
                     os.truncate(path, sizes[slot])
             self._qf_path(self._qf_generation + 1).unlink(missing_ok=True)
             recovered("resplit", self.path)
+        for damage in missing_queue_files(self.path, state, read_past):
+            raise damage
         for path in self.path.glob("slot-*.rec"):
             slot = int(path.stem.split("-")[1])
             if slot < self.reading:
@@ -236,6 +249,7 @@ class Beast:
             "budget_sum": self._budget_sum,
             "placed": self._placed,
             "domains": self.domains.state(),
+            "slots": sorted(s for s, n in self._counts.items() if n and s > self.reading),
         }
         tmp = self.path / "state.json.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -411,12 +425,34 @@ class Beast:
         return self.path / f"qf-{generation}.rec"
 
 
+def missing_queue_files(
+    path: Path, state: dict[str, object], read_past: tuple[int, int] | None
+) -> Iterator[DamagedState]:
+    """The queue files under ``path`` that ``state`` (state.json, as read) says must
+    be there and are not (module docstring); ``read_past``: the caller's position."""
+    qf = path / f"qf-{state['qf']}.rec"
+    if not qf.exists():
+        yield DamagedState(qf, "missing: the URLs in BEAST's overflow queue (QF) would be lost")
+    # (a slot up to the one being read may have been read to its end and deleted)
+    reading = int(state["reading"])  # type: ignore[call-overload]
+    read_to = max(reading - 1, read_past[0] if read_past else -1)
+    for slot in cast(list[int], state["slots"]):
+        if slot > read_to and not (path / f"slot-{slot}.rec").exists():
+            yield DamagedState(
+                path / f"slot-{slot}.rec",
+                "missing: state.json lists it as a queue the reader has not reached, and "
+                "the URLs queued in it would be lost",
+            )
+
+
 def read_state(path: Path) -> dict[str, object]:
     """state.json, its fields checked (DamagedState if they cannot have been written)."""
     try:
         state = json.loads(path.read_text())
         counts = [int(state[f]) for f in ("version", "reading", "j", "cycle_end", "qf")]
         counts += [int(state.get(f, 0)) for f in ("taken", "budget_sum", "placed")]
+        state["slots"] = [int(slot) for slot in state.get("slots") or ()]
+        counts += state["slots"]
         resplit = state.get("resplit")
         if resplit is not None:
             counts += [int(v) for v in dict(resplit["slot_sizes"]).values()]
