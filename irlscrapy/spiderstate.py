@@ -8,8 +8,8 @@ from a signal handler and opens the spider without ``spider.state`` at all.
 
 This subclass writes the state to a temporary file beside it and renames it over the
 old one only when it is whole, so the file holds either this run's state or the last
-run's. A file that cannot be read (written by Scrapy's extension and cut short) is
-logged as a warning, counted (``irl/recovered/spider_state``) and the spider starts
+run's. A file that cannot be read (written by Scrapy's extension and cut short,
+damaged, or holding a class the spider's code no longer has) is logged as a warning, counted (``irl/recovered/spider_state``) and the spider starts
 with an empty state, as it would without one.
 The add-on puts it in the place of Scrapy's extension; a project that lists Scrapy's
 in ``EXTENSIONS`` keeps it.
@@ -59,10 +59,10 @@ class SpiderState(spiderstate.SpiderState):
     def spider_opened(self, spider: Spider) -> None:
         try:
             super().spider_opened(spider)
-        except (EOFError, pickle.UnpicklingError) as exc:
+        except Exception as exc:  # a damaged pickle raises about anything
             logger.warning(
-                "%s cannot be read (%r; cut short by a full disk or a crash?): the "
-                "spider starts with an empty state",
+                "%s cannot be read (%r; cut short by a full disk or a crash, or it holds a "
+                "class this code no longer has?): the spider starts with an empty state",
                 self.statefn,
                 exc,
             )

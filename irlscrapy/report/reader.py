@@ -223,8 +223,15 @@ def _read_records(state_dir: Path, meter: Meter) -> CrawlRecords:
     notes = []
     stats_path = state_dir / RECORDS_DIR / STATS
     if stats_path.exists():
-        document = json.loads(stats_path.read_text(encoding="utf-8"))
-        stats, stats_run = document["stats"], document["run"]
+        try:
+            document = json.loads(stats_path.read_text(encoding="utf-8"))
+            stats, stats_run = dict(document["stats"]), int(document["run"])
+        except (ValueError, KeyError, TypeError) as exc:  # (UnicodeDecodeError: ValueError)
+            notes.append(
+                f"{stats_path} is damaged ({exc!r}): the report leaves out the last closed "
+                f"run's stats (irlscrapy repair {state_dir} deletes it; the next close "
+                "writes it again)"
+            )
     last_run = lines[-1]["run"]
     if stats_run != last_run:
         notes.append(

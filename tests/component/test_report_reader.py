@@ -162,6 +162,20 @@ def test_a_report_without_star_says_so_and_sums_the_timeline(tmp_path: Path) -> 
     assert (tmp_path / "out" / PNG_RATE).exists() and not (tmp_path / "out" / PNG_PLDS).exists()
 
 
+@pytest.mark.parametrize("damage", [b'{"run": 1, "sta', b"\xff\xfe", b"[]", b'{"run": 1}'])
+def test_a_damaged_stats_file_is_left_out_with_a_note(tmp_path: Path, damage: bytes) -> None:
+    """stats.json is rewritten at every close; damaged, the report is made without it
+    and says so (it raised out of ``irlscrapy report`` with a traceback)."""
+    write_records(tmp_path / "job")
+    (tmp_path / "job" / "report" / "stats.json").write_bytes(damage)
+    records = read_crawl(tmp_path / "job")
+    assert records.stats is None
+    assert any(
+        "stats.json is damaged" in note and "irlscrapy repair" in note for note in records.notes
+    )
+    assert write_report(tmp_path / "job", tmp_path / "out").exists()
+
+
 def test_errors_say_what_to_do(tmp_path: Path) -> None:
     with pytest.raises(ReportError, match="is not a directory: give the JOBDIR"):
         read_crawl(tmp_path / "absent")

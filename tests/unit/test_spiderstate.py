@@ -55,6 +55,24 @@ def test_a_state_that_cannot_be_read_is_counted(tmp_path: Path) -> None:
     assert crawler.stats.get_value("irl/recovered/spider_state") == 1
 
 
+@pytest.mark.parametrize(
+    "damage",
+    [b"cnot_a_module\nX\n.", b"cbuiltins\nno_such_name\n.", b"Inot_a_number\n."],
+    ids=["missing-module", "missing-class", "bad-int"],
+)
+def test_any_damage_opens_with_an_empty_state(tmp_path: Path, damage: bytes) -> None:
+    """Not only EOFError and UnpicklingError: a damaged pickle, or one naming a class the
+    code no longer has, raises about anything (it escaped the signal handler, and the
+    spider ran without spider.state)."""
+    (tmp_path / "spider.state").write_bytes(damage)
+    crawler = get_crawler(Spider, {"JOBDIR": str(tmp_path)})
+    spider = _spider()
+    SpiderState.from_crawler(crawler).spider_opened(spider)
+    assert spider.state == {}  # type: ignore[attr-defined]
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("irl/recovered/spider_state") == 1
+
+
 def test_the_addon_puts_it_in_the_place_of_scrapys() -> None:
     settings = Settings()
     Addon().update_settings(settings)
