@@ -9,8 +9,9 @@ from a signal handler and opens the spider without ``spider.state`` at all.
 This subclass writes the state to a temporary file beside it and renames it over the
 old one only when it is whole, so the file holds either this run's state or the last
 run's. A file that cannot be read (written by Scrapy's extension and cut short,
-damaged, or holding a class the spider's code no longer has) is logged as a warning, counted (``irl/recovered/spider_state``) and the spider starts
-with an empty state, as it would without one.
+damaged, or holding a class the spider's code no longer has) is logged as a warning,
+counted (``irl/recovered/spider_state``) and the spider starts with an empty state, as
+it would without one.
 The add-on puts it in the place of Scrapy's extension; a project that lists Scrapy's
 in ``EXTENSIONS`` keeps it.
 """

@@ -6,12 +6,15 @@ work, closes the spider (reason ``DISK_FULL_REASON``) and says how to go on; the
 JOBDIR resumes once there is room. An entry point wrapped in
 :func:`stops_when_disk_is_full` stops so when it hits a full disk, and once stopped does
 nothing (what it would have stored is fetched again on resume: the page that found it
-is not done). Any other failure of a store (:meth:`CrawlStop.failed`) closes the spider
-with reason ``irlscrapy_error``.
+is not done). A store that meets damage while it runs (:meth:`CrawlStop.failed`: a
+damaged LevelDB block read in a URLseen merge, say) closes the spider with reason
+``irlscrapy_damaged_state`` and one line that points to ``irlscrapy check`` and
+``irlscrapy repair``, as damage met on open does (:mod:`irlscrapy.openfailure`); any
+other failure, with reason ``irlscrapy_error`` and its traceback.
 
 Each stop is a give-up, counted in the stat ``irl/given_up/<reason>`` (the close reason
-without its ``irlscrapy_``: ``disk_full``, ``error``, ``agent_stopped``); a stop logs
-one line, once.
+without its ``irlscrapy_``: ``disk_full``, ``damaged_state``, ``error``,
+``agent_stopped``); a stop logs one line, once.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
+import plyvel
 from scrapy.crawler import Crawler
 from scrapy.utils.log import failure_to_exc_info
 from twisted.python.failure import Failure
 
 from irlscrapy.closing import close_spider
+from irlscrapy.exceptions import DamagedState
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +79,15 @@ class CrawlStop:
         """A store running off the entry points (a URLseen merge, STAR's refresh) failed."""
         if disk_full(failure.value):
             self.disk_full(failure.value)
+            return
+        if isinstance(failure.value, DamagedState | plyvel.CorruptionError):
+            where = self.where()
+            self.give_up(
+                f"{what} met damaged state ({failure.value}); the crawl stops. Run "
+                f"`irlscrapy check {where}` to list what is damaged, and `irlscrapy repair "
+                f"{where}` to recover what can be recovered, then run the crawl again",
+                "irlscrapy_damaged_state",
+            )
             return
         logger.error(
             "irlscrapy: %s failed; closing the spider", what, exc_info=failure_to_exc_info(failure)

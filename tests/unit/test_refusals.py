@@ -8,6 +8,7 @@ import errno
 import logging
 from pathlib import Path
 
+import plyvel
 import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
@@ -75,3 +76,26 @@ def test_each_kind_of_stop_has_its_stat(tmp_path: Path) -> None:
     assert crawler.stats is not None
     assert crawler.stats.get_value("irl/given_up/agent_stopped") == 1
     assert crawler.stats.get_value("irl/given_up/error") == 1
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        plyvel.CorruptionError("Corruption: block checksum mismatch"),
+        DamagedState("urlseen/journal-7.rec", "a damaged record"),
+    ],
+)
+def test_damage_met_while_running_stops_in_one_line_without_a_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, damage: Exception
+) -> None:
+    """A LevelDB block damaged under a running merge read with its checksums: the stop
+    names the damage and the commands, as damage met on open does."""
+    crawler = get_crawler(Spider)
+    with caplog.at_level(logging.ERROR):
+        CrawlStop(crawler, lambda: tmp_path).failed(Failure(damage), "a URLseen merge")
+    (record,) = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert record.exc_info is None
+    assert f"irlscrapy repair {tmp_path}" in record.getMessage()
+    assert str(damage) in record.getMessage()
+    assert crawler.stats is not None
+    assert crawler.stats.get_value("irl/given_up/damaged_state") == 1
