@@ -28,6 +28,7 @@ import pytest
 
 from irlscrapy.exceptions import DamagedState
 from irlscrapy.scheduler.frontier import admitted
+from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.statecheck import check_state, repair_state
 
 from .conftest import QUICK_IRL, ROOT, crawl_tiny, downloads, invitro_pid, tiny_crawl_args
@@ -95,12 +96,16 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
 
 
 def _listed_slots(job: Path) -> list[Path]:
-    """The BEAST slots past the one being read that state.json lists (as it was last
-    saved), newest first: a slot the reader has not reached."""
-    state = json.loads((job / "beast" / "state.json").read_text())
+    """The BEAST slots past the one being read, newest first, once state.json lists
+    them: BEAST reopened where the killed crawl's reader stood and closed, as a resumed
+    crawl stopped cleanly leaves it (a kill finds state.json as it was last saved, which
+    may list no slot the reader has not reached yet)."""
     cursor = admitted.read_cursor(job)
-    reading = max(state["reading"], cursor[0] if cursor else -1)
-    slots = [job / "beast" / f"slot-{s}.rec" for s in state.get("slots", []) if s > reading]
+    queues = Beast(job / "beast", lambda domain: 1)
+    queues.open(cursor)
+    queues.close()
+    state = json.loads((job / "beast" / "state.json").read_text())
+    slots = [job / "beast" / f"slot-{s}.rec" for s in state["slots"] if s > state["reading"]]
     return sorted(slots, key=lambda p: -int(p.stem[5:]))
 
 
