@@ -4,6 +4,7 @@ on a worker thread, and its rules rule the host's URLs as a small body's do."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,7 @@ from scrapy import Request
 from scrapy.http import Response
 
 from irlscrapy.scheduler import robotsfetch
-from irlscrapy.scheduler.hosts.robots import parse
+from irlscrapy.scheduler.hosts.robots import MAX_WILDCARD_RULES, parse
 from irlscrapy.scheduler.hosts.robotscache import BIG_BODY, RobotsCache
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.scheduler.requestcodec import encode_link
@@ -57,4 +58,27 @@ def test_a_robots_txt_is_parsed_off_the_reactor_thread_when_big(
     rules_now, _ = cache.lookup(HOST)
     assert rules_now is not None and not rules_now.allowed(f"http://{HOST}/s/1/x", "test")
     assert frontier.stats.values["irl/robots/disallowed"] == 1  # /s/1/x dropped
+    frontier.close()
+
+
+def test_a_robots_txt_of_too_many_wildcards_disallows_the_host_counted_and_logged_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    body = b"User-agent: *\n" + b"".join(
+        b"Disallow: /*x*y%d\n" % n for n in range(MAX_WILDCARD_RULES + 1)
+    )
+    cache = RobotsCache(ttl=3600.0, retry_delay=1.0, retries=2, ram_hosts=10, ram_bodies=10)
+    frontier = open_test_frontier(
+        tmp_path, capacity=100, host_cap=10, clock=lambda: 0.0, robots=cache
+    )
+    for host in ("a.example", "b.example"):
+        frontier.push(encode_link(f"http://{host}/page", 1, None, None))
+    frontier.admit()
+    with caplog.at_level(logging.INFO):
+        for host in ("a.example", "b.example"):
+            rules = frontier.robots_known(host, 200, body)
+            assert rules is not None and rules.costly
+    assert frontier.stats.values["irl/robots/too_many_wildcards"] == 2
+    assert frontier.stats.values["irl/robots/disallowed"] == 2  # both pages dropped
+    assert len([r for r in caplog.records if "wildcard rules" in r.getMessage()]) == 1
     frontier.close()

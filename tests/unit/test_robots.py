@@ -13,6 +13,7 @@ from irlscrapy.scheduler.hosts import robotscache
 from irlscrapy.scheduler.hosts.robots import (
     ALLOW_ALL,
     DISALLOW_ALL,
+    MAX_WILDCARD_RULES,
     PARSE_LIMIT,
     PARSED,
     UNAVAILABLE,
@@ -249,3 +250,19 @@ def test_lookup_answers_the_last_learned_even_from_a_tiny_ram(
             rules, refetch_at = c.lookup(host)
             assert (rules.outcome if rules else None, refetch_at) == expected
         c.close()
+
+
+def test_a_robots_txt_of_too_many_wildcard_rules_disallows_all() -> None:
+    """Each wildcard rule is a regular expression Protego tries in turn: past
+    MAX_WILDCARD_RULES of them a URL check costs over a millisecond, so the robots.txt
+    is read as disallowing all (the polite side); prefix rules are not capped."""
+    wildcards = [b"Disallow: /*a*b%d\n" % n for n in range(MAX_WILDCARD_RULES)]
+    at_cap = parse(b"User-agent: *\n" + b"".join(wildcards))
+    assert not at_cap.costly
+    assert not at_cap.allowed("http://h.example/xa/yb7", UA)
+    assert at_cap.allowed("http://h.example/plain", UA)
+    over = parse(b"User-agent: *\n" + b"".join(wildcards) + b"Allow: /ok$\n")
+    assert over.costly and over.outcome == PARSED
+    assert not over.allowed("http://h.example/ok", UA)
+    prefixes = parse(b"User-agent: *\n" + b"".join(b"Disallow: /p%d/\n" % n for n in range(30_000)))
+    assert not prefixes.costly and prefixes.allowed("http://h.example/q/", UA)
