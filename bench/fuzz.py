@@ -24,8 +24,9 @@ Figures, per surface (JSON lines, also appended to bench/results/fuzz.jsonl):
 - ``rss_growth_mb``: anonymous RSS at the child's 100,000th input less at its
   10,000th, each after a full collection and ``malloc_trim``. Bar: 5 MB. The harness's
   caches are capped to fill long before the 10,000th input (a 2,000-URL frontier in
-  RAM, 1,000 robots.txt hosts and 128 parsed rule sets, 500 DNS entries, a 4,096-host
-  PLD cache), so growth is what leaks, not what a cache holds by design.
+  RAM, 1,000 robots.txt hosts and 128 parsed rule sets of 1 MiB of bodies, 500 DNS
+  entries, a 4,096-host PLD cache, 4,096 canonical origins), so growth is what leaks,
+  not what a cache holds by design.
 
 A run resumes where it stopped (``bench/results/fuzz/<seed>/<surface>.json``, written
 every 1,000 inputs); ``--fresh`` starts it anew. A resumed child's RSS figure covers

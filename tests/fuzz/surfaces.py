@@ -61,8 +61,8 @@ from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth, retry_after_seconds
 from irlscrapy.scheduler.hosts.resolver import DNSLookupFailed, HostResolver
-from irlscrapy.scheduler.hosts.robots import parse
-from irlscrapy.scheduler.hosts.robotscache import RobotsCache
+from irlscrapy.scheduler.hosts.robots import PARSE_LIMIT, RobotsRules, parse
+from irlscrapy.scheduler.hosts.robotscache import BIG_BODY, RobotsCache
 from irlscrapy.scheduler.items import RobotsFetch
 from irlscrapy.scheduler.linkrules import LinkRules
 from irlscrapy.scheduler.requestcodec import decode_request, encode_link, payload_url
@@ -78,6 +78,14 @@ RULES = parse(b"User-agent: *\nDisallow: /private\nAllow: /*.html$\nCrawl-delay:
 #: the guard) and one in eleven to no address at all.
 GLOBAL_IP, PRIVATE_IP = "93.184.216.34", "10.0.0.1"
 FRONTIER_LINKS = 100
+
+
+def parsed_off_the_reactor(status: int, body: bytes) -> RobotsRules | None:
+    """The rules a robots.txt fetch parses on a worker thread (a 2xx body over BIG_BODY:
+    irlscrapy.scheduler.robotsfetch), else None (parsed in the reactor's turn)."""
+    if 200 <= status < 300 and len(body[:PARSE_LIMIT]) > BIG_BODY:
+        return parse(body)
+    return None
 
 
 class Violation(AssertionError):
@@ -97,7 +105,12 @@ class Surfaces:
     def __init__(self, directory: Path) -> None:
         self.now = 1_000.0
         self.robots = RobotsCache(
-            ttl=3600.0, retry_delay=60.0, retries=2, ram_hosts=1000, ram_bodies=128
+            ttl=3600.0,
+            retry_delay=60.0,
+            retries=2,
+            ram_hosts=1000,
+            ram_bodies=128,
+            ram_bytes=1 << 20,
         )
         self.frontier = open_test_frontier(
             directory,
@@ -210,7 +223,10 @@ class Surfaces:
             state, item = got
             if isinstance(item, RobotsFetch):
                 status, body = self.answers.pop(item.host, (404, b""))
-                rules = frontier.robots_known(item.host, status, body)
+                paused = time.perf_counter()
+                parsed = parsed_off_the_reactor(status, body)
+                started += time.perf_counter() - paused  # (a worker thread's time)
+                rules = frontier.robots_known(item.host, status, body, parsed)
                 if rules is not None:
                     delay = rules.crawl_delay(USER_AGENT)
                     check(math.isfinite(delay) and delay >= 0, f"Crawl-delay {delay!r}")
@@ -252,8 +268,9 @@ class Surfaces:
         host = f"r{self.fed % 500}.example"
         self.answers[host] = (status, body)
         urls = [f"http://{host}/{path}" for path in ("", "private/x", "a.html", "%zz", "é")]
+        parsed = parsed_off_the_reactor(status, body)
         started = time.perf_counter()
-        self.robots.learn(f"learned.{host}", status or None, body, self.now)
+        self.robots.learn(f"learned.{host}", status or None, body, self.now, parsed)
         self.turn(started)
         rules = parse(body)
         for url in urls:
