@@ -77,11 +77,10 @@ from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore
 from irlscrapy.scheduler.frontier.restarthold import RestartHold
 from irlscrapy.scheduler.frontier.workbench import FRONT, VisitState, Workbench
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
-from irlscrapy.scheduler.hosts.robots import MAX_WILDCARD_RULES, RobotsRules
+from irlscrapy.scheduler.hosts.robots import RobotsRules
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 from irlscrapy.scheduler.items import HEAD, Item, MemoryItem, RobotsFetch, item_url, unpack_record
 from irlscrapy.scheduler.requestcodec import payload_url
-from irlscrapy.tally import tally
 
 logger = logging.getLogger(__name__)
 
@@ -439,16 +438,6 @@ class Frontier:
                 self.workbench.postpone(state, refetch_at)
             return None
         self.stats.inc_value(f"irl/robots/{rules.outcome}")
-        if rules.costly:
-            tally(
-                logger,
-                self.stats,
-                "irl/robots/too_many_wildcards",
-                "the robots.txt of %s has over %d wildcard rules, too many to check URLs "
-                "against: the host is read as disallowing all",
-                host,
-                MAX_WILDCARD_RULES,
-            )
         if state is None:
             return rules
         state.crawl_delay = self._crawl_delay(rules, count=True)

@@ -18,6 +18,7 @@ Scrapy's ``robots_parsed`` signal.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -28,11 +29,20 @@ from scrapy.utils.asyncio import run_in_thread
 from twisted.python.failure import Failure
 
 from irlscrapy.scheduler.frontier.workbench import VisitState
-from irlscrapy.scheduler.hosts.robots import PARSE_LIMIT, REDIRECT_HOPS, RobotsRules, parse
+from irlscrapy.scheduler.hosts.robots import (
+    MAX_WILDCARD_RULES,
+    PARSE_LIMIT,
+    REDIRECT_HOPS,
+    RobotsRules,
+    parse,
+)
 from irlscrapy.scheduler.hosts.robotscache import BIG_BODY
 from irlscrapy.scheduler.items import RobotsFetch, item_url
 from irlscrapy.scheduler.keys import FETCH_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.pipeline import Frontier
+from irlscrapy.tally import tally
+
+logger = logging.getLogger(__name__)
 
 #: Statuses a robots.txt callback sees: all but redirects (RedirectMiddleware follows
 #: those, as RFC 9309 asks) and 2xx (which reach it anyway).
@@ -101,7 +111,18 @@ class RobotsFetches:
         parsed: RobotsRules | None = None,
     ) -> RobotsRules | None:
         assert request is not None
-        rules = self.frontier.robots_known(request.meta[ROBOTS_KEY], status, body, parsed)
+        host = request.meta[ROBOTS_KEY]
+        rules = self.frontier.robots_known(host, status, body, parsed)
+        if rules is not None and rules.costly:
+            tally(
+                logger,
+                self.stats,
+                "irl/robots/too_many_wildcards",
+                "the robots.txt of %s has over %d wildcard rules, too many to check URLs "
+                "against: the host is read as disallowing all",
+                host,
+                MAX_WILDCARD_RULES,
+            )
         token = request.meta.get(FETCH_KEY)
         if token is not None:
             self.end(token)

@@ -74,11 +74,15 @@ def test_a_robots_txt_of_too_many_wildcards_disallows_the_host_counted_and_logge
     for host in ("a.example", "b.example"):
         frontier.push(encode_link(f"http://{host}/page", 1, None, None))
     frontier.admit()
+    stats = Stats()
+    fetches = RobotsFetches(frontier, stats, Signals(), lambda token: None)
     with caplog.at_level(logging.INFO):
         for host in ("a.example", "b.example"):
-            rules = frontier.robots_known(host, 200, body)
+            request = Request(f"http://{host}/robots.txt", meta={ROBOTS_KEY: host})
+            asyncio.run(fetches.answered(Response(request.url, body=body, request=request)))
+            rules, _ = cache.lookup(host)
             assert rules is not None and rules.costly
-    assert frontier.stats.values["irl/robots/too_many_wildcards"] == 2
+    assert stats.values["irl/robots/too_many_wildcards"] == 2
     assert frontier.stats.values["irl/robots/disallowed"] == 2  # both pages dropped
     assert len([r for r in caplog.records if "wildcard rules" in r.getMessage()]) == 1
     frontier.close()
