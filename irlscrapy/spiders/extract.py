@@ -30,6 +30,9 @@ _META_ROBOTS = re.compile(rb"""<meta\s[^<>]*?name\s*=\s*["']?robots["']?[^<>]*>"
 _SLOW_PATH = re.compile(r"/\.|\\|\s|%2[eE]|;|\?(?:#|$)|^[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BLANK = re.compile(r"[\x00-\x20\x7f]")
+#: Authorities whose crawlability is memoized, at most (_authority_fetchable).
+AUTHORITY_MEMO = 4096
+_authorities: dict[str, bool] = {}
 _HEAD_BYTES = 16 * 1024  # meta robots and <base> are looked for this far into the page
 #: URLs per slice of a page's links (:func:`links_in_slices`). A slice costs about 5 ms
 #: from extraction to URLseen, so a page of 100,000 links never holds a reactor 50 ms.
@@ -209,14 +212,8 @@ def crawlable(url: str) -> bool:
         return False
     start = url.index("//") + 2
     end = _first_of(url, "?#", start)
-    authority = url[start : _first_of(url, "/", start, end)]
-    if not _authority_ok(authority):
+    if not _authority_fetchable(url[start : _first_of(url, "/", start, end)]):
         return False
-    if not authority.isascii() or "[" in authority or "]" in authority:
-        try:  # the netloc checks urlsplit makes (NFKC look-alikes of "/?#@:"), as Scrapy's
-            _ = urlsplit(url).port  # Request and w3lib make them
-        except ValueError:
-            return False
     slash = url.rfind("/", start, end)
     if slash < 0:
         return True
@@ -273,6 +270,25 @@ def _encodable(url: str) -> bool:
     except UnicodeEncodeError:  # a lone surrogate, from a user's string
         return False
     return True
+
+
+def _authority_fetchable(authority: str) -> bool:
+    """:func:`_authority_ok`, and the netloc checks urlsplit makes (NFKC look-alikes of
+    "/?#@:" in a non-ASCII name, IPv6 literals), as Scrapy's Request and w3lib make
+    them: memoized (at most :data:`AUTHORITY_MEMO`), since a page's links mostly share
+    one authority and an IPv6 literal's checks cost 20 us a link."""
+    fetchable = _authorities.get(authority)
+    if fetchable is None:
+        fetchable = _authority_ok(authority)
+        if fetchable and (not authority.isascii() or "[" in authority or "]" in authority):
+            try:
+                _ = urlsplit(f"http://{authority}/").port  # (they read the netloc only)
+            except ValueError:
+                fetchable = False
+        if len(_authorities) >= AUTHORITY_MEMO:
+            _authorities.clear()  # (as domains.PayLevelDomains)
+        _authorities[authority] = fetchable
+    return fetchable
 
 
 def _authority_ok(authority: str) -> bool:

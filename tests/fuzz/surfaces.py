@@ -108,7 +108,7 @@ class Surfaces:
             ttl=3600.0,
             retry_delay=60.0,
             retries=2,
-            ram_hosts=1000,
+            ram_hosts=200,
             ram_bodies=128,
             ram_bytes=1 << 20,
         )
