@@ -25,9 +25,11 @@ from urllib.parse import urljoin, urlsplit
 _HREF = re.compile(rb"""<a(?:rea)?\s[^<>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""", re.I)
 _BASE = re.compile(rb"""<base\s[^<>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))""", re.I)
 _META_ROBOTS = re.compile(rb"""<meta\s[^<>]*?name\s*=\s*["']?robots["']?[^<>]*>""", re.I)
-# shapes urljoin rewrites: dot segments, odd characters, an empty query or params, and
-# schemes without "//"
-_SLOW_PATH = re.compile(r"/\.|\\|\s|%2[eE]|;|\?(?:#|$)|^[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
+# shapes urljoin rewrites (_slow_path): dot segments, odd characters, an empty query or
+# params, and schemes without "//"
+_SLOW_MARKS = ("/.", "\\", "%2e", "%2E", ";", "?#")
+_WHITESPACE = re.compile(r"\s")
+_OPAQUE_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
 _BLANK = re.compile(r"[\x00-\x20\x7f]")
 #: Authorities whose crawlability is memoized, at most (_authority_fetchable).
@@ -178,7 +180,7 @@ def absolute_url(base: str, href: str) -> str | None:
     if "\\" in href:
         href = _slashes(href)
     try:
-        if _SLOW_PATH.search(href):
+        if _slow_path(href):
             url = urljoin(base, href)
         elif href.startswith(CRAWLABLE_SCHEMES):
             url = href
@@ -190,6 +192,18 @@ def absolute_url(base: str, href: str) -> str | None:
         return None
     hash_at = url.find("#")
     return url if hash_at < 0 else url[:hash_at]
+
+
+def _slow_path(href: str) -> bool:
+    """Does ``href`` have a shape urljoin rewrites (then it goes through urljoin)? One
+    substring search each, and one regular expression of a single class: an alternation
+    of them all took 40 ms on a 1 MB link."""
+    return (
+        any(mark in href for mark in _SLOW_MARKS)
+        or href.endswith("?")
+        or _OPAQUE_SCHEME.match(href) is not None
+        or _WHITESPACE.search(href) is not None
+    )
 
 
 def _slashes(ref: str) -> str:
