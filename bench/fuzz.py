@@ -3,6 +3,7 @@
     python bench/fuzz.py [--inputs 100000] [--surfaces urls,html,robots,headers,dns]
                          [--seed S] [--fresh]
     python bench/fuzz.py --seed S --surfaces html --replay 4711   # one input, with its error
+    python bench/fuzz.py --seed S --surfaces html --no-text-decode  # irlscrapy's memory alone
 
 What runs: each surface (``tests/fuzz/surfaces.py``: URLs, HTML pages, robots.txt
 answers, HTTP headers, DNS answers; the crawler code each goes through is listed there)
@@ -30,7 +31,9 @@ Figures, per surface (JSON lines, also appended to bench/results/fuzz.jsonl):
   charset_normalizer's per-code-point one (up to one entry per Unicode code point),
   which Scrapy fills when the HTML surface decodes a page's text without a declared
   encoding (irlscrapy never decodes a page's text; a user's spider that reads
-  ``response.text`` does); its growth is in the figure.
+  ``response.text`` does); its growth is in the figure. ``--no-text-decode`` leaves
+  that decoding out (its state and results apart, marked ``decode_text: false``): the
+  figure is then irlscrapy's code alone.
 
 A run resumes where it stopped (``bench/results/fuzz/<seed>/<surface>.json``, written
 every 1,000 inputs); ``--fresh`` starts it anew. A resumed child's RSS figure covers
@@ -73,10 +76,13 @@ REPEATS = 5
 RSS_FROM, RSS_TO = 10_000, 100_000
 #: the size of the PLD cache and of the canonical-origin and authority memos in the child
 MEMO = 512
+#: whether the HTML surface decodes page text (``--no-text-decode``: not)
+DECODE_TEXT = True
 
 
 def state_path(seed: int, surface: str) -> Path:
-    return RESULTS / "fuzz" / str(seed) / f"{surface}.json"
+    name = surface if DECODE_TEXT else f"{surface}-no-text-decode"
+    return RESULTS / "fuzz" / str(seed) / f"{name}.json"
 
 
 def corpus_inputs(surface: str) -> list[Any]:
@@ -99,7 +105,7 @@ def corpus_inputs(surface: str) -> list[Any]:
 
 
 def warmed(surface: str, directory: Path) -> Surfaces:
-    surfaces = Surfaces(directory)
+    surfaces = Surfaces(directory, decode_text=DECODE_TEXT)
     for value in corpus_inputs(surface):
         surfaces.feed(surface, value)
     return surfaces
@@ -218,6 +224,7 @@ def run_surface(surface: str, seed: int, inputs: int) -> dict[str, Any]:
             str(seed),
             "--inputs",
             str(inputs),
+            *(() if DECODE_TEXT else ("--no-text-decode",)),
         ]
         proc = subprocess.Popen(command)
         last, last_change = -1, time.monotonic()
@@ -249,6 +256,7 @@ def run_surface(surface: str, seed: int, inputs: int) -> dict[str, Any]:
     return {
         "surface": surface,
         "seed": seed,
+        "decode_text": DECODE_TEXT,
         "inputs": state["next"],
         "crashes": state["crash_count"],
         "first_crashes": state["crashes"][:5],
@@ -280,8 +288,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--fresh", action="store_true")
     parser.add_argument("--replay", type=int, default=None)
+    parser.add_argument("--no-text-decode", action="store_true")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    global DECODE_TEXT
+    DECODE_TEXT = not args.no_text_decode
     surfaces = args.surfaces.split(",")
     unknown = set(surfaces) - set(hostile.SURFACES)
     if unknown:

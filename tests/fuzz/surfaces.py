@@ -102,7 +102,10 @@ class Surfaces:
     under ``directory``, a robots cache, a DNS cache on a fake clock); ``feed`` one
     input at a time. Close it when done."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, decode_text: bool = True) -> None:
+        #: whether the HTML surface decodes each page's text as a user's spider would
+        #: (Scrapy's encoding detection; irlscrapy's own code never does)
+        self.decode_text = decode_text
         self.now = 1_000.0
         self.robots = RobotsCache(
             ttl=3600.0,
@@ -258,7 +261,7 @@ class Surfaces:
             self.check_links(list(links.urls))
             started = time.perf_counter()
         self.turn(started)
-        if isinstance(response, TextResponse):
+        if self.decode_text and isinstance(response, TextResponse):
             response.text  # noqa: B018 (decoding the body must not raise)
         self.crawl()
 
