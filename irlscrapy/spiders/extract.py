@@ -27,7 +27,6 @@ _BASE = re.compile(rb"""<base\s[^<>]*?href\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"'
 _META_ROBOTS = re.compile(rb"""<meta\s[^<>]*?name\s*=\s*["']?robots["']?[^<>]*>""", re.I)
 # shapes urljoin rewrites (_slow_path): dot segments, odd characters, an empty query or
 # params, and schemes without "//"
-_SLOW_MARKS = ("/.", "\\", "%2e", "%2E", ";", "?#")
 _WHITESPACE = re.compile(r"\s")
 _OPAQUE_SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:(?!//)")
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*:")
@@ -195,11 +194,16 @@ def absolute_url(base: str, href: str) -> str | None:
 
 
 def _slow_path(href: str) -> bool:
-    """Does ``href`` have a shape urljoin rewrites (then it goes through urljoin)? One
+    """Does ``href`` have a shape urljoin rewrites (then it goes through urljoin)? A
     substring search each, and one regular expression of a single class: an alternation
-    of them all took 40 ms on a 1 MB link."""
+    of them all took 40 ms on a 1 MB link, and twice as long on a short one."""
     return (
-        any(mark in href for mark in _SLOW_MARKS)
+        "/." in href
+        or "\\" in href
+        or "%2e" in href
+        or "%2E" in href
+        or ";" in href
+        or "?#" in href
         or href.endswith("?")
         or _OPAQUE_SCHEME.match(href) is not None
         or _WHITESPACE.search(href) is not None
