@@ -97,16 +97,22 @@ DAMAGES: dict[str, Callable[[Path], None]] = {
 
 def _listed_slots(job: Path) -> list[Path]:
     """The BEAST slots past the one being read, newest first, once state.json lists
-    them: BEAST reopened where the killed crawl's reader stood and closed, as a resumed
-    crawl stopped cleanly leaves it (a kill finds state.json as it was last saved, which
-    may list no slot the reader has not reached yet)."""
+    them: BEAST reopened where the killed crawl's reader stood, given one record of a
+    new domain (its first record goes to the slot after the one being read: a kill may
+    leave no slot past the reader), and closed, as a resumed crawl stopped cleanly
+    leaves it (a kill finds state.json as it was last saved)."""
     cursor = admitted.read_cursor(job)
     queues = Beast(job / "beast", lambda domain: 1)
     queues.open(cursor)
+    assert queues.push(NEW_DOMAIN, b"a record past the reader") == queues.reading + 1
     queues.close()
     state = json.loads((job / "beast" / "state.json").read_text())
     slots = [job / "beast" / f"slot-{s}.rec" for s in state["slots"] if s > state["reading"]]
     return sorted(slots, key=lambda p: -int(p.stem[5:]))
+
+
+#: a domain key no crawl of the tiny web has (PLD keys are hashes)
+NEW_DOMAIN = 12345
 
 
 #: One file of each kind, by a glob under the state directory: the first match (sorted),
