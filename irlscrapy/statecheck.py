@@ -236,9 +236,7 @@ def _mend_beast_state(directory: Path) -> list[str]:
     # The oldest QF: whole, where a newer one may be a re-split cut short (whose records
     # it also holds); a URL it shares with the slots may be fetched twice, none is lost.
     state |= {"qf": min(qfs, default=0), "resplit": None}
-    fresh = path.with_name(path.name + ".tmp")
-    fresh.write_text(json.dumps(state))
-    os.replace(fresh, path)
+    _write_json(path, state)
     for newer in qfs[1:]:
         (beast / f"qf-{newer}.rec").unlink()
     return [f"{path}: rebuilt from the queue files (BEAST's pacing counters start again)"]
@@ -259,9 +257,7 @@ def _mend_lost_journal(directory: Path) -> list[str]:
     lost = journal_lost(directory, directory / "beast" / "state.json")
     if lost is None:
         return []
-    writer = RecordWriter(directory / "admitted-0.rec")
-    writer.open()
-    writer.close()
+    _empty_record_file(directory / "admitted-0.rec")
     return [
         f"{lost.path}: created empty (the URLs the last run had admitted to RAM are lost, "
         "and those BEAST's current queue handed out may be fetched again)"
@@ -279,19 +275,29 @@ def _mend_missing_queues(directory: Path) -> list[str]:
     for damage in missing:
         file = Path(str(damage.path))
         if file.name.startswith("qf-"):
-            writer = RecordWriter(file)
-            writer.open()
-            writer.close()
+            _empty_record_file(file)
             done.append(f"{file}: created empty (the URLs of BEAST's overflow queue are lost)")
         else:
             done.append(f"{file}: taken off state.json's list (the URLs queued in it are lost)")
     gone = {Path(str(damage.path)).name for damage in missing}
     if any(name.startswith("slot-") for name in gone):
         state["slots"] = [s for s in cast(list[int], state["slots"]) if f"slot-{s}.rec" not in gone]
-        fresh = path.with_name(path.name + ".tmp")
-        fresh.write_text(json.dumps(state))
-        os.replace(fresh, path)
+        _write_json(path, state)
     return done
+
+
+def _write_json(path: Path, document: dict[str, object]) -> None:
+    """Replace ``path`` with ``document`` in one rename."""
+    fresh = path.with_name(path.name + ".tmp")
+    fresh.write_text(json.dumps(document))
+    os.replace(fresh, path)
+
+
+def _empty_record_file(path: Path) -> None:
+    """A record file holding no record (its header only)."""
+    writer = RecordWriter(path)
+    writer.open()
+    writer.close()
 
 
 def _beast_state_whole(path: Path) -> bool:
