@@ -27,12 +27,16 @@ buckets-G/, cache/)                     rebuilt; its results, if any, are rebuil
                                         them as seen); admitted segments missing from their
                                         run are skipped (renumbered); no segment at all
                                         beside BEAST's queues: an empty one (the URLs the
-                                        last run had in RAM are lost)
+                                        last run had in RAM are lost); a missing parked
+                                        file is taken off parked.json's list (its URLs
+                                        are lost)
+``parked.json``                         listed anew from the parked files there
 ``beast/slot-N.rec``,                   cut at the first damage (BEAST resumes reading at
 ``beast/qf-N.rec``                      a byte offset, which must not move); a missing QF
                                         becomes an empty one, a missing slot that
-                                        state.json lists is taken off its list (their URLs
-                                        are lost)
+                                        state.json lists is taken off its list, a missing
+                                        slot the reader was inside is marked read in the
+                                        admitted journal (their URLs are lost)
 ``beast/state.json``                    rebuilt from the queue files (only counters lost;
                                         the oldest QF kept: a URL may be fetched twice)
 ``dns/cache/``, ``robots/cache/``       deleted: only caches
@@ -48,7 +52,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import pickletools
 import re
 import shutil
@@ -62,9 +65,17 @@ from irlscrapy.cachedb import open_leveldb, read_through
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters import drumfiles
 from irlscrapy.exceptions import DamagedState
+from irlscrapy.jsonfile import replace_json
 from irlscrapy.recordfile import RecordWriter, salvage, scan
-from irlscrapy.scheduler.frontier.admitted import admitted_segments, journal_lost, read_cursor
+from irlscrapy.scheduler.frontier.admitted import (
+    AdmittedJournal,
+    admitted_segments,
+    journal_lost,
+    read_cursor,
+)
 from irlscrapy.scheduler.frontier.beast import STATE_VERSION, missing_queue_files, read_state
+from irlscrapy.scheduler.frontier.parking import LIST as PARKED_LIST
+from irlscrapy.scheduler.frontier.parking import holding, missing_parked
 
 DRUMS = ("urlseen", "contentseen", "star/edges", "star/indegree")
 CACHES = ("dns/cache", "robots/cache")
@@ -102,6 +113,7 @@ def repair_state(directory: Path, say: Callable[[str], None] = lambda _: None) -
         done += _mend_lost_journal(directory)
         done += _mend_beast_state(directory)
         done += _mend_missing_queues(directory)
+        done += _mend_parked_list(directory)
         for cache in (*CACHES, NAMES):
             done += _mend_leveldb(directory / cache, deletable=cache in CACHES)
         for name in REBUILT_JSON:
@@ -143,6 +155,10 @@ def _damage(directory: Path, say: Callable[[str], None]) -> Iterator[DamagedStat
     lost = journal_lost(directory, directory / "beast" / "state.json")
     if lost is not None:
         yield lost
+    try:
+        yield from missing_parked(directory)
+    except DamagedState as damage:
+        yield damage
     for prefix in SEQUENCES:
         say(prefix)
         for path, whole in _sequence(directory, prefix):
@@ -236,7 +252,7 @@ def _mend_beast_state(directory: Path) -> list[str]:
     # The oldest QF: whole, where a newer one may be a re-split cut short (whose records
     # it also holds); a URL it shares with the slots may be fetched twice, none is lost.
     state |= {"qf": min(qfs, default=0), "resplit": None}
-    _write_json(path, state)
+    replace_json(path, state)
     for newer in qfs[1:]:
         (beast / f"qf-{newer}.rec").unlink()
     return [f"{path}: rebuilt from the queue files (BEAST's pacing counters start again)"]
@@ -249,7 +265,7 @@ def _missing_queue_files(directory: Path, state: dict[str, object]) -> list[Dama
     try:
         read_past = read_cursor(directory)
     except DamagedState:
-        read_past = (max(cast(list[int], state["slots"]), default=0), 0)
+        read_past = (max(cast(list[int], state["slots"]), default=0) + 1, -1)
     return list(missing_queue_files(directory / "beast", state, read_past))
 
 
@@ -264,33 +280,52 @@ def _mend_lost_journal(directory: Path) -> list[str]:
     ]
 
 
+def _mend_parked_list(directory: Path) -> list[str]:
+    """An unreadable parked.json listed anew from the files there; missing parked
+    files taken off its list."""
+    path = directory / PARKED_LIST
+    try:
+        missing = [Path(str(damage.path)) for damage in missing_parked(directory)]
+    except DamagedState:
+        found = sorted(_number(p) for p in _numbered(directory, "parked"))
+        replace_json(path, {"holding": found})
+        return [f"{path}: listed anew from the parked files there"]
+    listed = [g for g in holding(directory) if directory / f"parked-{g}.rec" not in missing]
+    if missing:
+        replace_json(path, {"holding": listed})
+    return [
+        f"{file}: taken off {path.name}'s list (the URLs parked in it are lost)" for file in missing
+    ]
+
+
 def _mend_missing_queues(directory: Path) -> list[str]:
-    """An empty QF for a missing one; missing slots taken off state.json's list."""
+    """An empty QF for a missing one; missing slots taken off state.json's list, or
+    marked read in the admitted journal if the reader was inside one."""
     path = directory / "beast" / "state.json"
     if not path.exists():
         return []
     state = read_state(path)
     missing = _missing_queue_files(directory, state)
+    reader_in = (read_cursor(directory) or (-1, -1))[0]
     done = []
     for damage in missing:
         file = Path(str(damage.path))
         if file.name.startswith("qf-"):
             _empty_record_file(file)
             done.append(f"{file}: created empty (the URLs of BEAST's overflow queue are lost)")
+        elif _number(file) == reader_in:
+            journal = AdmittedJournal(directory)
+            journal.open()
+            journal.slot_read(_number(file))
+            journal.close()
+            done.append(f"{file}: marked read (the URLs queued in the rest of it are lost)")
         else:
             done.append(f"{file}: taken off state.json's list (the URLs queued in it are lost)")
     gone = {Path(str(damage.path)).name for damage in missing}
     if any(name.startswith("slot-") for name in gone):
         state["slots"] = [s for s in cast(list[int], state["slots"]) if f"slot-{s}.rec" not in gone]
-        _write_json(path, state)
+        replace_json(path, state)
     return done
-
-
-def _write_json(path: Path, document: dict[str, object]) -> None:
-    """Replace ``path`` with ``document`` in one rename."""
-    fresh = path.with_name(path.name + ".tmp")
-    fresh.write_text(json.dumps(document))
-    os.replace(fresh, path)
 
 
 def _empty_record_file(path: Path) -> None:

@@ -12,7 +12,8 @@ the last close unlocks it and removes it if it is temporary. What lives in it::
     urlseen/             URLseen, the DRUM of URL keys (irlscrapy.dupefilters.urlseen)
     beast/               BEAST's queue files (irlscrapy.scheduler.frontier.beast)
     admitted-*.rec       the admitted journal (irlscrapy.scheduler.frontier.admitted)
-    parked-*.rec         parked URLs (irlscrapy.scheduler.frontier.parking)
+    parked-*.rec         parked URLs, and parked.json, the files holding some
+                         (irlscrapy.scheduler.frontier.parking)
     dns/                 the DNS cache's spill (irlscrapy.scheduler.hosts.dns)
     robots/              the robots.txt cache (irlscrapy.scheduler.hosts.robotscache)
     star/                STAR's PLD in-degree store (irlscrapy.star.indegree)

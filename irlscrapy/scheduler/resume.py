@@ -98,7 +98,12 @@ def open_frontier(
         raise lost
     journal = AdmittedJournal(state.root)
     admitted = journal.open()
-    beast = Beast(state / "beast", beast_budget, max_queues=settings.max_queues)
+    beast = Beast(
+        state / "beast",
+        beast_budget,
+        max_queues=settings.max_queues,
+        on_slot_read=journal.slot_read,
+    )
     batches: Counter[int] = Counter()
     beast.open(journal.cursor, lambda record: batches.update((unpack_record(record)[1],)))
     batches.update(unpack_record(a.item)[1] for a in admitted)

@@ -29,6 +29,7 @@ import pytest
 from irlscrapy.exceptions import DamagedState
 from irlscrapy.scheduler.frontier import admitted
 from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.statecheck import check_state, repair_state
 
 from .conftest import QUICK_IRL, ROOT, crawl_tiny, downloads, invitro_pid, tiny_crawl_args
@@ -115,6 +116,31 @@ def _listed_slots(job: Path) -> list[Path]:
 NEW_DOMAIN = 12345
 
 
+def _slot_being_read(job: Path) -> list[Path]:
+    """The BEAST slot the reader is inside: BEAST reopened where the killed crawl's
+    reader stood and one record taken and journaled, as a resumed crawl does (a kill
+    may find the reader between slots), then closed."""
+    journal = admitted.AdmittedJournal(job)
+    journal.open()
+    queues = Beast(job / "beast", lambda domain: 1, on_slot_read=journal.slot_read)
+    queues.open(journal.cursor)
+    taken = queues.pop()
+    assert taken is not None, "the killed crawl left BEAST empty"
+    journal.admit(*queues.position, *taken)
+    queues.close()
+    journal.close()
+    return [job / "beast" / f"slot-{queues.position[0]}.rec"]
+
+
+def _parked_urls(job: Path) -> list[Path]:
+    """A parked file holding a URL: the store reopened, one URL parked, and closed."""
+    store = ParkedStore(job)
+    store.replay(lambda record: None, store.open())  # (a copy: replays go nowhere)
+    store.park(b"a parked record")
+    store.close()
+    return sorted(job.glob("parked-*.rec"), key=lambda p: -int(p.stem[7:]))
+
+
 #: One file of each kind, by a glob under the state directory: the first match (sorted),
 #: the oldest of a sequence; or by a function. For a LevelDB, damage goes to its newest
 #: table or log.
@@ -125,7 +151,9 @@ KINDS: dict[str, str | Callable[[Path], list[Path]]] = {
     "STAR names LevelDB": "star/names/CURRENT",
     "admitted segment": "admitted-*.rec",
     "parked segment": "parked-*.rec",
+    "parked segment holding URLs": _parked_urls,
     "BEAST slot": "beast/slot-*.rec",
+    "BEAST slot being read": _slot_being_read,
     "BEAST slot not reached": _listed_slots,
     "BEAST QF": "beast/qf-*.rec",
     "BEAST state": "beast/state.json",
@@ -135,21 +163,24 @@ KINDS: dict[str, str | Callable[[Path], list[Path]]] = {
 
 #: Damage check cannot tell from what a kill -9 leaves, which the crawl's open takes as
 #: it comes: a deleted cache (fetched again); the newest file of a sequence cut short (a
-#: crash's torn tail; a parked segment or BEAST queue file may be the one a crash tore);
-#: the BEAST slot being read deleted (a kill -9 right after it was read to its end leaves
-#: the same), a parked segment deleted (a gap in their numbers is normal: their URLs are
-#: lost without a trace). Every other case is found by check: a deleted QF, a deleted
-#: slot the reader has not reached (state.json lists it), the only admitted segment
-#: deleted (BEAST's queues are there).
+#: crash's torn tail; a parked file or BEAST queue file may be the one a crash tore); a
+#: deleted file that held nothing still to do: the first BEAST slot if the reader has
+#: left it (else it is the slot being read), the first parked file if it holds no URL
+#: (the current generation, created empty at open). Every other case is found by check:
+#: a deleted QF, slot being read, slot the reader has not reached (state.json lists it),
+#: parked file holding URLs (parked.json lists it), or only admitted segment (BEAST's
+#: queues are there).
 UNSEEN = {
     ("robots cache", "delete"),
     ("DNS cache", "delete"),
     ("BEAST slot", "delete"),
     ("BEAST slot", "cut"),
+    ("BEAST slot being read", "cut"),
     ("BEAST slot not reached", "cut"),
     ("BEAST QF", "cut"),
     ("parked segment", "delete"),
     ("parked segment", "cut"),
+    ("parked segment holding URLs", "cut"),
     ("admitted segment", "cut"),
     ("STAR in-degree journal", "cut"),
 }

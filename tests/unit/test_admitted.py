@@ -44,6 +44,13 @@ class JournalMachine(RuleBasedStateMachine):
             self.cursor = (slot, offset)
         return id_
 
+    @rule(later=st.integers(0, 1))
+    def slot_read(self, later: int) -> None:
+        """BEAST read the slot it is in (or a later one) to its end."""
+        slot = (self.cursor[0] if self.cursor else 0) + later
+        self.journal.slot_read(slot)
+        self.cursor = (slot + 1, -1)
+
     @rule(id_=ids)
     def done(self, id_: int) -> None:
         self.journal.done(id_)  # twice for the same id: the second is a no-op

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import tempfile
@@ -208,14 +209,21 @@ def test_bad_queue_counts_are_refused(tmp_path: Path) -> None:
 
 
 def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path) -> None:
-    beast = Beast(tmp_path, lambda d: 1, initial_queues=2, max_queues=64)
+    journaled: list[tuple[int, int]] = []  # the caller's journal of positions
+    beast = Beast(
+        tmp_path,
+        lambda d: 1,
+        initial_queues=2,
+        max_queues=64,
+        on_slot_read=lambda slot: journaled.append((slot + 1, -1)),
+    )
     beast.open()
     pushed = [(d % 3, f"u{d}".encode()) for d in range(60)]  # 3 domains: most go to QF
     for domain, payload in pushed:
         beast.push(domain, payload)
     assert beast.qf_records > 20
-    popped = [beast.pop() for _ in range(1)]
-    position = beast.position
+    popped = [beast.pop()]
+    journaled.append(beast.position)
     real_push = beast.push
     calls = 0
 
@@ -230,10 +238,10 @@ def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path)
     with pytest.raises(KeyboardInterrupt):
         while True:
             popped.append(beast.pop())
-            position = beast.position
+            journaled.append(beast.position)
     kill(beast)
     resumed = Beast(tmp_path, lambda d: 1, initial_queues=2, max_queues=64)
-    resumed.open(read_past=position)
+    resumed.open(read_past=max(journaled))
     while (item := resumed.pop()) is not None:
         popped.append(item)
     resumed.close()
@@ -313,7 +321,7 @@ def _three_slots_and_qf(path: Path) -> Beast:
     return beast
 
 
-@pytest.mark.parametrize("missing", ["slot-2.rec", "slot-3.rec", "qf-0.rec"])
+@pytest.mark.parametrize("missing", ["slot-1.rec", "slot-2.rec", "slot-3.rec", "qf-0.rec"])
 def test_a_queue_file_deleted_while_its_urls_wait_is_damage(tmp_path: Path, missing: str) -> None:
     beast = _three_slots_and_qf(tmp_path)
     assert beast.pop() == (7, b"u0")  # slot 1 being read
@@ -326,18 +334,74 @@ def test_a_queue_file_deleted_while_its_urls_wait_is_damage(tmp_path: Path, miss
 
 def test_slots_read_to_their_end_before_a_kill_are_not_damage(tmp_path: Path) -> None:
     """state.json is not saved at slot changes: after a kill -9 it still lists slots the
-    reader had read to the end and deleted (up to the one of the caller's position)."""
+    reader had read to the end and deleted, whose ends the caller journaled."""
     beast = _three_slots_and_qf(tmp_path)
     beast.close()  # state.json lists slots 1, 2 and 3
-    beast = Beast(tmp_path, lambda d: 1, initial_queues=4, max_queues=4)
+    journaled: list[tuple[int, int]] = []  # the caller's journal of positions
+    beast = Beast(
+        tmp_path,
+        lambda d: 1,
+        initial_queues=4,
+        max_queues=4,
+        on_slot_read=lambda slot: journaled.append((slot + 1, -1)),
+    )
     beast.open()
-    assert [beast.pop() for _ in range(2)] == [(7, b"u0"), (7, b"u1")]
-    position = beast.position  # the last record the caller journaled: slot 2's last
-    assert beast.pop() == (7, b"u2")  # slot 2 deleted; killed before u2 was journaled
+    for _ in range(2):
+        beast.pop()
+        journaled.append(beast.position)
+    assert beast.pop() == (7, b"u2")  # slot 2 marked and deleted; killed before u2 was journaled
     assert not (tmp_path / "slot-2.rec").exists()
+    assert journaled[-1] == (3, -1)
     kill(beast)
     reopened = Beast(tmp_path, lambda d: 1, initial_queues=4, max_queues=4)
-    reopened.open(read_past=position)
+    reopened.open(read_past=max(journaled))
     assert [reopened.pop() for _ in range(3)] == [(7, b"u2"), (7, b"u3"), (7, b"u4")]
     assert reopened.pop() is None
     reopened.close()
+
+
+def test_a_slot_read_to_its_end_is_marked_before_its_file_goes(tmp_path: Path) -> None:
+    """The caller hears of a slot read to its end while its file is still there, and
+    the position moves past it; so does a slot whose records were all taken before a
+    restart, when the reader leaves it."""
+    marked: list[tuple[int, bool]] = []
+
+    def on_slot_read(slot: int) -> None:
+        marked.append((slot, (tmp_path / f"slot-{slot}.rec").exists()))
+
+    beast = _three_slots_and_qf(tmp_path)
+    beast.on_slot_read = on_slot_read
+    assert beast.pop() == (7, b"u0")
+    position = beast.position
+    kill(beast)  # u0 taken, slot 1 not left yet
+    reopened = Beast(tmp_path, lambda d: 1, initial_queues=4, max_queues=4)
+    reopened.on_slot_read = on_slot_read
+    reopened.open(read_past=position)
+    assert reopened.pop() == (7, b"u1")
+    assert marked == [(1, True)]
+    assert reopened.position[0] == 2
+    assert reopened.pop() == (7, b"u2")
+    assert marked == [(1, True), (2, True)]
+    reopened.close()
+
+
+def test_a_read_slot_left_unmarked_by_an_older_irlscrapy_is_marked_on_open(tmp_path: Path) -> None:
+    """A state.json written before slots' ends were marked: the slot of the caller's
+    position may be gone, read to its end; open marks it instead of calling it damage."""
+    beast = _three_slots_and_qf(tmp_path)
+    assert beast.pop() == (7, b"u0")
+    position = beast.position
+    beast.close()
+    state = json.loads((tmp_path / "state.json").read_text())
+    del state["ends_marked"]
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    (tmp_path / "slot-1.rec").unlink()
+    marked: list[int] = []
+    reopened = Beast(
+        tmp_path, lambda d: 1, initial_queues=4, max_queues=4, on_slot_read=marked.append
+    )
+    reopened.open(read_past=position)
+    assert marked == [1]
+    assert [reopened.pop() for _ in range(4)] == [(7, b"u1"), (7, b"u2"), (7, b"u3"), (7, b"u4")]
+    reopened.close()
+    assert json.loads((tmp_path / "state.json").read_text())["ends_marked"] is True

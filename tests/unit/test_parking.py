@@ -1,15 +1,22 @@
-"""Parked URLs survive close and reopen until replayed once; the bench holds an origin's
-URLs exactly until its back-off ends (against a dict model)."""
+"""Parked URLs survive close, reopen and kill -9 until replayed, and a parked file
+deleted is damage (against a list model); the bench holds an origin's URLs exactly
+until its back-off ends (against a dict model)."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections import Counter
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore
+from irlscrapy.exceptions import DamagedState
+from irlscrapy.recordfile import scan
+from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore, missing_parked
 
 ORIGINS = st.sampled_from(["http://a.example", "https://a.example", "http://b.example:8080"])
 
@@ -75,6 +82,118 @@ def test_a_parked_record_cut_short_by_a_kill_is_ignored(tmp_path: Path) -> None:
     rerun.replay(pushed.append, rerun.open())
     assert pushed == [b"whole"]
     rerun.close()
+
+
+def test_a_parked_file_deleted_before_its_replay_is_damage(tmp_path: Path) -> None:
+    store = ParkedStore(tmp_path)
+    store.open()
+    store.park(b"waits")
+    store.close()
+    (path,) = tmp_path.glob("parked-*.rec")
+    path.unlink()
+    with pytest.raises(DamagedState, match=f"{path.name}: missing"):
+        ParkedStore(tmp_path).open()
+
+
+def test_parked_files_of_an_irlscrapy_that_kept_no_list_are_replayed(tmp_path: Path) -> None:
+    store = ParkedStore(tmp_path)
+    store.open()
+    store.park(b"old")
+    store.close()
+    (tmp_path / "parked.json").unlink()
+    rerun = ParkedStore(tmp_path)
+    pushed: list[bytes] = []
+    rerun.replay(pushed.append, rerun.open())
+    assert pushed == [b"old"]
+    rerun.close()
+
+
+class Killed(Exception):
+    """A kill -9 inside a replay, after some of its records were pushed."""
+
+
+class ParkedMachine(RuleBasedStateMachine):
+    """Every record parked is replayed at least once, more than once only if a kill cut
+    a replay short, and never before it was parked; a directory left by close or kill
+    -9 at any point is never damage."""
+
+    @initialize()
+    def start(self) -> None:
+        self.dir = Path(tempfile.mkdtemp(prefix="irlscrapy-parked-"))
+        self.pushed: Counter[bytes] = Counter()
+        self.parked: list[bytes] = []
+        self.cut_short = False  # a replay was killed midway: some records pushed twice
+        self.serial = 0
+        self.killed: list[ParkedStore] = []  # (their files are closed at teardown)
+        self.store = self._open()
+
+    def _open(self) -> ParkedStore:
+        assert list(missing_parked(self.dir)) == []
+        store = ParkedStore(self.dir)
+        store.replay(self._push, store.open())
+        return store
+
+    def _push(self, record: bytes) -> None:
+        self.pushed[record] += 1
+
+    @rule()
+    def park(self) -> None:
+        record = f"r{self.serial}".encode()
+        self.serial += 1
+        self.store.park(record)
+        self.parked.append(record)
+
+    @rule(kill_after=st.none() | st.integers(0, 3))
+    def replay(self, kill_after: int | None) -> None:
+        pushed = 0
+
+        def push(record: bytes) -> None:
+            nonlocal pushed
+            if kill_after is not None and pushed == kill_after:
+                raise Killed
+            pushed += 1
+            self._push(record)
+
+        try:
+            self.store.replay(push)
+        except Killed:
+            self.cut_short = True
+            self.killed.append(self.store)  # every append was flushed already
+            self.store = self._open()
+
+    @rule(killed=st.booleans())
+    def reopen(self, killed: bool) -> None:
+        if killed:
+            self.killed.append(self.store)
+        else:
+            self.store.close()
+        self.store = self._open()
+
+    @invariant()
+    def nothing_lost(self) -> None:
+        if not hasattr(self, "store"):
+            return
+        waiting = Counter(
+            record for path in self.dir.glob("parked-*.rec") for record in _read(path)
+        )
+        for record in self.parked:
+            assert self.pushed[record] or waiting[record], record
+            if not self.cut_short:
+                assert self.pushed[record] + waiting[record] == 1, record
+
+    def teardown(self) -> None:
+        if hasattr(self, "store"):
+            for store in [*self.killed, self.store]:
+                store.close()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _read(path: Path) -> list[bytes]:
+    return [record for _, record in scan(path)]
+
+
+TestParked = ParkedMachine.TestCase
+TestParked.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
 
 
 class BenchMachine(RuleBasedStateMachine):

@@ -17,12 +17,13 @@ each an :mod:`irlscrapy.recordfile` of::
             | "D" id: u64be                                                done
             | "C" slot: i64be offset: i64be                                BEAST cursor
     slot = -1: the item did not come from BEAST (a retry or redirect)
+    offset = -1 in "C": BEAST read slot - 1 to its end (:meth:`AdmittedJournal.slot_read`)
 
 An id's state is its last record in that order. Appends go to the newest segment; once
 it holds :data:`SEGMENT_RATIO` records per live id (and at least :data:`SEGMENT_MIN`)
 a new one starts, opening with a "C" record. The live "A" records of older segments are
 copied forward a few at a time (:data:`COPY_STEP` records of the oldest segment read per
-admit() or done()), and the oldest segment is deleted once none of its "A" records is
+record appended), and the oldest segment is deleted once none of its "A" records is
 the last word on a live id. Only the oldest: a newer segment may hold the "D" records
 that shadow "A" records of an older one. So the files stay within a few times the live
 set, and no call does more than a bounded amount of I/O (a rewrite in one go would stall
@@ -57,7 +58,7 @@ _SEGMENT = re.compile(r"admitted-(\d+)\.rec")
 SEGMENT_RATIO = 4
 #: ... and at least this many records.
 SEGMENT_MIN = 100_000
-#: Records of the oldest segment read (and copied forward if live) per admit() or done().
+#: Records of the oldest segment read (and copied forward if live) per append.
 COPY_STEP = 4
 
 
@@ -144,6 +145,13 @@ class AdmittedJournal:
             self._advance((slot, offset))
         self._copy_forward()
         return id_
+
+    def slot_read(self, slot: int) -> None:
+        """BEAST read ``slot`` to its end and is about to delete it: the cursor moves
+        past it, to ``(slot + 1, -1)`` (see :mod:`irlscrapy.scheduler.frontier.beast`)."""
+        self.cursor = (slot + 1, -1)
+        self._append(_CURSOR.pack(b"C", *self.cursor))
+        self._copy_forward()
 
     def done(self, id_: int) -> None:
         if id_ not in self._live:

@@ -47,9 +47,9 @@ Files under the directory::
                     "resplit": null | {"slot_sizes": {"<s>": bytes, ...}},
                     "taken": N, "budget_sum": sum of budgets at placement,
                     "placed": placements, "domains": DistinctCount.state(),
-                    "slots": [s, ...]}
-                   (the last five are optional: a file without them reads as zeros,
-                   and "slots" as none)
+                    "slots": [s, ...], "ends_marked": true}
+                   (the last six are optional: a file without them reads as zeros,
+                   "slots" as none and "ends_marked" as false)
 
 Crash semantics: every push is appended and flushed before push() returns, so a kill -9
 loses none. ``state.json`` is replaced atomically (write, rename; like the record files
@@ -68,13 +68,19 @@ record it takes, with its position, see :attr:`Beast.position`) and to pass to
 :meth:`Beast.open`. On open, the per-domain (slot, fill) pairs and the counts are rebuilt
 by one scan of the queue files (``visit`` sees every record then).
 
+A slot read to its end is *marked* before its file is deleted: ``on_slot_read`` (the
+caller's) is called with it, and the caller moves its position past the slot, to
+``(slot + 1, -1)``, durably (the scheduler appends a cursor record to its journal). So
+a position ``(s, offset >= 0)`` says slot ``s`` is being read and its file is there.
+
 Missing files are damage (:func:`missing_queue_files`): ``qf-<qf>.rec`` always exists
 (a first open creates it before state.json; a re-split deletes the old QF only after
-state.json names the new one), and so does every slot that state.json lists in
-``slots`` (the slots past ``reading`` that held records when it was saved) past the
-slot of the caller's position, since a slot file is deleted only once the reader has
-taken its last record. The slot being read is not checked: a kill -9 right after it was
-read to its end and deleted leaves the same directory, whatever it held.
+state.json names the new one); so does every slot that state.json lists in ``slots``
+(the slots past ``reading`` that held records when it was saved) that the caller's
+position has not passed, since a slot file is deleted only once the reader has taken
+its last record; and so does the slot of a position ``(s, offset >= 0)``, as its end
+is marked before its file goes (a state.json without ``ends_marked``, written before
+slots' ends were marked, leaves that slot unchecked until its end is marked).
 """
 
 from __future__ import annotations
@@ -89,6 +95,7 @@ from typing import cast
 
 from irlscrapy import faulthooks
 from irlscrapy.exceptions import ConfigurationError, DamagedState
+from irlscrapy.jsonfile import replace_json
 from irlscrapy.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan
 from irlscrapy.recovery import recovered
 from irlscrapy.scheduler.frontier.distinct import DistinctCount
@@ -107,6 +114,7 @@ class Beast:
         *,
         initial_queues: int = 2,
         max_queues: int = 1024,
+        on_slot_read: Callable[[int], None] | None = None,
     ) -> None:
         if not 2 <= initial_queues <= max_queues:
             raise ConfigurationError(
@@ -114,6 +122,9 @@ class Beast:
             )
         self.path = Path(path)
         self.budget_of = budget_of  # the domain's current budget B_x (>= 1)
+        #: called with a slot read to its end, before its file is deleted: the caller
+        #: moves its position past it (module docstring)
+        self.on_slot_read = on_slot_read
         self.max_queues = max_queues
         self.j = initial_queues
         self.reading = 0  # slot r
@@ -202,6 +213,13 @@ class Beast:
             recovered("resplit", self.path)
         for damage in missing_queue_files(self.path, state, read_past):
             raise damage
+        if (
+            not state.get("ends_marked")
+            and read_past
+            and read_past[1] >= 0
+            and not self._slot_path(read_past[0]).exists()
+        ):
+            self._mark_read(read_past[0])  # read to its end by an irlscrapy that did not mark
         for path in self.path.glob("slot-*.rec"):
             slot = int(path.stem.split("-")[1])
             if slot < self.reading:
@@ -250,11 +268,9 @@ class Beast:
             "placed": self._placed,
             "domains": self.domains.state(),
             "slots": sorted(s for s, n in self._counts.items() if n and s > self.reading),
+            "ends_marked": True,
         }
-        tmp = self.path / "state.json.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(json.dumps(state))  # json.dump() encodes in Python, 4x slower
-        os.replace(tmp, self.path / "state.json")  # atomic; no fsync, as recordfile
+        replace_json(self.path / "state.json", state)
 
     def close(self) -> None:
         if self._qf is not None:
@@ -347,6 +363,8 @@ class Beast:
 
     def _advance(self) -> None:
         """Slot ``reading`` is empty: drop it, move on, and end the cycle if it is over."""
+        if self.position[0] == self.reading:  # records were taken from it: mark its end
+            self._mark_read(self.reading)
         self._reader = None
         self._skip = -1
         self._counts.pop(self.reading, None)
@@ -407,6 +425,11 @@ class Beast:
         self._save_state()
         old.unlink()
 
+    def _mark_read(self, slot: int) -> None:
+        self.position = (slot + 1, -1)
+        if self.on_slot_read is not None:
+            self.on_slot_read(slot)
+
     # -- files -----------------------------------------------------------------------
     def _writer(self, path: Path) -> RecordWriter:
         writer = RecordWriter(path)
@@ -433,9 +456,16 @@ def missing_queue_files(
     qf = path / f"qf-{state['qf']}.rec"
     if not qf.exists():
         yield DamagedState(qf, "missing: the URLs in BEAST's overflow queue (QF) would be lost")
-    # (a slot up to the one being read may have been read to its end and deleted)
+    # (a slot before the one being read was read to its end and deleted)
     reading = int(state["reading"])  # type: ignore[call-overload]
-    read_to = max(reading - 1, read_past[0] if read_past else -1)
+    at, offset = read_past if read_past else (-1, -1)
+    if offset >= 0 and state.get("ends_marked") and not (path / f"slot-{at}.rec").exists():
+        yield DamagedState(
+            path / f"slot-{at}.rec",
+            f"missing: the reader is inside it (at byte {offset}), and the URLs "
+            "queued in the rest of it would be lost",
+        )
+    read_to = max(reading - 1, at if offset >= 0 else at - 1)
     for slot in cast(list[int], state["slots"]):
         if slot > read_to and not (path / f"slot-{slot}.rec").exists():
             yield DamagedState(

@@ -31,21 +31,33 @@ Files under the state directory (DO NOT CHANGE: format version 1)::
     parked-<n>.rec   an irlscrapy.recordfile of frontier records (see
                      irlscrapy.scheduler.pipeline), generation n; the highest n is
                      appended to, the others are being replayed
+    parked.json      {"holding": [n, ...]}: the generations that hold parked records
+                     not replayed yet
 
-Crash semantics: a park is appended and flushed before it returns. A replay pushes a
-generation's records into BEAST (each push flushed), then deletes the file: a kill -9
-between the two replays the generation again on open, so some of its URLs may be queued
-(and fetched) twice; none is lost.
+Crash semantics: a park is appended and flushed before it returns. A generation is
+listed in parked.json before its first record is appended, and taken off the list once
+its records are replayed, before its file is deleted. A replay pushes a generation's
+records into BEAST (each push flushed), then deletes the file: a kill -9 between the
+two replays the generation again on open, so some of its URLs may be queued (and
+fetched) twice; none is lost. So a listed generation's file is always there: a missing
+one is damage (:func:`missing_parked`), its URLs lost. A generation on disk and not
+listed holds nothing, or was replayed, or was parked by an irlscrapy that kept no list:
+it is replayed on open all the same.
 """
 
 from __future__ import annotations
 
 import heapq
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from irlscrapy.exceptions import DamagedState
+from irlscrapy.jsonfile import replace_json
 from irlscrapy.recordfile import RecordWriter, repair, scan
+
+LIST = "parked.json"
 
 
 class ParkedStore:
@@ -56,11 +68,16 @@ class ParkedStore:
         self.count = 0  # parked URLs in the files, not replayed yet
         self._held = False  # see hold()
         self.replay_waits = False  # a replay was asked for during the hold
+        self._holding: list[int] = []  # generations listed in parked.json
 
     def open(self) -> list[Path]:
-        """Start a new generation; return the older ones (to replay)."""
+        """Start a new generation; return the older ones (to replay). DamagedState if
+        a generation parked.json lists is missing."""
+        for damage in missing_parked(self.directory):
+            raise damage
+        self._holding = holding(self.directory)
         older = sorted(self.directory.glob("parked-*.rec"), key=_generation)
-        self._generation = _generation(older[-1]) + 1 if older else 0
+        self._generation = max([_generation(p) + 1 for p in older] + [0])
         self._writer = RecordWriter(self._path(self._generation))
         self._writer.open()
         return older
@@ -75,6 +92,8 @@ class ParkedStore:
 
     def park(self, record: bytes) -> None:
         assert self._writer is not None, "open() first"
+        if self._generation not in self._holding:
+            self._list([*self._holding, self._generation])
         self._writer.append(record)
         self.count += 1
 
@@ -99,6 +118,8 @@ class ParkedStore:
             for record in _records(path):
                 push(record)
                 pushed += 1
+            if _generation(path) in self._holding:
+                self._list([g for g in self._holding if g != _generation(path)])
             path.unlink()
         return pushed
 
@@ -119,8 +140,34 @@ class ParkedStore:
             self.replay_waits = False
         return waited
 
+    def _list(self, generations: list[int]) -> None:
+        replace_json(self.directory / LIST, {"holding": generations})
+        self._holding = generations
+
     def _path(self, generation: int) -> Path:
         return self.directory / f"parked-{generation}.rec"
+
+
+def holding(directory: Path) -> list[int]:
+    """The generations parked.json lists (none without the file); DamagedState if it
+    cannot be read."""
+    path = directory / LIST
+    if not path.exists():
+        return []
+    try:
+        return [int(g) for g in json.loads(path.read_text())["holding"]]
+    except (ValueError, KeyError, TypeError) as exc:  # (JSONDecodeError is a ValueError)
+        raise DamagedState(path, f"unreadable ({exc!r})") from None
+
+
+def missing_parked(directory: Path) -> Iterator[DamagedState]:
+    """The parked files ``directory``'s parked.json lists and are not there."""
+    for generation in holding(directory):
+        path = directory / f"parked-{generation}.rec"
+        if not path.exists():
+            yield DamagedState(
+                path, "missing: parked.json lists it as holding parked URLs, which would be lost"
+            )
 
 
 def _generation(path: Path) -> int:
