@@ -23,7 +23,10 @@ Figures, per surface (JSON lines, also appended to bench/results/fuzz.jsonl):
   collections land on inputs at random; an input's own cost repeats). Bar: 50 ms. The
   run's raw maximum is reported beside it.
 - ``rss_growth_mb``: anonymous RSS at the child's 100,000th input less at its
-  10,000th, each after a full collection and ``malloc_trim``. Bar: 5 MB. The harness's
+  10,000th, each after a full collection and ``malloc_trim``. Bar: 5 MB. RSS is read
+  every 5,000 inputs between the two; ``rss_trend_mb`` is the growth along the
+  least-squares line through those 19 points (two points alone vary by several MB from
+  run to run, with the freed memory that big inputs happen to leave pinned). The harness's
   caches are capped to fill long before the 10,000th input (a 2,000-URL frontier in
   RAM, 200 robots.txt hosts and 128 parsed rule sets of 1 MiB of bodies, 500 DNS
   entries, 512 hosts' PLDs, 512 canonical origins and authorities), so growth is what
@@ -73,7 +76,7 @@ SAVE_EVERY = 1000
 HANG_SECONDS = 300
 TOP = 10  # inputs re-measured
 REPEATS = 5
-RSS_FROM, RSS_TO = 10_000, 100_000
+RSS_FROM, RSS_TO, RSS_STEP = 10_000, 100_000, 5_000
 #: the size of the PLD cache and of the canonical-origin and authority memos in the child
 MEMO = 512
 #: whether the HTML surface decodes page text (``--no-text-decode``: not)
@@ -166,7 +169,7 @@ def child(surface: str, seed: int, inputs: int) -> None:
             if len(top) > 4 * TOP:
                 top.sort(reverse=True)
                 del top[TOP:]
-            if fed_here in (RSS_FROM, RSS_TO):
+            if fed_here >= RSS_FROM and fed_here % RSS_STEP == 0 and fed_here <= RSS_TO:
                 state["rss"][str(fed_here)] = rss_point()
             state["next"] = index + 1
             if state["next"] % SAVE_EVERY == 0 or state["next"] == end:
@@ -249,8 +252,8 @@ def run_surface(surface: str, seed: int, inputs: int) -> dict[str, Any]:
     worst_index = max(medians, key=medians.__getitem__) if medians else None
     rss = state.get("rss", {})
     growth = (
-        rss["100000"]["rss_anon_mb"] - rss["10000"]["rss_anon_mb"]
-        if "100000" in rss and "10000" in rss
+        rss[str(RSS_TO)]["rss_anon_mb"] - rss[str(RSS_FROM)]["rss_anon_mb"]
+        if str(RSS_TO) in rss and str(RSS_FROM) in rss
         else None
     )
     return {
@@ -266,10 +269,23 @@ def run_surface(surface: str, seed: int, inputs: int) -> dict[str, Any]:
         "raw_max_turn_ms": round(top[0][0] * 1000, 2) if top else None,
         "raw_top": [[round(t * 1000, 2), i] for t, i in top],
         "rss_growth_mb": round(growth, 2) if growth is not None else None,
+        "rss_trend_mb": rss_trend(rss),
         "rss": rss,
         "resumed_at": state.get("resumed_at"),
         "sizes": state.get("sizes"),
     }
+
+
+def rss_trend(rss: dict[str, dict[str, float]]) -> float | None:
+    """The anonymous RSS growth from RSS_FROM to RSS_TO inputs along the least-squares
+    line through every point read (one per RSS_STEP inputs): a leak is a slope; one
+    point's noise (a big input's pages left pinned or just freed) barely moves it."""
+    points = sorted((int(n), p["rss_anon_mb"]) for n, p in rss.items())
+    if len(points) < 3:
+        return None
+    inputs, mb = [n for n, _ in points], [m for _, m in points]
+    slope = statistics.linear_regression(inputs, mb).slope
+    return round(slope * (RSS_TO - RSS_FROM), 2)
 
 
 def replay(surface: str, seed: int, index: int) -> None:
@@ -341,6 +357,7 @@ def main() -> None:
             result["rss_growth_mb"],
             "MB",
             bar=5,
+            trend_mb=result["rss_trend_mb"],
             resumed_at=result["resumed_at"],
         )
 
