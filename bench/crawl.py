@@ -1,7 +1,7 @@
 """Stock Scrapy crawling the in-vitro ``broad`` web: throughput, CPU and memory baselines.
 
     python bench/crawl.py [--pages N] [--quick]      # throughput: variants a, b, c, d
-    python bench/crawl.py --no-stock [--rounds R]    # throughput: the floor (c) and irl (d)
+    python bench/crawl.py --no-stock [--rounds R]    # throughput: irl (d) and its replay
     python bench/crawl.py --memory [--quick]         # memory curve: variants a, b
     python bench/crawl.py --warc [--rounds R]        # the IRL crawl without and with WARC
 
@@ -16,27 +16,33 @@ Variants
           add-on (``ADDONS={}``: Scrapy's stock scheduler) and Scrapy's defaults for
           everything else: LIFO queues, i.e. depth-first order.
 ``bfo``   b. the same in breadth-first order: DEPTH_PRIORITY=1 and FIFO queues.
-``fetch`` c. the fetch-only floor: ``bench/fetchonly.py`` downloads the first pages of
-          ``irlscrapy invitro urls --profile broad --seed 0`` with a callback that does
-          nothing, on Scrapy's defaults plus the same CONCURRENT_REQUESTS (64),
-          DOWNLOAD_TIMEOUT, LOG_LEVEL and DOWNLOAD_MAXSIZE as the broad crawl, and the
-          reactor-lag timer (:data:`REACTOR_LAG`), whose figures are the floor's lag.
 ``irl``   d. ``scrapy crawl broad`` with the project's settings as shipped: the IRL
           scheduler (add-on), politeness binding with tau_h = 4 s and tau_s = 0.5 s
           (:data:`IRL_SETTINGS`), reactor lag measured (stats ``irl/reactor/*``). Its
-          samples also say whether a host was due (``due``).
-
+          samples also say whether a host was due (``due``). It writes the URL of every
+          response it downloads (``bench/replay.py``'s FetchLog).
+``replay`` the floor of issue 22's bar: the irl run's downloads replayed through the
+          same spider callback and Scrapy components, without the frontier
+          (``bench/replay.py``). It runs right after irl, in every mode; the ratio of
+          irl to it is what the frontier costs.
+``fetch`` c. the fetch-only floor (issue 4's, kept for the stock variants):
+          ``bench/fetchonly.py`` downloads the first pages of ``irlscrapy invitro
+          urls --profile broad --seed 0`` with a callback that does nothing, on
+          Scrapy's defaults plus the same CONCURRENT_REQUESTS (64), DOWNLOAD_TIMEOUT,
+          LOG_LEVEL and DOWNLOAD_MAXSIZE as the broad crawl, and the reactor-lag
+          timer (:data:`REACTOR_LAG`), whose figures are the floor's lag.
 ``warc``  e. ``irl`` with WARC files and content dedup on (:data:`WARC_SETTINGS`; the
           files go to a scratch directory, measured, then deleted). ``--warc`` runs
           ``irl`` and ``warc`` alternately, :data:`WARC_ROUNDS` times each, and reports
           each round's ``warc``/``irl`` pages/s ratio (issue 7's bar: >= 0.85).
 
 Each stops through CLOSESPIDER_PAGECOUNT at the same page budget (:data:`PAGES`
-responses; the floor's list is :data:`FETCH_LIST_MARGIN` longer so that it too stops on
-the budget, not by running dry). ``bench/sampler.py`` writes the crawler's state every
-second to ``bench/results/crawl-VARIANT.jsonl``; rates are taken at the moment the
-budget was reached (interpolated between samples), so the seconds the engine spends
-closing (waiting for downloads in flight) are not counted.
+responses; the fetch floor's list is :data:`FETCH_LIST_MARGIN` longer so that it too
+stops on the budget, not by running dry; the replay's list is what irl downloaded until
+it stopped: the budget and the downloads in flight then). ``bench/sampler.py`` writes
+the crawler's state every second to ``bench/results/crawl-VARIANT.jsonl``; rates are
+taken at the moment the budget was reached (interpolated between samples), so the
+seconds the engine spends closing (waiting for downloads in flight) are not counted.
 
 Memory mode runs a and b without a page budget until the dupefilter has seen
 :data:`MEMORY_UNIQUE` URLs or RSS reaches :data:`MEMORY_RSS` (the sampler closes the
@@ -66,6 +72,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import replay
 from common import BENCH, PROXY_VARIABLES, REPO, RESULTS, emit, page_urls
 
 from irlscrapy.invitro.process import InVitroProcess
@@ -370,7 +377,12 @@ def lag_figures(run: Run, prefix: str) -> None:
             emit(BENCH_NAME, f"{prefix}_reactor_{key}", float(found.group(1)), "ms")
 
 
-def broad_cmd(extra: list[str]) -> Callable[[dict[str, Any], Path], list[str]]:
+def broad_cmd(
+    extra: list[str], extensions: dict[str, int] | None = None
+) -> Callable[[dict[str, Any], Path], list[str]]:
+    """``scrapy crawl broad`` on the in-vitro web with ``extra`` settings; EXTENSIONS: the
+    project's and the sampler, and ``extensions``."""
+
     def make(info: dict[str, Any], sample_file: Path) -> list[str]:
         cmd = [
             sys.executable,
@@ -383,7 +395,8 @@ def broad_cmd(extra: list[str]) -> Callable[[dict[str, Any], Path], list[str]]:
         ]
         for name, value in info["settings"].items():  # what -a seeds=invitro would set
             cmd += ["-s", f"{name}={value}"]
-        return cmd + sampler_settings(sample_file, project_extensions()) + extra
+        ext = {**project_extensions(), **(extensions or {})}
+        return cmd + sampler_settings(sample_file, ext) + extra
 
     return make
 
@@ -427,34 +440,52 @@ def throughput(budget: int, stock: bool = True, round_: int = 0) -> float:
         round=round_,
     )
     RESULTS.mkdir(exist_ok=True)
-    url_file = RESULTS / "fetch-urls.txt"
-    url_file.write_text("\n".join(page_urls(PROFILE, SEED, int(budget * FETCH_LIST_MARGIN))) + "\n")
     page_budget = ["-s", f"CLOSESPIDER_PAGECOUNT={budget}"]
+    fetched = RESULTS / "irl-fetched.txt"
+    irl_settings = as_args({**IRL_SETTINGS, replay.LOG_SETTING: str(fetched)})
     runs = {
-        "fetch": run_variant("fetch", fetch_cmd(url_file, budget), CRAWL_WALL_S),
-        "irl": run_variant("irl", broad_cmd(page_budget + as_args(IRL_SETTINGS)), CRAWL_WALL_S),
+        "irl": run_variant(
+            "irl",
+            broad_cmd(page_budget + irl_settings, {replay.FETCH_LOG_EXTENSION: 0}),
+            CRAWL_WALL_S,
+        ),
+        "replay": run_variant(
+            "replay",
+            broad_cmd(
+                page_budget + as_args(replay.replay_settings(fetched)), replay.REPLAY_EXTENSIONS
+            ),
+            CRAWL_WALL_S,
+        ),
     }
     if stock:
+        url_file = RESULTS / "fetch-urls.txt"
+        pages = page_urls(PROFILE, SEED, int(budget * FETCH_LIST_MARGIN))
+        url_file.write_text("\n".join(pages) + "\n")
+        runs["fetch"] = run_variant("fetch", fetch_cmd(url_file, budget), CRAWL_WALL_S)
         runs["dfo"] = run_variant(
             "dfo", broad_cmd(page_budget + as_args(STOCK_SETTINGS)), CRAWL_WALL_S
         )
         runs["bfo"] = run_variant("bfo", broad_cmd(page_budget + bfo_settings()), CRAWL_WALL_S)
     figures = {name: throughput_figures(run, budget) for name, run in runs.items()}
-    floor = figures["fetch"]
-    # (figure, the variant's figure, the floor's): the floor's responses are all HTML
-    # pages; the crawl's are also robots.txt, redirects and errors
+    # (figure, the variant's figure, the floor's)
     ratios = (
         ("pages_per_s_to_floor_ratio", "pages_per_s", "pages_per_s"),
         ("html_pages_per_s_to_floor_ratio", "html_pages_per_s", "pages_per_s"),
         ("cpu_per_page_to_floor_ratio", "cpu_s_per_page", "cpu_s_per_page"),
     )
-    for name in [n for n in runs if n != "fetch"]:
-        for figure, key, floor_key in ratios:
-            ratio = round(figures[name][key] / floor[floor_key], 3)
-            emit(BENCH_NAME, figure, ratio, "ratio", variant=name, round=round_)
+    # the replay (irl's own downloads, no frontier) for every variant; the fetch-only
+    # floor (page URLs only, a callback that does nothing) for the stock variants too
+    for floor_name in [n for n in ("replay", "fetch") if n in runs]:
+        floor = figures[floor_name]
+        for name in [n for n in runs if n not in ("replay", "fetch")]:
+            for figure, key, floor_key in ratios:
+                ratio = round(figures[name][key] / floor[floor_key], 3)
+                emit(
+                    BENCH_NAME, figure, ratio, "ratio", variant=name, floor=floor_name, round=round_
+                )
+        lag_figures(runs[floor_name], floor_name)
     irl_figures(runs["irl"])
-    lag_figures(runs["fetch"], "floor")
-    irl_ratio = figures["irl"]["pages_per_s"] / floor["pages_per_s"]
+    irl_ratio = figures["irl"]["pages_per_s"] / figures["replay"]["pages_per_s"]
     if not stock:
         return irl_ratio
     for name in ("dfo", "bfo"):

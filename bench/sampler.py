@@ -34,6 +34,7 @@ import time
 from typing import IO, Any
 
 import psutil
+from replay import ReplayScheduler
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
@@ -55,6 +56,8 @@ def seen_urls(crawler: Crawler) -> int:
     engine = crawler.engine
     scheduler = engine.scheduler if engine is not None else None
     if scheduler is None:
+        return 0
+    if isinstance(scheduler, ReplayScheduler):  # the replay floor keeps no URLs
         return 0
     if hasattr(scheduler, "frontier"):  # the IRL scheduler counts its unique URLs
         assert crawler.stats is not None

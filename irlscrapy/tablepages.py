@@ -16,7 +16,10 @@ Linux 5.4) every mapping of a ``.ldb`` file in the process: a clean file page le
 mapping and is read again from the page cache, or the disk, at its next touch. DRUM
 calls it after each bucket of a merge (a merge reads the whole store, so without that the
 pages of the whole store are mapped at its end), and the merge thread after each merge
-(:mod:`irlscrapy.dupefilters.mergethread`: STAR's lookups too).
+(:mod:`irlscrapy.dupefilters.mergethread`: STAR's lookups too). Reading ``/proc/self/maps``
+costs far more than the advice (a millisecond or more with LevelDB's maps among the
+process's): DRUM reads it every :data:`REREAD_EVERY` buckets and passes what it read in
+between; a table first mapped meanwhile is paged out a few buckets later.
 
 Why MADV_PAGEOUT and not MADV_DONTNEED: LevelDB's own threads may unmap a table, and
 the range be mapped again for something else, between reading ``/proc/self/maps`` and
@@ -37,6 +40,8 @@ MADV_PAGEOUT = 21
 #: What a LevelDB table file's name ends with.
 TABLE_SUFFIX = ".ldb"
 MAPS = "/proc/self/maps"
+#: A merge reads the process's mappings again every this many buckets (above).
+REREAD_EVERY = 8
 
 
 def _libc() -> Any:
@@ -72,13 +77,16 @@ def table_mappings(maps: str = MAPS) -> list[tuple[int, int]]:
     return found
 
 
-def release_table_pages() -> int:
-    """Page out the process's mappings of LevelDB table files; return how many the
-    kernel accepted (0 where it cannot)."""
+def release_table_pages(mappings: list[tuple[int, int]] | None = None) -> int:
+    """Page out the process's mappings of LevelDB table files (``mappings``, as
+    :func:`table_mappings` read them a moment ago, else read now); return how many the
+    kernel accepted (0 where it cannot). A mapping gone since it was read is refused
+    (unmapped), or paged out though something else took its place: that loses nothing
+    (see above)."""
     if _LIBC is None:
         return 0
     released = 0
-    for start, length in table_mappings():
+    for start, length in table_mappings() if mappings is None else mappings:
         if _LIBC.madvise(start, length, MADV_PAGEOUT) == 0:
             released += 1
     return released

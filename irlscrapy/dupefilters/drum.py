@@ -89,7 +89,7 @@ from irlscrapy.dupefilters.drumcache import ChunkStore
 from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
 from irlscrapy.exceptions import ConfigurationError, DamagedState, DrumFormatError
 from irlscrapy.recordfile import RecordWriter
-from irlscrapy.tablepages import release_table_pages
+from irlscrapy.tablepages import REREAD_EVERY, release_table_pages, table_mappings
 
 FORMAT_VERSION = b"1"
 _U64 = struct.Struct(">Q")
@@ -417,13 +417,16 @@ class DRUM:
             slots = self._open_slots(
                 gen, total, "r+" if drumfiles.results_path(self.path, gen).exists() else "w+"
             )
+            mapped: list[tuple[int, int]] = []
             for bucket in range(self.buckets):
                 self._merge_bucket(gen, bucket, slots)
                 if bucket == 0:
                     faulthooks.reach(f"merge:{self.path.name}")
                 # The pages of the chunk tables this bucket read stay mapped, in RSS, until
                 # paged out: a merge reads the whole store (irlscrapy.tablepages).
-                release_table_pages()
+                if bucket % REREAD_EVERY == 0:
+                    mapped = table_mappings()
+                release_table_pages(mapped)
             # No msync (``slots.flush()``): the page cache keeps a MAP_SHARED mapping's
             # writes across a kill -9, which is all the crash semantics above promise;
             # and CPython's mmap.flush holds the GIL through msync(MS_SYNC), a disk

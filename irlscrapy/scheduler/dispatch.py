@@ -55,7 +55,7 @@ from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
 from irlscrapy.scheduler.items import Item, MemoryItem, RobotsFetch
-from irlscrapy.scheduler.keys import FETCH_KEY, REFUSED_KEY, ROBOTS_KEY
+from irlscrapy.scheduler.keys import ADDRESS_KEY, FETCH_KEY, REFUSED_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.ledger import FetchLedger
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import (
@@ -166,7 +166,7 @@ class Dispatcher:
         if intake.direct:
             self.stats.inc_value("irl/scheduler/dequeued")
             return intake.direct.popleft()
-        if self.governor is not None and not self.governor.admits(len(self.ledger)):
+        if self.governor is not None and not self.governor.admits(self.ledger.downloading):
             return None  # a fetch that ends wakes the engine (ready)
         if intake.urlseen.behind():
             # More fetches would only grow URLseen's backlog (measured: 34 million URLs
@@ -196,6 +196,7 @@ class Dispatcher:
         request = self._request(state, item)
         token = self.ledger.hand_out(state, item, isinstance(item, RobotsFetch), request)
         request.meta[FETCH_KEY] = token
+        request.meta[ADDRESS_KEY] = state.ip
         self.stats.inc_value("irl/scheduler/dequeued")
         if own_download_slot(request, state.ip):
             self.end(token)
@@ -232,7 +233,7 @@ class Dispatcher:
         governor = self.governor
         assert governor is not None
         cap = governor.cap
-        governor.tick(lag, len(self.ledger))
+        governor.tick(lag, self.ledger.downloading)
         if governor.cap != cap:
             self.stats.set_value("irl/governor/cap", governor.cap)
             self.stats.set_value("irl/governor/cuts", governor.cuts)
@@ -258,7 +259,7 @@ class Dispatcher:
         frontier, intake = self.frontier, self.intake
         now = self.waker.clock.seconds()
         idle = not self.ledger and not self.refusals
-        room = len(self.ledger) < self.fetch_cap()
+        room = self.ledger.downloading < self.fetch_cap()
         refill = now >= self._refill_due and room
         # BEAST cannot feed the workbench (dry, or all it holds is of full hosts) while
         # URLs wait in URLseen: flush, as often as the merges' own length allows; not
@@ -368,8 +369,9 @@ class Dispatcher:
         if not fetch.robots:
             self.end(token)
         elif fetch.ended is None:
-            fetch.ended = self.waker.clock.seconds()
-            self.frontier.workbench.release_ip(fetch.state, fetch.ended)
+            now = self.waker.clock.seconds()
+            self.ledger.left(token, now)
+            self.frontier.workbench.release_ip(fetch.state, now)
             self.ready()
 
     def end(self, token: int, answered: bool = True) -> None:

@@ -32,7 +32,7 @@ from irlscrapy.scheduler.dispatch import Dispatcher, DispatchSettings
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
-from irlscrapy.scheduler.keys import FETCH_KEY, state_closed
+from irlscrapy.scheduler.keys import ADDRESS_KEY, FETCH_KEY, state_closed
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, resume
 from irlscrapy.services import provide, provided
@@ -358,6 +358,7 @@ class IRLScheduler(BaseScheduler):
     def enqueue_request(self, request: Request) -> bool:
         self._dispatcher()
         token = request.meta.pop(FETCH_KEY, None)  # set: a retry or redirect of our own fetch
+        request.meta.pop(ADDRESS_KEY, None)  # (a redirect may go to another host)
         return self.intake.enqueue_request(request, token)
 
     @stops_when_disk_is_full(default=None)

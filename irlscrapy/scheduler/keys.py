@@ -5,6 +5,9 @@ here, not from :mod:`irlscrapy.scheduler.irl`."""
 
 #: meta key of the fetch a request belongs to (removed before a request is stored)
 FETCH_KEY = "irl_fetch"
+#: meta key of the address the workbench holds the request's host under, where the IRL
+#: resolver connects (the WARC recorder's WARC-IP-Address; removed with FETCH_KEY)
+ADDRESS_KEY = "irl_address"
 #: meta key of a robots.txt fetch: the host whose rules it fetches
 ROBOTS_KEY = "irl_robots"
 #: meta key of a request refused by robots.txt or DNS (see FetchEndMiddleware)

@@ -19,6 +19,7 @@ journal with what it returns.
 
 Invariants:
 *A token is in flight, or pending its page, or neither (done); never both.*
+*downloading = the tokens in flight that have not left the downloader.*
 *end() of a token releases it at most once; page_done() and finished() return its item
 at most once, and finished() only while the engine no longer holds its request.*
 """
@@ -49,10 +50,26 @@ class FetchLedger(Generic[State, Item]):
         self._in_flight: dict[int, Fetch[State, Item]] = {}
         self._pages: dict[int, Fetch[State, Item]] = {}  # released, page not done yet
         self._tokens = 0
+        self._left = 0  # fetches in flight that left the downloader (see left())
 
     def __len__(self) -> int:
         """Fetches in flight."""
         return len(self._in_flight)
+
+    @property
+    def downloading(self) -> int:
+        """Fetches in flight that have not left the downloader: a robots.txt fetch whose
+        download ended stays in flight until its outcome is known, and holds no
+        connection or core meanwhile (the load governor counts these)."""
+        return len(self._in_flight) - self._left
+
+    def left(self, token: int, when: float) -> None:
+        """The robots.txt fetch ``token`` left the downloader at ``when``; it stays in
+        flight until end()."""
+        fetch = self._in_flight[token]
+        assert fetch.ended is None, "left the downloader twice"
+        fetch.ended = when
+        self._left += 1
 
     @property
     def pages_pending(self) -> int:
@@ -74,6 +91,8 @@ class FetchLedger(Generic[State, Item]):
         fetch = self._in_flight.pop(token, None)
         if fetch is not None:
             self._pages[token] = fetch
+            if fetch.ended is not None:
+                self._left -= 1
         return fetch
 
     def page_done(self, token: int) -> Item | None:

@@ -85,7 +85,7 @@ from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
 from irlscrapy.internals import ReceivedHead
 from irlscrapy.mediatype import media_type
 from irlscrapy.recovery import Recoveries
-from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.keys import ADDRESS_KEY, ROBOTS_KEY
 from irlscrapy.services import shared
 from irlscrapy.statedir import StateDirectory
 from irlscrapy.warc import exchange
@@ -463,6 +463,9 @@ def _address_finder(crawler: Crawler) -> Callable[[Request, Response], str | Non
         cache = DNSCache.of(crawler)
 
         def from_cache(request: Request, response: Response) -> str | None:
+            address = request.meta.get(ADDRESS_KEY)  # the IRL scheduler's requests
+            if address is not None:
+                return str(address)
             host = host_name(url_host(response.url))
             return host if is_ip(host) else cache.stale(host)
 

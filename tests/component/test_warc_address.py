@@ -11,6 +11,7 @@ from scrapy.utils.test import get_crawler
 
 from irlscrapy.addon import RESOLVER
 from irlscrapy.scheduler.hosts.dns import DNSCache, _Entry
+from irlscrapy.scheduler.keys import ADDRESS_KEY
 from irlscrapy.warc.recorder import _address_finder
 
 
@@ -31,3 +32,14 @@ def test_the_address_is_the_hosts_own(url: str, address: str | None) -> None:
     cache._put("known.example", _Entry("192.0.2.7", None, expiry=float("inf")))
     address_of = _address_finder(crawler)
     assert address_of(Request(url), Response(url)) == address
+
+
+def test_the_schedulers_address_is_taken_without_a_dns_lookup() -> None:
+    """A request the IRL scheduler handed out carries the address the workbench holds
+    its host under: the recorder takes it, even where the DNS cache no longer knows it."""
+    crawler = get_crawler(Spider, {"TWISTED_DNS_RESOLVER": RESOLVER})
+    address_of = _address_finder(crawler)
+    url = "http://evicted.example/page"
+    request = Request(url, meta={ADDRESS_KEY: "192.0.2.9"})
+    assert address_of(request, Response(url)) == "192.0.2.9"
+    assert address_of(Request(url), Response(url)) is None

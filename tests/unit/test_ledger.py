@@ -1,6 +1,7 @@
 """The fetch ledger against a model (a dict of token -> phase), under Hypothesis: every
 token is in flight, pending its page, or done; end() and page_done() act once; finished()
-takes the pending pages whose requests the engine no longer holds, and only those."""
+takes the pending pages whose requests the engine no longer holds, and only those; the
+fetches downloading are those in flight less the robots.txt fetches that left."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ class LedgerMachine(RuleBasedStateMachine):
         self.ledger: FetchLedger[str, str] = FetchLedger()
         self.phase: dict[int, str] = {}  # token -> "flight" | "page" | "done"
         self.running: set[str] = set()  # the requests the engine holds
+        self.robots: set[int] = set()  # robots.txt fetches
+        self.left: set[int] = set()  # robots.txt fetches out of the downloader, in flight
 
     @rule(robots=st.booleans())
     def hand_out(self, robots: bool) -> None:
@@ -24,6 +27,16 @@ class LedgerMachine(RuleBasedStateMachine):
         assert token not in self.phase
         self.phase[token] = "flight"
         self.running.add(request)
+        if robots:
+            self.robots.add(token)
+
+    @precondition(lambda self: self.robots)
+    @rule(data=st.data())
+    def robots_left_the_downloader(self, data: st.DataObject) -> None:
+        token = data.draw(st.sampled_from(sorted(self.robots)))
+        if self.phase[token] == "flight" and token not in self.left:
+            self.ledger.left(token, 1.0)
+            self.left.add(token)
 
     @precondition(lambda self: self.running)
     @rule(data=st.data())
@@ -39,6 +52,7 @@ class LedgerMachine(RuleBasedStateMachine):
             assert fetch is not None and fetch.item == f"item{token}"
             assert fetch.request == f"request{token}"
             self.phase[token] = "page"
+            self.left.discard(token)
         else:
             assert fetch is None
 
@@ -69,6 +83,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def counts_agree(self) -> None:
         flying = [t for t, p in self.phase.items() if p == "flight"]
         assert len(self.ledger) == len(flying)
+        assert self.ledger.downloading == len(flying) - len(self.left)
         assert self.ledger.pages_pending == sum(1 for p in self.phase.values() if p == "page")
         for token in flying:
             fetch = self.ledger.in_flight(token)
