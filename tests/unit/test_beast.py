@@ -208,15 +208,23 @@ def test_bad_queue_counts_are_refused(tmp_path: Path) -> None:
         Beast(tmp_path, lambda d: 1, initial_queues=1)
 
 
-def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path) -> None:
-    journaled: list[tuple[int, int]] = []  # the caller's journal of positions
-    beast = Beast(
-        tmp_path,
+def _journaling(
+    path: Path, journaled: list[tuple[int, int]], *, initial_queues: int, max_queues: int
+) -> Beast:
+    """A BEAST of budget 1 whose caller journals, as the scheduler does, the end of each
+    slot read, ``(slot + 1, -1)``, in ``journaled`` (the caller's journal of positions)."""
+    return Beast(
+        path,
         lambda d: 1,
-        initial_queues=2,
-        max_queues=64,
+        initial_queues=initial_queues,
+        max_queues=max_queues,
         on_slot_read=lambda slot: journaled.append((slot + 1, -1)),
     )
+
+
+def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path) -> None:
+    journaled: list[tuple[int, int]] = []
+    beast = _journaling(tmp_path, journaled, initial_queues=2, max_queues=64)
     beast.open()
     pushed = [(d % 3, f"u{d}".encode()) for d in range(60)]  # 3 domains: most go to QF
     for domain, payload in pushed:
@@ -337,14 +345,8 @@ def test_slots_read_to_their_end_before_a_kill_are_not_damage(tmp_path: Path) ->
     reader had read to the end and deleted, whose ends the caller journaled."""
     beast = _three_slots_and_qf(tmp_path)
     beast.close()  # state.json lists slots 1, 2 and 3
-    journaled: list[tuple[int, int]] = []  # the caller's journal of positions
-    beast = Beast(
-        tmp_path,
-        lambda d: 1,
-        initial_queues=4,
-        max_queues=4,
-        on_slot_read=lambda slot: journaled.append((slot + 1, -1)),
-    )
+    journaled: list[tuple[int, int]] = []
+    beast = _journaling(tmp_path, journaled, initial_queues=4, max_queues=4)
     beast.open()
     for _ in range(2):
         beast.pop()
