@@ -13,7 +13,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from irlscrapy.distributed.partitions import owner, partition_of
+from irlscrapy.distributed.registry import CrawlRegistry, stored_config
 from irlscrapy.domains import pld, url_host
 from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.invitro.profiles import TINY
@@ -38,6 +41,8 @@ from .conftest import (
 from .startruth import TOP, assert_counts_equal, star_counts, star_truth
 
 CRAWL_TIMEOUT_S = 240
+#: how long the agents may take to join their crawl in Redis
+JOIN_TIMEOUT_S = 60
 #: tau_h and its floor (every domain has the default budget), half QUICK_IRL's: still
 #: far longer than an in-vitro reply, and the crawls' tails are shorter
 HOST_DELAY = 0.1
@@ -122,6 +127,28 @@ class AgentRun:
     def kill(self, agent: str) -> None:
         self.processes[agent].kill()
         self.processes[agent].wait()
+
+    def kill_all(self) -> None:
+        """Kill the agents still running (a test that failed midway leaves none)."""
+        for agent, process in self.processes.items():
+            if process.poll() is None:
+                self.kill(agent)
+
+    def wait_joined(self) -> None:
+        """Wait until every agent has joined the crawl in Redis: its start-up takes
+        seconds, more on a loaded machine, and a crawl seeded before its agents stored
+        its configuration is created with the default one."""
+        deadline = time.monotonic() + JOIN_TIMEOUT_S
+        with redis.Redis.from_url(self.redis_url) as client:
+            while True:
+                config = stored_config(client, self.crawl)
+                joined = CrawlRegistry(client, self.crawl, config).members() if config else []
+                if joined == sorted(self.agents):
+                    return
+                for agent, process in self.processes.items():
+                    assert process.poll() is None, self.last_err(agent)
+                assert time.monotonic() < deadline, f"joined: {joined}"
+                time.sleep(0.2)
 
     def wait(self) -> None:
         """Wait for every agent to end; each run that was not killed ended well."""
@@ -265,13 +292,16 @@ def test_one_agent_and_three_crawl_the_ground_truth_with_no_overlap_and_count_st
         for run in runs.values():
             for agent in run.agents:
                 run.start(agent)
-        time.sleep(3)  # the three wait for seeds: an unseeded crawl is not done
+        three.wait_joined()
+        time.sleep(1)  # the three wait for seeds: an unseeded crawl is not done
         assert all(p.poll() is None for p in three.processes.values())
         assert "seed URLs sent" in three.command("seed", ",".join(webs["abc"].info["seeds"]))
         assert_status_shows_the_agents_at_work(three)
         for run in runs.values():
             run.wait()
     finally:
+        for run in runs.values():
+            run.kill_all()
         for web in webs.values():
             web.stop()
     for agents, run in runs.items():
@@ -344,6 +374,7 @@ def test_a_join_kill_9_redis_away_and_a_graceful_leave_lose_nothing(tmp_path: Pa
         run.wait()
         assert len(downloads(log)) > during, "the crawl ended when c left"
     finally:
+        run.kill_all()
         web.stop()
         server.stop()
     # a and b handed off to c the URLs they held of its partitions (a was never killed,
