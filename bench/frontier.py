@@ -237,7 +237,8 @@ class LoopbackResolver:
     """The DNSCache's resolver (HostResolver's two members): every name has an address
     in 127.0.0.0/8, at once."""
 
-    def __init__(self) -> None:
+    def __init__(self, reactor: Any) -> None:
+        self.reactor = reactor  # the DNSCache's clock
         self.queries = 0
 
     def close(self) -> None:
@@ -651,7 +652,7 @@ class Driver:
         settings = {**SETTINGS, **overrides, "IRL_STATE_DIR": str(state / "irl")}
         self.crawler = get_crawler(FrontierSpider, settings)
         self.crawler.engine = IdleEngine()  # type: ignore[assignment]
-        self.resolver = LoopbackResolver()
+        self.resolver = LoopbackResolver(reactor)
         DNSCache.of(self.crawler).resolver = self.resolver
         self.scheduler = IRLScheduler.from_crawler(self.crawler)
         if options.get("one_merge_thread") and self.scheduler.indegree is not None:

@@ -30,6 +30,7 @@ def test_a_smoke_run_reaches_its_target_and_reports(tmp_path: Path) -> None:
         timeout=300,
     )
     assert run.returncode == 0, run.stderr[-3000:]
+    assert "Traceback" not in run.stdout + run.stderr, (run.stdout + run.stderr)[-3000:]
     assert "unique URLs in" in run.stdout
     assert "workbench_urls" in run.stdout  # the frontier's sizes, read from its parts
     recorded = json.loads(results.read_text())
