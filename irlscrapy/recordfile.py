@@ -8,7 +8,9 @@ Format (all integers big-endian)::
                crc32 is zlib.crc32 of the payload
 
 Crash semantics: :meth:`RecordWriter.append` hands the record to the OS before it
-returns (``flush``), so a kill -9 of the process loses nothing appended; a power loss
+returns (``flush``), so a kill -9 of the process loses nothing appended (unless the
+caller asked for ``flush=False``: then what is in the writer's buffer until its next
+:meth:`RecordWriter.flush` is the caller's to redo); a power loss
 may lose what the OS had not written yet (no fsync: a documented non-goal). A kill -9
 during ``append`` can leave only a *torn tail*: the last record's head, whole, and
 less of its payload than the head says. It is ignored on read, and :func:`repair`
@@ -232,13 +234,19 @@ class RecordWriter:
             os.replace(fresh, self.path)
         self._file = open(self.path, "ab")  # noqa: SIM115 -- held until close()
 
-    def append(self, payload: bytes) -> int:
-        """Append one record (not empty); return the file size after it."""
+    def append(self, payload: bytes, *, flush: bool = True) -> None:
+        """Append one record (not empty), handed to the OS before this returns unless
+        ``flush`` is False: then it may wait in the writer's buffer for :meth:`flush`."""
         assert self._file is not None, "open() first"
         assert payload, "an empty record (see _whole_record_in)"
         self._file.write(_HEAD.pack(len(payload), zlib.crc32(payload)) + payload)
+        if flush:
+            self._file.flush()
+
+    def flush(self) -> None:
+        """Hand what :meth:`append` buffered to the OS."""
+        assert self._file is not None, "open() first"
         self._file.flush()
-        return self._file.tell()
 
     def close(self) -> None:
         if self._file is not None:

@@ -232,17 +232,17 @@ def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path)
     assert beast.qf_records > 20
     popped = [beast.pop()]
     journaled.append(beast.position)
-    real_push = beast.push
+    real_append = beast._append  # what a re-split places each QF record with
     calls = 0
 
-    def crash_after_five(domain: int, payload: bytes) -> int | None:
+    def crash_after_five(domain: int, payload: bytes, *, flush: bool) -> int | None:
         nonlocal calls
         calls += 1
         if calls > 5:
             raise KeyboardInterrupt("kill -9")
-        return real_push(domain, payload)
+        return real_append(domain, payload, flush=flush)
 
-    beast.push = crash_after_five  # type: ignore[method-assign]
+    beast._append = crash_after_five  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
         while True:
             popped.append(beast.pop())

@@ -52,21 +52,22 @@ Files under the directory::
                    "slots" as none and "ends_marked" as false)
 
 Crash semantics: every push is appended and flushed before push() returns, so a kill -9
-loses none. ``state.json`` is replaced atomically (write, rename; like the record files
-it is not fsynced: a power loss is out of scope, a kill -9 is not) before and after a QF
-re-split, when j grows and on close, not each time the reader moves to the next slot
-(a rename can block the reactor for 100 ms under write load) nor at a cycle end that
-re-splits nothing: a slot's file is deleted once it is read, so after a kill -9 a
-``reading`` that lags behind finds the slots it missed gone, and the caller's position
-(below) moves it to the slot really being read; a ``cycle_end`` that lags behind ends
-the current cycle at the next slot change. A re-split records
-the sizes of the slot files it may append to, so one cut short by a crash is undone
-(slot files truncated back, the new QF removed) and done again on open (a recovery:
-:mod:`irlscrapy.recovery`; so is a first open a crash cut short). Where the
+loses none (a re-split's placements are flushed once, before the state that ends it is
+written: one cut short is redone from the old QF anyway). ``state.json`` is replaced
+atomically (write, rename; like the record files it is not fsynced: a power loss is out
+of scope, a kill -9 is not) before and after a QF re-split, when j grows and on close,
+not each time the reader moves to the next slot (a rename can block the reactor for 100
+ms under write load) nor at a cycle end that re-splits nothing: a slot's file is deleted
+once it is read, so after a kill -9 a ``reading`` that lags behind finds the slots it
+missed gone, and the caller's position (below) moves it to the slot really being read; a
+``cycle_end`` that lags behind ends the current cycle at the next slot change. A
+re-split records the sizes of the slot files it may append to, so one cut short by a
+crash is undone (slot files truncated back, the new QF removed) and done again on open
+(a recovery: :mod:`irlscrapy.recovery`; so is a first open a crash cut short). Where the
 reader stood inside slot ``r`` is the caller's to remember (the scheduler journals each
 record it takes, with its position, see :attr:`Beast.position`) and to pass to
-:meth:`Beast.open`. On open, the per-domain (slot, fill) pairs and the counts are rebuilt
-by one scan of the queue files (``visit`` sees every record then).
+:meth:`Beast.open`. On open, the per-domain (slot, fill) pairs and the counts are
+rebuilt by one scan of the queue files (``visit`` sees every record then).
 
 A slot read to its end is *marked* before its file is deleted: ``on_slot_read`` (the
 caller's) is called with it, and the caller moves its position past the slot, to
@@ -292,18 +293,21 @@ class Beast:
         as taken, so it cannot make j grow."""
         if returned:
             self.taken -= 1
+        return self._append(domain, payload, flush=True)
+
+    def _append(self, domain: int, payload: bytes, *, flush: bool) -> int | None:
         slot = self._place(domain)
         record = _DOMAIN.pack(domain) + payload
         self.bytes_written += len(record) + RECORD_OVERHEAD
         if slot is None:
             assert self._qf is not None, "open() first"
-            self._qf.append(record)
+            self._qf.append(record, flush=flush)
             self.qf_records += 1
             return None
         writer = self._writers.get(slot)
         if writer is None:
             writer = self._writers[slot] = self._writer(self._slot_path(slot))
-        writer.append(record)
+        writer.append(record, flush=flush)
         self._counts[slot] = self._counts.get(slot, 0) + 1
         self._slot_records += 1
         return slot
@@ -421,7 +425,9 @@ class Beast:
         self.qf_resplits += 1
         for _, record in scan(old):
             self.bytes_read += len(record) + RECORD_OVERHEAD
-            self.push(_DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :])
+            self._append(_DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :], flush=False)
+        for writer in (self._qf, *self._writers.values()):
+            writer.flush()
         self._save_state()
         old.unlink()
 
