@@ -94,6 +94,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from common import disk_usage  # noqa: E402
+
 from irlscrapy.domains import domain_key  # noqa: E402
 from irlscrapy.jsonfile import replace_json  # noqa: E402
 from irlscrapy.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan  # noqa: E402
@@ -226,20 +228,6 @@ class Links:
         loaded)."""
         i = page - self.batch * SAVE_EVERY
         return (self.ends[i - 1] if i else 0), self.ends[i]
-
-
-def disk_usage(path: Path) -> tuple[int, int]:
-    """(bytes allocated, as du counts them; bytes of the files' lengths) under path."""
-    used = length = 0
-    for folder, _, files in os.walk(path):
-        for name in files:
-            try:
-                st = os.stat(os.path.join(folder, name))
-            except FileNotFoundError:
-                continue
-            used += st.st_blocks * 512
-            length += st.st_size
-    return used, length
 
 
 class Simulation:

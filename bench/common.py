@@ -68,6 +68,25 @@ def page_urls(profile: str, seed: int, count: int, policy: str = "scrapy") -> li
     return urls
 
 
+def disk_usage(root: Path) -> tuple[int, int]:
+    """(allocated bytes, as ``du`` counts them; apparent bytes) of the files under
+    ``root``, a file hard-linked more than once counted once. Files and folders removed
+    while it walks (BEAST's queue files, LevelDB's compactions) are skipped."""
+    allocated = apparent = 0
+    seen: set[int] = set()
+    for folder, _, names in os.walk(root):
+        for name in names:
+            try:
+                st = os.lstat(os.path.join(folder, name))
+            except FileNotFoundError:
+                continue
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                allocated += st.st_blocks * 512
+                apparent += st.st_size
+    return allocated, apparent
+
+
 def memory() -> dict[str, int]:
     """RSS, its anonymous, file-backed and shared parts, and the high-water mark, in
     bytes (from /proc/self/status)."""

@@ -65,8 +65,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from common import memory  # noqa: E402
-from drumstate import Progress, Ticker, dir_bytes, lock_state, snapshot  # noqa: E402
+from common import disk_usage, memory  # noqa: E402
+from drumstate import Progress, Ticker, lock_state, snapshot  # noqa: E402
 
 from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM  # noqa: E402
 from irlscrapy.dupefilters.sizing import BUCKET_BUFFER, DrumSizes  # noqa: E402
@@ -493,7 +493,7 @@ def run_keys_warm_up(state: Path, drum_memory: int) -> None:
     load_unique(drum, stream, progress["warm"], record, lambda: record(merged=False))
     watch.stop()
     drum.close()
-    emit_warm_up(progress, dir_bytes(state / "drum"))
+    emit_warm_up(progress, disk_usage(state / "drum")[0])
 
 
 def emit_warm_up(progress: Progress, drum_bytes: int) -> None:
@@ -511,7 +511,7 @@ def emit_warm_up(progress: Progress, drum_bytes: int) -> None:
 def run_keys_span(state: Path, drum_memory: int) -> None:
     """Measure the span from 0.9 N to N on state/drum, a fresh copy of span-start/."""
     progress = Progress.load(state / "progress.json")
-    emit_warm_up(progress, dir_bytes(state / "drum"))
+    emit_warm_up(progress, disk_usage(state / "drum")[0])
     drum = open_drum(state / "drum", drum_memory)
     assert drum.stored_keys == progress["submitted"] and not drum.pending, "the warm-up's"
     # The generation open when the warm-up closed waits, empty, for a merge: merged now,
@@ -550,14 +550,14 @@ def run_keys_span(state: Path, drum_memory: int) -> None:
         stored_before=span.stored_before,
         tuples=span.tuples,
     )
-    drum_bytes = dir_bytes(state / "drum")
+    drum_bytes = disk_usage(state / "drum")[0]
     emit(
         variant="drum-keys",
         figure="disk_bytes_per_key",
         value=round(drum_bytes / span.stored_after, 2),
         drum_dir_bytes=drum_bytes,
         stored_keys=span.stored_after,
-        state_dir_bytes=dir_bytes(state),
+        state_dir_bytes=disk_usage(state)[0],
     )
 
 

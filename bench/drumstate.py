@@ -93,23 +93,6 @@ def _link_table_or_copy(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def dir_bytes(path: Path) -> int:
-    """Bytes allocated to the files under ``path``, each hard-linked file once. Files
-    deleted while it walks (LevelDB compacting) are skipped."""
-    seen: set[int] = set()
-    total = 0
-    for folder, _, names in os.walk(path):
-        for name in names:
-            try:
-                st = os.lstat(os.path.join(folder, name))
-            except FileNotFoundError:
-                continue
-            if st.st_ino not in seen:
-                seen.add(st.st_ino)
-                total += st.st_blocks * 512
-    return total
-
-
 class Ticker:
     """A progress line on stderr every ``every`` seconds, from a daemon thread.
 

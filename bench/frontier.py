@@ -156,7 +156,7 @@ from typing import Any
 
 import numpy as np
 import psutil
-from common import ADDON_ON_LOOPBACK, RESULTS, emit, memory
+from common import ADDON_ON_LOOPBACK, RESULTS, disk_usage, emit, memory
 from scrapy import Request, Spider, signals
 from scrapy.http import Response
 from scrapy.utils.reactor import install_reactor
@@ -326,28 +326,6 @@ def lag_ms(hist: list[int], q: float, max_lag: float) -> float:
     """The q-th percentile of a lag histogram in ms, at most the exact maximum (a
     percentile is a bucket's middle, up to 6 % above the lags it holds)."""
     return round(min(percentile(hist, q), max_lag) * 1e3, 2)
-
-
-def disk_usage(root: Path) -> tuple[int, int]:
-    """(allocated bytes, as ``du``; apparent bytes) of the files under ``root``."""
-    allocated = apparent = 0
-    stack = [root]
-    while stack:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue  # removed meanwhile (BEAST's queue files come and go)
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                    continue
-                st = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            allocated += st.st_blocks * 512
-            apparent += st.st_size
-    return allocated, apparent
 
 
 def reset_hwm() -> bool:
