@@ -66,11 +66,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from common import disk_usage, memory  # noqa: E402
-from drumstate import Progress, Ticker, lock_state, snapshot  # noqa: E402
+from drumstate import Progress, Ticker, snapshot  # noqa: E402
 
+from irlscrapy.dirlock import DirectoryLock  # noqa: E402
 from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM  # noqa: E402
 from irlscrapy.dupefilters.sizing import BUCKET_BUFFER, DrumSizes  # noqa: E402
 from irlscrapy.dupefilters.urlkey import url_keys  # noqa: E402
+from irlscrapy.exceptions import DirectoryLocked  # noqa: E402
 
 MEMORY_CAP = 1 << 30  # the child cgroup's limit, page cache included
 DRUM_MEMORY = 64 << 20  # IRL_DRUM_MEMORY for the DRUM variants
@@ -636,7 +638,14 @@ def run_keys(state: Path, keys: int, drum_memory: int | None, warm_only: bool, k
     The warm-up runs at the IRL_DRUM_MEMORY the run was started with; a span may be
     measured at another one that gives DRUM the same number of buckets."""
     state.mkdir(parents=True, exist_ok=True)
-    lock_fds = (lock_state(state),)  # inherited by the children
+    lock = DirectoryLock(state, "the DRUM benchmark's state")
+    try:
+        lock.acquire()
+    except DirectoryLocked as exc:
+        raise SystemExit(str(exc)) from None
+    # the children inherit the lock: a second run cannot replace drum/ under a child
+    # that a kill of its parent alone left running
+    lock_fds = (lock.fileno(),)
     path = state / "progress.json"
     if not path.exists():
         Progress(path, {}).save(

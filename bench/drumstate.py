@@ -3,7 +3,7 @@
 Loading 10^9 keys takes longer than a session lasts, so the run keeps everything in a
 directory of its own and continues from it when started again::
 
-    LOCK           flock of the run (the parent and its children), holds the parent's pid
+    LOCK           the run's lock (irlscrapy.dirlock), held by the parent and its children
     progress.json  the run's parameters and how far it got (replaced whole, by rename)
     drum/          the DRUM being loaded: DRUM's own directory, which resumes itself
     span-start/    drum/ as the warm-up left it (closed): its LevelDB tables hard-linked
@@ -17,7 +17,6 @@ then ``done`` once a span's figures are recorded and the DRUM directories delete
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -29,29 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from irlscrapy.jsonfile import replace_json
+
 #: The name of a LevelDB table file ends with this.
 TABLE_SUFFIX = ".ldb"
-
-
-def lock_state(state: Path) -> int:
-    """Lock ``state`` for this run; return the lock's file descriptor.
-
-    An exclusive flock on ``state/LOCK``. The run's children inherit the descriptor
-    (``pass_fds``), so the lock holds while the parent or any child lives: a second run
-    cannot replace drum/ under a child that a kill of its parent alone left running.
-    """
-    fd = os.open(state / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        owner = os.pread(fd, 32, 0).decode().strip() or "unknown"
-        os.close(fd)
-        raise SystemExit(
-            f"{state} is in use by a run (process {owner} or its child); wait for it or stop it"
-        ) from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
 
 
 class Progress:
@@ -70,9 +50,7 @@ class Progress:
 
     def save(self, **changes: Any) -> None:
         self.data.update(changes)
-        fresh = self.path.with_name(self.path.name + ".tmp")
-        fresh.write_text(json.dumps(self.data, indent=1) + "\n")
-        os.replace(fresh, self.path)
+        replace_json(self.path, self.data)
 
 
 def snapshot(source: Path, target: Path) -> None:

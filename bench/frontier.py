@@ -166,6 +166,7 @@ from twisted.python.failure import Failure
 
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import DirectoryLocked
+from irlscrapy.jsonfile import replace_json
 from irlscrapy.links import Links
 from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.report.reactorlag import ReactorLag, new_histogram, percentile
@@ -542,10 +543,7 @@ class Checkpoint:
         return data
 
     def save(self, data: dict[str, Any]) -> None:
-        partial = self.path.with_name(self.path.name + ".partial")
-        with open(partial, "w") as f:
-            json.dump(data, f, separators=(",", ":"))
-        os.replace(partial, self.path)
+        replace_json(self.path, data)
 
 
 def new_totals() -> dict[str, Any]:
@@ -1085,24 +1083,20 @@ class Driver:
 
     def write_results(self, final: dict[str, Any] | None) -> None:
         self.results.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.results.with_name(self.results.name + ".partial")
-        with open(partial, "w") as f:
-            json.dump(
-                {
-                    "bench": BENCH_NAME,
-                    "target": self.target,
-                    "state": str(self.state),
-                    "settings": self.overrides,
-                    "options": self.options,
-                    "complete": final is not None,
-                    "runs": self.runs,
-                    "rows": self.rows,
-                    "final": final,
-                },
-                f,
-                indent=1,
-            )
-        os.replace(partial, self.results)
+        replace_json(
+            self.results,
+            {
+                "bench": BENCH_NAME,
+                "target": self.target,
+                "state": str(self.state),
+                "settings": self.overrides,
+                "options": self.options,
+                "complete": final is not None,
+                "runs": self.runs,
+                "rows": self.rows,
+                "final": final,
+            },
+        )
 
     def report(self) -> bool:
         """Print the final figures; True if the run reached its target without failure

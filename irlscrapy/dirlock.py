@@ -43,6 +43,12 @@ class DirectoryLock:
         self._file = f
         self._closer = weakref.finalize(self, f.close)
 
+    def fileno(self) -> int:
+        """The locked file's descriptor: a child process given it (``pass_fds``) holds
+        the lock with this process, until both have let go."""
+        assert self._file is not None, "acquire() first"
+        return self._file.fileno()
+
     def release(self) -> None:
         if self._file is not None:
             fcntl.flock(self._file.fileno(), fcntl.LOCK_UN)
