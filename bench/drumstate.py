@@ -6,9 +6,10 @@ directory of its own and continues from it when started again::
     LOCK           the run's lock (irlscrapy.dirlock), held by the parent and its children
     progress.json  the run's parameters and how far it got (replaced whole, by rename)
     drum/          the DRUM being loaded: DRUM's own directory, which resumes itself
-    span-start/    drum/ as the warm-up left it (closed): its LevelDB tables hard-linked
-                   (LevelDB never changes a table once written, it only deletes it), every
-                   other file copied; each measured span starts from a fresh copy of it
+    span-start/    drum/ as the warm-up left it (closed): its runs and LevelDB tables
+                   hard-linked (neither DRUM nor LevelDB changes one once written, they
+                   only delete it), every other file copied; each measured span starts
+                   from a fresh copy of it
     *.log          the operator's redirection of the run's output, if any
 
 ``progress.json`` holds ``phase``: ``warm-up``, then ``span`` once span-start/ is whole,
@@ -30,8 +31,8 @@ from typing import Any
 
 from irlscrapy.jsonfile import replace_json
 
-#: The name of a LevelDB table file ends with this.
-TABLE_SUFFIX = ".ldb"
+#: The names of files never changed once written: DRUM's runs, LevelDB's tables.
+WRITE_ONCE_SUFFIXES = (".run", ".ldb")
 
 
 class Progress:
@@ -54,18 +55,18 @@ class Progress:
 
 
 def snapshot(source: Path, target: Path) -> None:
-    """Make ``target`` a copy of the closed DRUM directory ``source``: table files
-    hard-linked, the rest copied. Whatever ``target`` held goes; the copy is built under
+    """Make ``target`` a copy of the closed DRUM directory ``source``: runs and table
+    files hard-linked, the rest copied. Whatever ``target`` held goes; the copy is built under
     a temporary name and renamed, so ``target`` exists only whole."""
     building = target.with_name(target.name + ".tmp")
     shutil.rmtree(building, ignore_errors=True)
-    shutil.copytree(source, building, copy_function=_link_table_or_copy)
+    shutil.copytree(source, building, copy_function=_link_write_once_or_copy)
     shutil.rmtree(target, ignore_errors=True)
     os.rename(building, target)
 
 
-def _link_table_or_copy(source: str, target: str) -> None:
-    if source.endswith(TABLE_SUFFIX):
+def _link_write_once_or_copy(source: str, target: str) -> None:
+    if source.endswith(WRITE_ONCE_SUFFIXES):
         os.link(source, target)
     else:
         shutil.copy2(source, target)

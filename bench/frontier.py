@@ -127,8 +127,6 @@ Issue 22, part 2; each is kept in the state and must be the same on every resume
   process) with a database of its own in ``DIR/mmap-holder``, of :data:`MMAP_HOLDERS`
   one-key tables (about 10 s, 5 MB of RSS until the first merge pages its maps out), so
   every table opened after it is read without a map.
-- ``--reread-every N``: how often, in buckets, a DRUM merge rereads /proc/self/maps to
-  page out the table pages its lookups mapped (``irlscrapy.tablepages.REREAD_EVERY``).
 - ``--one-merge-thread``: STAR's refreshes run in URLseen's merge thread, so the two
   never run at once.
 """
@@ -514,10 +512,6 @@ def apply_options(options: dict[str, Any], state: Path) -> list[Any]:
         glibcheap.MMAP_THRESHOLD = int(options["mmap_threshold"])
     if options.get("arena_max"):
         ctypes.CDLL("libc.so.6").mallopt(_M_ARENA_MAX, int(options["arena_max"]))
-    if options.get("reread_every"):
-        import irlscrapy.dupefilters.drum as drum
-
-        drum.REREAD_EVERY = int(options["reread_every"])
     if options.get("leveldb_no_mmap"):
         kept.append(hold_leveldb_mmaps(state / "mmap-holder"))
     return kept
@@ -1151,7 +1145,6 @@ MEMORY_OPTIONS = (
     "mmap_threshold",
     "arena_max",
     "leveldb_no_mmap",
-    "reread_every",
     "one_merge_thread",
 )
 
@@ -1218,13 +1211,6 @@ def main() -> int:
         "--leveldb-no-mmap",
         action="store_true",
         help="LevelDB reads its tables with pread: the driver holds its 1,000 mmaps first",
-    )
-    group.add_argument(
-        "--reread-every",
-        type=int,
-        metavar="N",
-        help="a DRUM merge rereads /proc/self/maps every N buckets to page out table pages "
-        "(the project's: irlscrapy.tablepages.REREAD_EVERY)",
     )
     group.add_argument(
         "--one-merge-thread",

@@ -4,22 +4,21 @@ Theory of operation
 -------------------
 LevelDB reads its table files (``*.ldb``) through read-only shared memory maps (up to
 1,000 of them on a 64-bit system). Every page a lookup touches stays mapped into the
-process until LevelDB closes the table, and counts in its RSS. A DRUM merge looks up
-every key of a batch, so with the stores growing, RSS grew with them: at 5.5 million
-unique URLs the frontier benchmark (``bench/frontier.py``) held 237 MB of such pages
-(STAR's edge store 97 MB, URLseen's 59 MB), more than the whole heap. They are the page
+process until LevelDB closes the table, and counts in its RSS. When DRUM kept its cache
+in LevelDB (format 1), a merge looked up every key of a batch, and at 5.5 million unique
+URLs the frontier benchmark (``bench/frontier.py``) held 237 MB of such pages (STAR's
+edge store 97 MB, URLseen's 59 MB), more than the whole heap. They are the page
 cache's and the kernel may reclaim them, but RSS, a cgroup's memory and the OOM
 killer's score count them while they are mapped, and a crawl operator watches RSS.
 
 :func:`release_table_pages` asks the kernel to page out (``madvise(MADV_PAGEOUT)``,
 Linux 5.4) every mapping of a ``.ldb`` file in the process: a clean file page leaves the
-mapping and is read again from the page cache, or the disk, at its next touch. DRUM
-calls it after each bucket of a merge (a merge reads the whole store, so without that the
-pages of the whole store are mapped at its end), and the merge thread after each merge
-(:mod:`irlscrapy.dupefilters.mergethread`: STAR's lookups too). Reading ``/proc/self/maps``
-costs far more than the advice (a millisecond or more with LevelDB's maps among the
-process's): DRUM reads it every :data:`REREAD_EVERY` buckets and passes what it read in
-between; a table first mapped meanwhile is paged out a few buckets later.
+mapping and is read again from the page cache, or the disk, at its next touch. The merge
+thread calls it after each merge (:mod:`irlscrapy.dupefilters.mergethread`), for the
+LevelDB stores read meanwhile (STAR's PLD names; DRUM's runs are read without a map).
+Reading ``/proc/self/maps`` costs far more than the advice (a millisecond or more with
+LevelDB's maps among the process's): a caller that releases often may read it once
+(:func:`table_mappings`) and pass what it read.
 
 Why MADV_PAGEOUT and not MADV_DONTNEED: LevelDB's own threads may unmap a table, and
 the range be mapped again for something else, between reading ``/proc/self/maps`` and
@@ -40,8 +39,6 @@ MADV_PAGEOUT = 21
 #: What a LevelDB table file's name ends with.
 TABLE_SUFFIX = ".ldb"
 MAPS = "/proc/self/maps"
-#: A merge reads the process's mappings again every this many buckets (above).
-REREAD_EVERY = 8
 
 
 def _libc() -> Any:

@@ -45,7 +45,6 @@ from irlscrapy.dupefilters.drum import DRUM, UPDATE
 #: One bucket of this many bytes of tuples (24 bytes each) is one merge: about 43,000
 #: new bodies, and ``pending`` holds at most that many entries (a few MB).
 BUCKET_BYTES = 1 << 20
-CHUNK_KEYS = 4096
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,6 @@ class ContentSeen:
             self.path,
             buckets=1,
             bucket_bytes=self.bucket_bytes,
-            chunk_keys=CHUNK_KEYS,
             value_dtype="<u8",
             combine="first",
         )

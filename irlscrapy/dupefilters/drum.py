@@ -13,21 +13,26 @@ starve), the generation is closed and merged:
 
 1. its journal is read once and its tuples are partitioned into ``k`` bucket files;
 2. bucket by bucket, the tuples are sorted by (key, arrival) and merged in one pass
-   against that bucket's part of the disk cache, a sequence of sorted runs ("chunks")
-   of at most ``2 * chunk_keys`` keys held as LevelDB values; changed chunks are
-   written back, and each tuple's result lands in a result file at its arrival
-   position;
+   against that bucket's part of the disk cache, one sorted run of records in a flat
+   file (:mod:`irlscrapy.dupefilters.drumcache`), read ``segment_keys`` at a time; the
+   merged run is written beside it in the same pass and renamed into place, and each
+   tuple's result lands in a result file at its arrival position;
 3. :meth:`DRUM.results` hands out the results batch by batch in arrival order, each
    with its aux data (read back from the journal) and its sequence number.
 
-RAM holds one bucket's tuples and one chunk at a time, whatever the size of the cache.
+RAM holds one bucket's tuples and one segment of its run at a time, whatever the size
+of the cache, and the runs' indexes (8 bytes per 1,024 keys) for point lookups.
+Each merge reads and writes the whole cache of the buckets it has tuples for: the
+paper's design, whose cost Theorem 2 gives. Nothing of the cache is memory-mapped, so
+none of it stays in RSS.
 
 Files under the DRUM directory
 ------------------------------
 ::
 
     LOCK                 exclusive flock; holds the owner's pid (irlscrapy.dirlock)
-    cache/               LevelDB: the disk cache and the metadata below
+    cache/               LevelDB: the metadata below
+    runs/<i>-<G>.run     bucket i's sorted run, holding generations below G (drumcache)
     journal-<G>.rec      generation G's batches (irlscrapy.recordfile), one per record
     buckets-<G>/<i>.bin  generation G's tuples of bucket i (raw records; derived data)
     results-<G>.bin      generation G's results, one slot per tuple in arrival order
@@ -35,30 +40,29 @@ Files under the DRUM directory
 Journal records hold one batch each; their payload grammar is in
 :mod:`irlscrapy.dupefilters.drumjournal`.
 
-LevelDB keys (big-endian integers; DO NOT CHANGE: format version 1)::
+LevelDB keys (big-endian integers; DO NOT CHANGE: format version 2)::
 
-    b"Mformat"            -> b"1"
+    b"Mformat"            -> b"2" (version 1 kept the cache as chunks in this LevelDB)
     b"Mconfig"            -> JSON of buckets, value dtype, combine (checked on open)
     b"Mmerged"            -> u64: generations below it are merged and delivered
     b"Macked"             -> u64: highest acknowledged batch sequence number
-    b"Mkeys"              -> u64: number of keys in the cache
     b"Mopen"              -> u64: the generation taking submissions (drumfiles)
     b"G" G                -> u64: closed generation G's journal length (drumfiles)
     b"P" G                -> generation G's bucket files are complete
-    b"A" G i              -> progress of bucket i of generation G: the key below which its
-                             tuples are applied (u64), or b"done"
-    b"C" ...              -> the cache's chunks (irlscrapy.dupefilters.drumcache)
+    b"A" G i              -> b"done": bucket i of generation G is merged
+    b"R" i                -> bucket i's run: its generation and key count (drumcache)
 
 Crash semantics (kill -9 at any instant; the OS survives)
 ---------------------------------------------------------
 - :meth:`submit` returns once the batch is in the journal (handed to the OS): a batch
   whose submit returned is never lost.
 - A merge is idempotent. Bucket files are rebuilt unless ``P G`` says they are whole.
-  Each rewritten chunk, the key count and the bucket's progress marker ``A G i`` are
-  one LevelDB transaction, written after the chunk's results are in the result file (a
-  MAP_SHARED mapping: the page cache keeps them across a kill). So a transaction holds
-  one chunk, whatever the size of the cache; a bucket resumes at its marker, and
-  tuples below it are never applied twice.
+  A bucket's new run is renamed into place once whole and once its tuples' results are
+  in the result file (a MAP_SHARED mapping: the page cache keeps them across a kill);
+  then its record ``R i`` and its marker ``A G i`` are one LevelDB transaction, and the
+  old run is deleted. A bucket cut short before that transaction is merged again from
+  its old run, which nothing changed; after it, never again. So no tuple is applied
+  twice.
 - Results are kept until acknowledged. The consumer calls :meth:`ack` once its own
   write of the results is durable; after a restart :meth:`results` yields again every
   merged batch above the acknowledged sequence number, and the consumer skips those it
@@ -71,6 +75,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import shutil
 import struct
 import threading
@@ -85,13 +90,15 @@ from irlscrapy import faulthooks
 from irlscrapy.cachedb import open_leveldb
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters import drumfiles, drumjournal
-from irlscrapy.dupefilters.drumcache import ChunkStore
+from irlscrapy.dupefilters.drumcache import RUNS, RunStore, run_record
 from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
+from irlscrapy.dupefilters.drumupgrade import upgrade
 from irlscrapy.exceptions import ConfigurationError, DamagedState, DrumFormatError
 from irlscrapy.recordfile import RecordWriter
-from irlscrapy.tablepages import REREAD_EVERY, release_table_pages, table_mappings
 
-FORMAT_VERSION = b"1"
+logger = logging.getLogger(__name__)
+
+FORMAT_VERSION = b"2"
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
 _DONE = b"done"  # progress marker of a merged bucket (any other value is 8 bytes)
@@ -125,24 +132,22 @@ class DRUM:
         *,
         buckets: int = 64,
         bucket_bytes: int = 4 << 20,
-        chunk_keys: int = 1 << 16,
+        segment_keys: int = 1 << 16,
         value_dtype: str | None = None,
         combine: str = "overwrite",
         spill_bytes: int = 16 << 20,
-        write_buffer: int = 16 << 20,
     ) -> None:
         if buckets < 1 or buckets & (buckets - 1):
             raise ConfigurationError(f"DRUM buckets={buckets}: must be a power of two >= 1")
         if combine not in COMBINES:
             raise ConfigurationError(f"DRUM combine={combine!r}: choose one of {COMBINES}")
-        if bucket_bytes < 1 or chunk_keys < 1 or spill_bytes < 1:
+        if bucket_bytes < 1 or segment_keys < 1 or spill_bytes < 1:
             raise ConfigurationError("DRUM sizes must be positive")
         self.path = Path(path)
         self.buckets = buckets
         self.bucket_bytes = bucket_bytes
-        self.chunk_keys = chunk_keys
+        self.segment_keys = segment_keys  # records of a run read at a time in a merge
         self.spill_bytes = spill_bytes
-        self.write_buffer = write_buffer  # LevelDB's memtable: RAM, and less compaction
         self.value_dtype = np.dtype(value_dtype) if value_dtype else None
         self.combine = combine
         self._shift = 64 - (buckets.bit_length() - 1)
@@ -150,6 +155,7 @@ class DRUM:
         if self.value_dtype is not None:
             fields.append(("value", self.value_dtype.str))
         self._record = np.dtype(fields)
+        self._run_record = run_record(self.value_dtype)
         self._lock = DirectoryLock(self.path, "DRUM")
         self._db: Any = None
         self._intake_lock = threading.Lock()
@@ -162,7 +168,7 @@ class DRUM:
         self._delivered = 0  # highest sequence number handed out by results()
         self._keys = 0
         self._generations: dict[int, drumfiles.Generation] = {}  # journals on disk
-        self._chunks: ChunkStore | None = None
+        self._runs: RunStore | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
     def open(self) -> None:
@@ -174,13 +180,12 @@ class DRUM:
                 create=not started,
                 paranoid_checks=True,
                 compression=None,
-                write_buffer_size=self.write_buffer,
             )
             self._check_format()
-            self._chunks = ChunkStore(self._db, self.value_dtype, self.chunk_keys)
+            self._runs = RunStore(self.path / RUNS, self._db, self._run_record, self.segment_keys)
+            self._keys = self._runs.open()
             self._merged = self._meta_int(b"Mmerged")
             self._acked = self._meta_int(b"Macked")
-            self._keys = self._meta_int(b"Mkeys")
             self._delivered = self._acked
             gens = drumfiles.journal_generations(self.path, self._db)
             drumfiles.check_present(self._db, self.path, gens)
@@ -201,10 +206,12 @@ class DRUM:
         if self._journal is not None:
             self._journal.close()
             self._journal = None
+        if self._runs is not None:
+            self._runs.close()
+            self._runs = None
         if self._db is not None:
             self._db.close()
             self._db = None
-            self._chunks = None
         self._lock.release()
 
     def __enter__(self) -> DRUM:
@@ -229,7 +236,7 @@ class DRUM:
                 wb.put(b"Mformat", FORMAT_VERSION)
                 wb.put(b"Mconfig", config)
             return
-        if found != FORMAT_VERSION:
+        if found not in (b"1", FORMAT_VERSION):
             raise DrumFormatError(
                 f"{self.path} holds DRUM format {found!r}; this version "
                 f"reads {FORMAT_VERSION!r}. Use a new directory."
@@ -240,6 +247,10 @@ class DRUM:
                 f"{self.path} was created with {stored.decode()}, not "
                 f"{config.decode()}; open it with the same settings"
             )
+        if found == b"1":
+            logger.info("upgrading %s from DRUM format 1 to 2 (its cache becomes runs)", self.path)
+            merged = self._meta_int(b"Mmerged")
+            upgrade(self._db, self.path, self.path / RUNS, self._run_record, merged)
 
     def _meta_int(self, name: bytes) -> int:
         raw = self._db.get(name)
@@ -380,25 +391,28 @@ class DRUM:
     def contains(self, key: int) -> bool:
         """True if ``key`` is in the merged cache (pending tuples are not looked at).
 
-        Reads one chunk (a few decoded chunks are kept until the next merge completes).
-        Safe while another thread merges: it sees a chunk before or after its rewrite,
-        so keys of the generation being merged may be missed until that merge completes.
+        One ``pread`` of a kilo-record stride of its bucket's run. Safe while another
+        thread merges: it sees a bucket's run before or after the merge rewrites it, so
+        keys of the generation being merged may be missed until that merge completes.
         """
-        assert self._chunks is not None, "open() first"
-        return self._chunks.contains(key >> self._shift, key, self._merged)
+        return self.lookup(key) is not None
 
     def lookup(self, key: int) -> int | None:
         """``key``'s value in the merged cache (0 in a keys-only DRUM), None if absent;
         as :meth:`contains`."""
-        assert self._chunks is not None, "open() first"
-        found, value = self._chunks.find(key >> self._shift, key, self._merged)
-        return value if found else None
+        assert self._runs is not None, "open() first"
+        found, record = self._runs.find(key >> self._shift, key)
+        if not found or record is None:
+            return None
+        return 0 if self.value_dtype is None else int(record["value"])
 
     def items(self) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
-        """The merged cache, one chunk at a time: (keys, values) arrays, each chunk's
-        keys sorted. Not while a merge runs. One chunk is in RAM at a time."""
-        assert self._chunks is not None, "open() first"
-        return self._chunks.runs()
+        """The merged cache, a segment at a time: (keys, values) arrays, in key order.
+        Not while a merge runs. One segment is in RAM at a time."""
+        assert self._runs is not None, "open() first"
+        for records in self._runs.all_segments():
+            keys = records["key"].astype(np.uint64)
+            yield keys, (None if self.value_dtype is None else records["value"].copy())
 
     def _check_derived(self, gen: int, tuples: int) -> None:
         """At open: a generation's bucket files whole (else rebuilt), and its results
@@ -417,16 +431,10 @@ class DRUM:
             slots = self._open_slots(
                 gen, total, "r+" if drumfiles.results_path(self.path, gen).exists() else "w+"
             )
-            mapped: list[tuple[int, int]] = []
             for bucket in range(self.buckets):
                 self._merge_bucket(gen, bucket, slots)
                 if bucket == 0:
                     faulthooks.reach(f"merge:{self.path.name}")
-                # The pages of the chunk tables this bucket read stay mapped, in RSS, until
-                # paged out: a merge reads the whole store (irlscrapy.tablepages).
-                if bucket % REREAD_EVERY == 0:
-                    mapped = table_mappings()
-                release_table_pages(mapped)
             # No msync (``slots.flush()``): the page cache keeps a MAP_SHARED mapping's
             # writes across a kill -9, which is all the crash semantics above promise;
             # and CPython's mmap.flush holds the GIL through msync(MS_SYNC), a disk
@@ -489,60 +497,65 @@ class DRUM:
                 files[i].write(ordered[bounds[i] : bounds[i + 1]].data)
 
     def _merge_bucket(self, gen: int, bucket: int, slots: np.memmap[Any, Any]) -> None:
-        """Merge one bucket's tuples into its chunks, one chunk per LevelDB transaction.
+        """Merge one bucket's tuples into its run, in one pass over the run.
 
-        Each changed chunk is written with the progress marker ``A G i`` = the first key
-        of the next chunk's range (all tuples below it are applied and their results are
-        in ``slots``), so a transaction holds one chunk whatever the cache's size, and a
-        merge cut short resumes at the marker. ``_DONE`` marks a finished bucket.
+        The merged run is written to a new file; its record and the marker ``A G i``
+        are one transaction once it is whole and its tuples' results are in ``slots``.
+        Tuples that only check leave the run as it is. A bucket whose marker is there is
+        merged already (a merge resumed after a kill).
         """
         marker = b"A" + _U64.pack(gen) + _U32.pack(bucket)
-        progress = self._db.get(marker)
-        if progress == _DONE:
+        if self._db.get(marker) == _DONE:
             return
-        resume = _U64.unpack(progress)[0] if progress else 0
         records = np.fromfile(
             drumfiles.buckets_dir(self.path, gen) / f"{bucket}.bin", dtype=self._record
         )
+        if not len(records):
+            return
         records = records[np.lexsort((records["tag"], records["key"]))]
         tkeys = records["key"]
         tops = (records["tag"] & np.uint64(3)).astype(np.uint8)
         arrival = (records["tag"] >> np.uint64(2)).astype(np.intp)
         tvalues = records["value"] if self.value_dtype is not None else None
-        chunks = self._chunks
-        assert chunks is not None
-        firsts = chunks.firsts(bucket)
-        bounds: list[int] = np.searchsorted(tkeys, np.array(firsts[1:], dtype=np.uint64)).tolist()
-        starts, ends = [0, *bounds], [*bounds, len(records)]  # each chunk's tuples
-        uppers: list[int | None] = [*firsts[1:], None]  # a chunk's range ends at the next's first
-        start = int(np.searchsorted(tkeys, np.uint64(resume)))  # tuples below are applied
-        for j in range(max(1, len(firsts))):
-            upper = uppers[j]
-            lo, hi = max(start, starts[j]), ends[j]
-            if lo >= hi or (upper is not None and upper <= resume):
-                continue
-            old_key = chunks.chunk_key(bucket, firsts[j]) if firsts else None
-            keys, stored = chunks.load(old_key)
-            applied = apply_sorted(
-                keys,
-                stored,
-                tkeys[lo:hi],
-                tops[lo:hi],
-                None if tvalues is None else tvalues[lo:hi],
-                self.combine,
-            )
-            slots["unique"][arrival[lo:hi]] = applied.unique
-            if applied.values is not None:
-                slots["value"][arrival[lo:hi]] = applied.values
-            if applied.changed:
-                with self._db.write_batch(transaction=True) as wb:
-                    if old_key is not None:
-                        wb.delete(old_key)
-                    chunks.write(wb, bucket, applied.keys, applied.stored)
-                    self._keys += len(applied.keys) - len(keys)
-                    wb.put(b"Mkeys", _U64.pack(self._keys))
-                    wb.put(marker, _DONE if upper is None else _U64.pack(upper))
-        self._db.put(marker, _DONE)
+        runs = self._runs
+        assert runs is not None
+        writer = runs.writer(bucket, gen + 1) if (tops & UPDATE).any() else None
+        try:
+            lo = 0
+            for segment in runs.segments(bucket):  # each segment's tuples: [lo, hi)
+                kept = segment.records
+                hi = len(tkeys)
+                if segment.upper is not None:
+                    hi = int(np.searchsorted(tkeys, np.uint64(segment.upper)))
+                if lo < hi:
+                    applied = apply_sorted(
+                        kept["key"],
+                        None if tvalues is None else kept["value"],
+                        tkeys[lo:hi],
+                        tops[lo:hi],
+                        None if tvalues is None else tvalues[lo:hi],
+                        self.combine,
+                    )
+                    slots["unique"][arrival[lo:hi]] = applied.unique
+                    if applied.values is not None:
+                        slots["value"][arrival[lo:hi]] = applied.values
+                    if applied.changed:
+                        kept = np.empty(len(applied.keys), self._run_record)
+                        kept["key"] = applied.keys
+                        if applied.stored is not None:
+                            kept["value"] = applied.stored
+                    lo = hi
+                if writer is not None:
+                    writer.append(kept)
+            if writer is None:
+                self._db.put(marker, _DONE)
+                return
+            n = writer.finish()
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        self._keys += runs.install(bucket, gen + 1, n, {marker: _DONE})
 
     # -- delivery ------------------------------------------------------------------------
     def _deliver(self, gen: int) -> Iterator[ResultBatch]:

@@ -1,114 +1,347 @@
-"""DRUM's disk cache: each bucket's keys as sorted runs ("chunks") in LevelDB.
+"""DRUM's disk cache: each bucket's keys as one sorted run in a flat file.
 
-A chunk is one LevelDB value holding a sorted run of keys (and their values); its
-LevelDB key is the bucket and the chunk's first key, so a bucket's chunks iterate in
-key order and chunk j covers keys from its first key up to chunk j+1's. A merge
-rewrites a chunk whole (splitting it past ``2 * chunk_keys`` keys) and deletes its old
-LevelDB key in the same write batch.
+Theory of operation
+-------------------
+A bucket's cache is one file of fixed-size records sorted by key, no key twice, as in
+IRLbot (seeds/003 section IV.C): a merge reads the bucket's run once, in segments of
+``segment_keys`` records, and writes the merged run beside it in the same pass
+(:class:`RunWriter`); the new run is renamed into place, then recorded in DRUM's
+LevelDB. Nothing is rewritten in place, so a merge cut short leaves the old run whole
+and is done again from it. Reads are plain ``read``/``pread`` calls, never a memory map:
+no page of the store stays in the process's RSS after a merge or a lookup.
 
-Layout (big-endian keys; DO NOT CHANGE: part of DRUM format version 1)::
+A point lookup (:meth:`RunStore.find`) needs the run's *index*: the key of every
+:data:`INDEX_STRIDE`-th record, written at the run's end and held in RAM (8 bytes per
+1,024 keys, 8 MB for a billion keys). It reads one stride of records with one ``pread``.
+Lookups may run in one thread while a merge runs in another: each sees a bucket's old
+run or its new one, whole (an old run's file stays open until its last reader is done).
 
-    b"C" bucket: u32 first_key: u64  ->  n: u32le, keys: n * u64le, [values: n * value]
+Layout of ``runs/<bucket>-<gen>.run`` (little-endian; DO NOT CHANGE: part of DRUM
+format version 2)::
+
+    run     := records, index, footer
+    records := n * (key: u64, [value])         sorted by key, unique
+    index   := ceil(n / stride) * u64          the key of record 0, stride, 2 * stride ...
+    footer  := n: u64, stride: u32, records_crc32: u32, index_crc32: u32, magic: b"DRUMRUN2"
+
+``<gen>`` is the generation count the run holds: the merges of every generation below
+it (a bucket's file keeps its name through the merges of generations it had no tuple
+in). Which file is a bucket's run is recorded in the LevelDB (:data:`RUN_KEY`); any
+other ``.run`` file is what a merge cut short left, deleted at open.
 """
 
 from __future__ import annotations
 
+import os
 import struct
-from collections import OrderedDict
+import weakref
+import zlib
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
+from irlscrapy.exceptions import DamagedState
+
+#: The runs' directory in a DRUM's.
+RUNS = "runs"
+#: One index entry per this many records.
+INDEX_STRIDE = 1024
+FOOTER = struct.Struct("<QIII8s")
+MAGIC = b"DRUMRUN2"
+#: LevelDB key prefix of a bucket's run: b"R" bucket: u32 (big-endian) -> gen: u64, n: u64
+RUN_KEY = b"R"
+_RUN = struct.Struct(">QQ")
 _U32 = struct.Struct(">I")
-_U64 = struct.Struct(">Q")
-_COUNT = struct.Struct("<I")
+_READ_CHUNK = 1 << 24  # bytes hashed at a time when a run is checked whole
 
 
-class ChunkStore:
-    def __init__(
-        self, db: Any, value_dtype: np.dtype | None, chunk_keys: int, cached_chunks: int = 8
-    ) -> None:
-        self.db = db
-        self.value_dtype = value_dtype
-        self.chunk_keys = chunk_keys
-        self.cached_chunks = cached_chunks
-        # find(): decoded chunks with the version they were read at; used only while the
-        # caller's version (DRUM's merged-generation count) has not moved on
-        self._cache: OrderedDict[bytes, tuple[int, np.ndarray, np.ndarray | None]] = OrderedDict()
+def run_record(value_dtype: np.dtype[Any] | None) -> np.dtype[Any]:
+    """A run's record: the key, and the value if the DRUM keeps one."""
+    fields = [("key", "<u8")]
+    if value_dtype is not None:
+        fields.append(("value", value_dtype.str))
+    return np.dtype(fields)
 
-    @staticmethod
-    def prefix(bucket: int) -> bytes:
-        return b"C" + _U32.pack(bucket)
 
-    def firsts(self, bucket: int) -> list[int]:
-        """First keys of a bucket's chunks, in order."""
-        return [
-            _U64.unpack(k[5:])[0]
-            for k in self.db.iterator(prefix=self.prefix(bucket), include_value=False)
-        ]
+def run_key(bucket: int) -> bytes:
+    return RUN_KEY + _U32.pack(bucket)
 
-    def chunk_key(self, bucket: int, first: int) -> bytes:
-        return self.prefix(bucket) + _U64.pack(first)
 
-    def load(self, key: bytes | None) -> tuple[np.ndarray, np.ndarray | None]:
-        """A chunk's keys and values; empty arrays for None (a bucket with no chunk)."""
-        if key is None:
-            empty = None if self.value_dtype is None else np.empty(0, self.value_dtype)
-            return np.empty(0, np.uint64), empty
-        raw = self.db.get(key, verify_checksums=True)  # a damaged block: CorruptionError
-        (n,) = _COUNT.unpack_from(raw)
-        keys = np.frombuffer(raw, "<u8", n, 4).astype(np.uint64)
-        if self.value_dtype is None:
-            return keys, None
-        return keys, np.frombuffer(raw, self.value_dtype, n, 4 + 8 * n).copy()
+def encode_run(gen: int, n: int) -> bytes:
+    return _RUN.pack(gen, n)
 
-    def runs(self) -> Iterator[tuple[np.ndarray, np.ndarray | None]]:
-        """Every chunk's keys and values, bucket by bucket, in key order."""
-        for key in self.db.iterator(prefix=b"C", include_value=False):
-            yield self.load(key)
 
-    def write(self, wb: Any, bucket: int, keys: np.ndarray, stored: np.ndarray | None) -> None:
-        """Put a sorted run as one or more chunks of at most 2 * chunk_keys keys."""
-        pieces = max(1, -(-len(keys) // (2 * self.chunk_keys)))
-        size = -(-len(keys) // pieces)
-        for start in range(0, len(keys), size):
-            part = keys[start : start + size]
-            body = [_COUNT.pack(len(part)), part.astype("<u8").tobytes()]
-            if stored is not None:
-                body.append(stored[start : start + size].tobytes())
-            wb.put(self.chunk_key(bucket, int(part[0])), b"".join(body))
+def recorded_runs(directory: Path, db: Any) -> dict[int, tuple[Path, int]]:
+    """Each bucket's run as the LevelDB ``db`` records it: its path and record count."""
+    found = {}
+    for key, raw in db.iterator(prefix=RUN_KEY):
+        gen, n = _RUN.unpack(raw)
+        bucket = _U32.unpack(key[1:])[0]
+        found[bucket] = (run_path(directory, bucket, gen), n)
+    return found
 
-    def contains(self, bucket: int, key: int, version: int) -> bool:
-        """True if ``key`` is in its chunk. Reads one chunk at most."""
-        return self.find(bucket, key, version)[0]
 
-    def find(self, bucket: int, key: int, version: int) -> tuple[bool, int]:
-        """Whether ``key`` is in its chunk, and its value (0 without one, or absent).
-        Reads one chunk at most; the last few are kept decoded while ``version`` (the
-        caller's count of merged generations) stays the same."""
-        prefix = self.prefix(bucket)
-        found = next(
-            self.db.iterator(
-                start=prefix,
-                stop=prefix + _U64.pack(key) + b"\x00",
-                reverse=True,
-                include_value=False,
-            ),
-            None,
+def run_path(directory: Path, bucket: int, gen: int) -> Path:
+    return directory / f"{bucket}-{gen}.run"
+
+
+class Footer(NamedTuple):
+    n: int
+    stride: int
+    records_crc: int
+    index_crc: int
+
+
+class RunFile:
+    """An open run: its file descriptor, record count and index. The descriptor is
+    closed when the last reference goes (a lookup in another thread may still hold the
+    run a merge has just replaced)."""
+
+    def __init__(self, path: Path, record: np.dtype[Any], n: int) -> None:
+        self.path = path
+        self.record = record
+        self.fd = os.open(path, os.O_RDONLY)
+        self._closer = weakref.finalize(self, os.close, self.fd)
+        try:
+            self.footer = read_footer(path, self.fd, record, n)
+            index_bytes = _index_length(n) * 8
+            raw = os.pread(self.fd, index_bytes, n * record.itemsize)
+            if len(raw) != index_bytes or zlib.crc32(raw) != self.footer.index_crc:
+                raise DamagedState(path, "its index is damaged: the keys in it are lost")
+            self.index = np.frombuffer(raw, "<u8").astype(np.uint64)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def n(self) -> int:
+        return self.footer.n
+
+    def close(self) -> None:
+        self._closer()
+
+    def find(self, key: int) -> tuple[bool, np.ndarray | None]:
+        """Whether ``key`` is in the run, and its record if so. One ``pread``."""
+        at = int(np.searchsorted(self.index, np.uint64(key), side="right")) - 1
+        if at < 0:
+            return False, None
+        first = at * INDEX_STRIDE
+        count = min(INDEX_STRIDE, self.n - first)
+        size = self.record.itemsize
+        raw = os.pread(self.fd, count * size, first * size)
+        if len(raw) != count * size:
+            raise DamagedState(self.path, "shorter than its footer says")
+        records = np.frombuffer(raw, self.record)
+        pos = int(np.searchsorted(records["key"], np.uint64(key)))
+        if pos < count and int(records["key"][pos]) == key:
+            return True, records[pos]
+        return False, None
+
+
+def _index_length(n: int) -> int:
+    return -(-n // INDEX_STRIDE)
+
+
+def run_size(n: int, record: np.dtype[Any]) -> int:
+    """The bytes of a whole run of ``n`` records."""
+    return n * record.itemsize + _index_length(n) * 8 + FOOTER.size
+
+
+def read_footer(path: Path, fd: int, record: np.dtype[Any], n: int) -> Footer:
+    """A run's footer, checked against its file's size and the ``n`` it was recorded
+    with; DamagedState if they disagree."""
+    size = os.fstat(fd).st_size
+    if size != run_size(n, record):
+        raise DamagedState(
+            path,
+            f"{size} bytes, but a run of {n} keys has {run_size(n, record)}: its keys are lost",
         )
-        if found is None:
-            return False, 0
-        cached = self._cache.get(found)
-        if cached is not None and cached[0] == version:
-            keys, values = cached[1], cached[2]
-        else:
-            keys, values = self.load(found)
-            self._cache[found] = (version, keys, values)
-        self._cache.move_to_end(found)
-        if len(self._cache) > self.cached_chunks:
-            self._cache.popitem(last=False)
-        at = int(np.searchsorted(keys, np.uint64(key)))
-        if at < len(keys) and int(keys[at]) == key:
-            return True, 0 if values is None else int(values[at])
-        return False, 0
+    raw = os.pread(fd, FOOTER.size, size - FOOTER.size)
+    found_n, stride, records_crc, index_crc, magic = FOOTER.unpack(raw)
+    if magic != MAGIC or found_n != n or stride != INDEX_STRIDE:
+        raise DamagedState(path, "its footer is damaged: its keys are lost")
+    return Footer(found_n, stride, records_crc, index_crc)
+
+
+class Segment(NamedTuple):
+    records: np.ndarray  # sorted records of the run
+    upper: int | None  # the first key of the next segment (None: the run's last)
+
+
+def segments(run: RunFile | None, segment_keys: int, record: np.dtype[Any]) -> Iterator[Segment]:
+    """A run's records, ``segment_keys`` at a time, read sequentially and checked
+    against the run's checksum at the end (DamagedState then: nothing read is trusted
+    until the caller has seen the whole run). An absent run is one empty segment."""
+    if run is None or run.n == 0:
+        yield Segment(np.empty(0, record), None)
+        return
+    crc = 0
+    with open(run.path, "rb", buffering=0) as file:
+        current = _read_records(file, run, min(segment_keys, run.n))
+        crc = zlib.crc32(current.data, crc)
+        left = run.n - len(current)
+        while left:
+            following = _read_records(file, run, min(segment_keys, left))
+            crc = zlib.crc32(following.data, crc)
+            left -= len(following)
+            yield Segment(current, int(following["key"][0]))
+            current = following
+        if crc != run.footer.records_crc:
+            raise DamagedState(run.path, "its checksum does not match: its keys are damaged")
+        yield Segment(current, None)
+
+
+def _read_records(file: BinaryIO, run: RunFile, count: int) -> np.ndarray:
+    records = np.fromfile(file, run.record, count=count)
+    if len(records) != count:
+        raise DamagedState(run.path, "shorter than its footer says")
+    return records
+
+
+def check_run(run: RunFile) -> None:
+    """Read a whole run and check it against its checksum (irlscrapy check)."""
+    crc = 0
+    left = run.n * run.record.itemsize
+    with open(run.path, "rb") as file:
+        while left:
+            block = file.read(min(left, _READ_CHUNK))
+            if not block:
+                raise DamagedState(run.path, "shorter than its footer says")
+            crc = zlib.crc32(block, crc)
+            left -= len(block)
+    if crc != run.footer.records_crc:
+        raise DamagedState(run.path, "its checksum does not match: its keys are damaged")
+
+
+def damaged_runs(directory: Path, db: Any, record: np.dtype[Any]) -> dict[int, DamagedState]:
+    """The recorded runs that are missing or damaged, by bucket: each read whole and
+    checked (irlscrapy check and repair)."""
+    found: dict[int, DamagedState] = {}
+    for bucket, (path, n) in recorded_runs(directory, db).items():
+        if not path.exists():
+            found[bucket] = DamagedState(path, f"missing: the {n} keys of its bucket are lost")
+            continue
+        try:
+            run = RunFile(path, record, n)
+            try:
+                check_run(run)
+            finally:
+                run.close()
+        except DamagedState as damage:
+            found[bucket] = damage
+    return found
+
+
+class RunWriter:
+    """Writes a run in key order to ``<final>.tmp``; :meth:`finish` adds its index and
+    footer and renames it to ``final``. Closed without finish, the temporary goes."""
+
+    def __init__(self, final: Path, record: np.dtype[Any]) -> None:
+        self.final = final
+        self.record = record
+        self.tmp = final.with_name(final.name + ".tmp")
+        self._file: BinaryIO | None = open(self.tmp, "wb")  # noqa: SIM115 (closed by finish/abort)
+        self.n = 0
+        self._crc = 0
+        self._index: list[np.ndarray] = []
+
+    def append(self, records: np.ndarray) -> None:
+        assert self._file is not None
+        if not len(records):
+            return
+        self._index.append(records["key"][(-self.n) % INDEX_STRIDE :: INDEX_STRIDE].copy())
+        self._crc = zlib.crc32(records.data, self._crc)
+        # file.write, not ndarray.tofile: a short write (a full disk) raises OSError
+        self._file.write(records.data)
+        self.n += len(records)
+
+    def finish(self) -> int:
+        """Index, footer, rename; return the run's record count."""
+        assert self._file is not None
+        index = np.concatenate(self._index) if self._index else np.empty(0, np.uint64)
+        raw = index.astype("<u8").tobytes()
+        self._file.write(raw)
+        self._file.write(FOOTER.pack(self.n, INDEX_STRIDE, self._crc, zlib.crc32(raw), MAGIC))
+        self._file.close()
+        self._file = None
+        os.replace(self.tmp, self.final)
+        return self.n
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+            self.tmp.unlink(missing_ok=True)
+
+
+class RunStore:
+    """The runs of a DRUM's buckets, as its LevelDB records them (see the module
+    docstring). :meth:`install` is the one way a run changes."""
+
+    def __init__(self, directory: Path, db: Any, record: np.dtype[Any], segment_keys: int) -> None:
+        self.directory = directory
+        self.db = db
+        self.record = record
+        self.segment_keys = segment_keys
+        self._runs: dict[int, RunFile] = {}
+
+    def open(self) -> int:
+        """Open every recorded run (checking its size, footer and index) and delete what
+        a merge cut short left; return the number of keys stored."""
+        self.directory.mkdir(exist_ok=True)
+        recorded = recorded_runs(self.directory, self.db)
+        for bucket, (path, n) in recorded.items():
+            if not path.exists():
+                raise DamagedState(path, f"missing: the {n} keys of its bucket are lost")
+            self._runs[bucket] = RunFile(path, self.record, n)
+        names = {path.name for path, _ in recorded.values()}
+        for path in self.directory.iterdir():
+            if path.name not in names:
+                path.unlink()
+        return sum(run.n for run in self._runs.values())
+
+    def close(self) -> None:
+        for run in self._runs.values():
+            run.close()
+        self._runs.clear()
+
+    def run(self, bucket: int) -> RunFile | None:
+        return self._runs.get(bucket)
+
+    def segments(self, bucket: int) -> Iterator[Segment]:
+        return segments(self._runs.get(bucket), self.segment_keys, self.record)
+
+    def writer(self, bucket: int, gen: int) -> RunWriter:
+        return RunWriter(run_path(self.directory, bucket, gen), self.record)
+
+    def install(self, bucket: int, gen: int, n: int, also: dict[bytes, bytes]) -> int:
+        """Make the run a writer has just finished (``gen``, ``n`` records) ``bucket``'s:
+        record it, with ``also``, in one LevelDB transaction, then delete the run it
+        replaces (a kill -9 between leaves that one unrecorded: deleted at open). Return
+        the change in the number of keys."""
+        new = RunFile(run_path(self.directory, bucket, gen), self.record, n)
+        with self.db.write_batch(transaction=True) as wb:
+            wb.put(run_key(bucket), encode_run(gen, n))
+            for key, value in also.items():
+                wb.put(key, value)
+        old = self._runs.get(bucket)
+        self._runs[bucket] = new
+        if old is None:
+            return n
+        old.path.unlink()
+        return n - old.n
+
+    def find(self, bucket: int, key: int) -> tuple[bool, np.ndarray | None]:
+        run = self._runs.get(bucket)  # one read: a merge may replace it meanwhile
+        if run is None:
+            return False, None
+        return run.find(key)
+
+    def all_segments(self) -> Iterator[np.ndarray]:
+        """Every bucket's records, in key order, a segment at a time."""
+        for bucket in sorted(self._runs):
+            for segment in self.segments(bucket):
+                if len(segment.records):
+                    yield segment.records

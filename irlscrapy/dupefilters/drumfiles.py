@@ -36,6 +36,7 @@ import plyvel
 
 from irlscrapy.cachedb import open_leveldb, read_through
 from irlscrapy.dupefilters import drumjournal
+from irlscrapy.dupefilters.drumcache import RUNS, damaged_runs, run_key, run_record
 from irlscrapy.exceptions import DamagedState
 from irlscrapy.recordfile import (
     MAGIC,
@@ -182,10 +183,16 @@ def check_results(directory: Path, gen: int, tuples: int, slot_size: int) -> Non
 
 
 # -- irlscrapy check and repair ------------------------------------------------------------
+def _value_dtype(db: Any) -> np.dtype[Any] | None:
+    """The value dtype of the DRUM whose LevelDB is ``db`` (None: keys only)."""
+    config = json.loads(db.get(b"Mconfig") or b"{}")
+    return np.dtype(config["value_dtype"]) if config.get("value_dtype") else None
+
+
 def _slot_size(db: Any) -> int:
     """Bytes of a result slot of the DRUM whose LevelDB is ``db``."""
-    config = json.loads(db.get(b"Mconfig") or b"{}")
-    return 1 + (np.dtype(config["value_dtype"]).itemsize if config.get("value_dtype") else 0)
+    value_dtype = _value_dtype(db)
+    return 1 + (value_dtype.itemsize if value_dtype is not None else 0)
 
 
 def inspect(directory: Path) -> list[DamagedState]:
@@ -202,6 +209,7 @@ def inspect(directory: Path) -> list[DamagedState]:
         unreadable = read_through(db, directory / "cache")
         if unreadable is not None:
             return [unreadable]
+        found.extend(damaged_runs(directory / RUNS, db, run_record(_value_dtype(db))).values())
         slot_size = _slot_size(db)
         merged = _U64.unpack(db.get(b"Mmerged"))[0] if db.get(b"Mmerged") else 0
         gens = journal_generations(directory, db)
@@ -239,6 +247,15 @@ def mend(directory: Path) -> list[str]:
         done.append(f"{cache}: LevelDB repaired (keys in damaged blocks are lost)")
         db = open_leveldb(cache)
     try:
+        for bucket, damage in damaged_runs(
+            directory / RUNS, db, run_record(_value_dtype(db))
+        ).items():
+            db.delete(run_key(bucket))
+            Path(str(damage.path)).unlink(missing_ok=True)
+            done.append(
+                f"{damage.path}: {damage.problem} (dropped: what its bucket held may be "
+                "taken for new again)"
+            )
         slot_size = _slot_size(db)
         gens = {
             int(stem)

@@ -88,8 +88,6 @@ EDGE = 1 << 32
 PAGES_MASK = EDGE - 1
 #: Recorded tuples held in RAM before they are submitted to the DRUMs.
 SUBMIT_EVERY = 256
-#: LevelDB write buffer of each STAR DRUM.
-WRITE_BUFFER = 4 << 20
 NAMES_FORMAT = b"1"
 #: In ``names/``: (edge batch, in-degree batch sequence number) of the last transfer.
 _TRANSFER_KEY = b"!transfer"
@@ -189,7 +187,6 @@ class PLDInDegree:
             "buckets": sizes.buckets,
             "bucket_bytes": sizes.bucket_bytes,
             "spill_bytes": sizes.spill_bytes,
-            "write_buffer": WRITE_BUFFER,
         }
         self.edges = DRUM(path / "edges", value_dtype="<u8", **common)
         self.indegree = DRUM(path / "indegree", value_dtype="<u8", combine="add", **common)

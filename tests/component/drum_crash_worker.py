@@ -21,7 +21,7 @@ KEY_SPACE = 3000
 DRUM_KWARGS = {
     "buckets": 4,
     "bucket_bytes": 4000,
-    "chunk_keys": 50,
+    "segment_keys": 50,
     "spill_bytes": 700,
     "value_dtype": "<i8",
     "combine": "add",

@@ -26,6 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from irlscrapy.cachedb import open_leveldb
+from irlscrapy.dupefilters import drumcache
 from irlscrapy.exceptions import DamagedState
 from irlscrapy.scheduler.frontier import admitted
 from irlscrapy.scheduler.frontier.beast import Beast
@@ -141,12 +143,24 @@ def _parked_urls(job: Path) -> list[Path]:
     return sorted(job.glob("parked-*.rec"), key=lambda p: -int(p.stem[7:]))
 
 
+def _urlseen_run(job: Path) -> list[Path]:
+    """A run URLseen's LevelDB records (a kill mid-merge may leave others, unrecorded:
+    deleted at open, so no damage)."""
+    db = open_leveldb(job / "urlseen" / "cache", create=False)
+    try:
+        recorded = drumcache.recorded_runs(job / "urlseen" / drumcache.RUNS, db)
+    finally:
+        db.close()
+    return [path for path, _ in recorded.values()]
+
+
 #: One file of each kind, by a glob under the state directory: the first match (sorted),
 #: the oldest of a sequence; or by a function. For a LevelDB, damage goes to its newest
 #: table or log.
 KINDS: dict[str, str | Callable[[Path], list[Path]]] = {
     "urlseen journal (closed)": "urlseen/journal-*.rec",
     "urlseen LevelDB": "urlseen/cache/MANIFEST-*",
+    "urlseen run": _urlseen_run,
     "STAR in-degree journal": "star/indegree/journal-*.rec",
     "STAR names LevelDB": "star/names/CURRENT",
     "admitted segment": "admitted-*.rec",

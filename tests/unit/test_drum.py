@@ -27,18 +27,18 @@ class DrumMachine(RuleBasedStateMachine):
     @initialize(
         buckets=st.sampled_from([1, 2, 8]),
         bucket_bytes=st.sampled_from([1, 64, 10**6]),
-        chunk_keys=st.sampled_from([1, 3, 1000]),
+        segment_keys=st.sampled_from([1, 3, 1000]),
         valued=st.booleans(),
         combine=st.sampled_from(["add", "overwrite", "first"]),
     )
     def setup(
-        self, buckets: int, bucket_bytes: int, chunk_keys: int, valued: bool, combine: str
+        self, buckets: int, bucket_bytes: int, segment_keys: int, valued: bool, combine: str
     ) -> None:
         self.dir = Path(tempfile.mkdtemp())
         self.kwargs = {
             "buckets": buckets,
             "bucket_bytes": bucket_bytes,
-            "chunk_keys": chunk_keys,
+            "segment_keys": segment_keys,
             "spill_bytes": 64,
             "value_dtype": "<i8" if valued else None,
             "combine": combine,
@@ -180,7 +180,7 @@ class TestFiles:
         drum.close()
         assert journal.read_bytes().startswith(MAGIC)
 
-    @pytest.mark.parametrize("kwargs", [{"buckets": 3}, {"combine": "max"}, {"chunk_keys": 0}])
+    @pytest.mark.parametrize("kwargs", [{"buckets": 3}, {"combine": "max"}, {"segment_keys": 0}])
     def test_bad_configuration_is_explained(
         self, tmp_path: Path, kwargs: dict[str, object]
     ) -> None:

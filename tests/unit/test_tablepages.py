@@ -6,7 +6,6 @@ import os
 import sys
 from pathlib import Path
 
-import numpy as np
 import plyvel
 import pytest
 
@@ -52,26 +51,3 @@ def test_reads_map_table_pages_and_release_gives_them_back(tmp_path: Path) -> No
 
 def test_no_maps_file_means_nothing_to_release(tmp_path: Path) -> None:
     assert table_mappings(str(tmp_path / "missing")) == []
-
-
-def test_a_drum_merge_leaves_no_table_pages_of_its_store_mapped(tmp_path: Path) -> None:
-    """A merge reads every chunk of the store; the pages stay out of RSS once it is over
-    (it pages them out bucket by bucket), whatever the store's size."""
-    from irlscrapy.dupefilters.drum import DRUM
-
-    drum = DRUM(tmp_path / "drum")
-    drum.open()
-    try:
-        rng = np.random.default_rng(7)
-        for _ in range(2):  # a store of 2 million keys, 16 MB of chunks
-            drum.submit(rng.integers(0, 2**63, 1_000_000, dtype=np.uint64))
-            drum.merge()
-            for result in drum.results():
-                drum.ack(result.seq)
-            drum.ack_merged()
-        assert table_mappings(), "the store is in LevelDB tables"
-        drum.submit(rng.integers(0, 2**63, 100_000, dtype=np.uint64))
-        drum.merge()  # reads every chunk
-        assert table_rss_kib() < 2_000
-    finally:
-        drum.close()
