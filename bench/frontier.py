@@ -52,7 +52,7 @@ STAR on.
 
 Unique URLs
 -----------
-The count is URLseen's own (``DRUM.stored_keys``, kept in its LevelDB), read at open and
+The count is URLseen's own (``DRUM.stored_keys``, its runs' record counts), read at open and
 at the end of each delivery of URLseen's results (``Intake.drained``), when no merge
 runs: then it equals the stat ``irl/urlseen/unique`` of an uninterrupted run (each key
 stored was delivered once as unique), and unlike the stat it survives a restart (a
