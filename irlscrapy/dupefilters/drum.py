@@ -47,6 +47,7 @@ LevelDB keys (big-endian integers; DO NOT CHANGE: format version 2)::
     b"Mmerged"            -> u64: generations below it are merged and delivered
     b"Macked"             -> u64: highest acknowledged batch sequence number
     b"Mopen"              -> u64: the generation taking submissions (drumfiles)
+    b"Mreclaim"           -> an upgrade from format 1 left chunks to compact (drumupgrade)
     b"G" G                -> u64: closed generation G's journal length (drumfiles)
     b"P" G                -> generation G's bucket files are complete
     b"A" G i              -> b"done": bucket i of generation G is merged
@@ -92,7 +93,7 @@ from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters import drumfiles, drumjournal
 from irlscrapy.dupefilters.drumcache import RUNS, RunStore, run_record
 from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
-from irlscrapy.dupefilters.drumupgrade import upgrade
+from irlscrapy.dupefilters.drumupgrade import reclaim, upgrade
 from irlscrapy.exceptions import ConfigurationError, DamagedState, DrumFormatError
 from irlscrapy.recordfile import RecordWriter
 
@@ -251,6 +252,7 @@ class DRUM:
             logger.info("upgrading %s from DRUM format 1 to 2 (its cache becomes runs)", self.path)
             merged = self._meta_int(b"Mmerged")
             upgrade(self._db, self.path, self.path / RUNS, self._run_record, merged)
+        reclaim(self._db)
 
     def _meta_int(self, name: bytes) -> int:
         raw = self._db.get(name)

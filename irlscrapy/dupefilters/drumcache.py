@@ -28,6 +28,11 @@ format version 2)::
 it (a bucket's file keeps its name through the merges of generations it had no tuple
 in). Which file is a bucket's run is recorded in the LevelDB (:data:`RUN_KEY`); any
 other ``.run`` file is what a merge cut short left, deleted at open.
+
+Damage: open checks each run's size, footer and index (checksummed), not its records,
+which would mean reading the whole store; the records' checksum is checked by every
+merge, which reads the run whole anyway, and by ``irlscrapy check``. A lookup may
+therefore read a damaged record before the next merge or check finds it.
 """
 
 from __future__ import annotations
@@ -298,7 +303,7 @@ class RunStore:
             self._runs[bucket] = RunFile(path, self.record, n)
         names = {path.name for path, _ in recorded.values()}
         for path in self.directory.iterdir():
-            if path.name not in names:
+            if path.name not in names and path.is_file():
                 path.unlink()
         return sum(run.n for run in self._runs.values())
 

@@ -301,7 +301,7 @@ def _mend_generation(db: Any, directory: Path, gen: int, slot_size: int) -> list
     if not (results.exists() or started or gen < merged):
         return done
     size = results.stat().st_size if results.exists() else 0
-    if size >= tuples * slot_size and (cut or size == tuples * slot_size):
+    if results.exists() and size >= tuples * slot_size and (cut or size == tuples * slot_size):
         os.truncate(results, tuples * slot_size)  # the prefix's slots are right
     elif tuples:
         _first_occurrences(path, results, tuples, slot_size)

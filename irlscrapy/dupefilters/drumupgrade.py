@@ -9,8 +9,11 @@ cache as one flat sorted run (:mod:`irlscrapy.dupefilters.drumcache`).
 
 :func:`upgrade` runs at open, once: each bucket's chunks, read in key order, become the
 bucket's run, which is recorded; then one transaction deletes the chunks and
-``Mkeys`` and sets the format to 2. A kill -9 before that transaction leaves format 1
-with its chunks: the upgrade starts again, and writes the same runs again.
+``Mkeys``, sets the format to 2 and marks the chunks' space to be reclaimed
+(``Mreclaim``). A kill -9 before that transaction leaves format 1 with its chunks: the
+upgrade starts again, and writes the same runs again. :func:`reclaim` compacts the
+chunks' key range away and then drops the mark, at every open until it is done: a
+kill during the compaction (minutes for a large store) leaves the mark.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from irlscrapy.dupefilters.drumcache import RunWriter, encode_run, run_key, run_
 from irlscrapy.exceptions import DrumFormatError
 
 CHUNK = b"C"
+RECLAIM = b"Mreclaim"
 _COUNT = struct.Struct("<I")
 _U32 = struct.Struct(">I")
 _DONE = b"done"
@@ -57,7 +61,14 @@ def upgrade(db: Any, path: Path, runs: Path, record: np.dtype[Any], merged: int)
             wb.put(run_key(current), encode_run(merged, writer.finish()))
         wb.delete(b"Mkeys")
         wb.put(b"Mformat", b"2")
-    db.compact_range(start=CHUNK, stop=CHUNK + b"\xff")  # the chunks' disk space back
+        wb.put(RECLAIM, b"")
+
+
+def reclaim(db: Any) -> None:
+    """Give the deleted chunks' disk space back, if an upgrade left them (see above)."""
+    if db.get(RECLAIM) is not None:
+        db.compact_range(start=CHUNK, stop=CHUNK + b"\xff")
+        db.delete(RECLAIM)
 
 
 def _chunk_records(raw: bytes, record: np.dtype[Any]) -> np.ndarray:

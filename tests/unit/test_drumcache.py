@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from irlscrapy.cachedb import open_leveldb
-from irlscrapy.dupefilters import drumcache, drumfiles
+from irlscrapy.dupefilters import drumcache, drumfiles, drumupgrade
 from irlscrapy.dupefilters.drum import DRUM
 from irlscrapy.exceptions import DamagedState, DrumFormatError
 from irlscrapy.recordfile import RecordWriter
@@ -172,6 +172,7 @@ def _format_1(path: Path, config: bytes, chunks: list[tuple[int, np.ndarray]]) -
         body = struct.pack("<I", len(keys)) + keys.astype("<u8").tobytes()
         body += (keys * np.uint64(3)).astype("<u8").tobytes()
         db.put(b"C" + struct.pack(">IQ", bucket, int(keys[0])), body)
+    db.compact_range()  # the chunks in tables, as in a store that has run a while
     db.close()
 
 
@@ -193,9 +194,33 @@ def test_a_format_1_drum_is_upgraded_at_open(tmp_path: Path) -> None:
     try:
         assert db.get(b"Mformat") == b"2"
         assert not list(db.iterator(prefix=b"C")) and db.get(b"Mkeys") is None
+        assert db.get(drumupgrade.RECLAIM) is None, "the chunks' space is given back"
     finally:
         db.close()
     assert drumfiles.inspect(tmp_path) == []
+
+
+def test_a_kill_in_the_upgrades_compaction_is_made_good_at_the_next_open(
+    tmp_path: Path,
+) -> None:
+    keys = np.arange(1, 200_001, dtype=np.uint64)
+    _format_1(tmp_path, VALUED_ADD, [(0, keys[i : i + 100_000]) for i in (0, 100_000)])
+    db = open_leveldb(tmp_path / "cache", create=False)
+    try:  # the upgrade's transaction, then a kill before its compaction
+        drumupgrade.upgrade(db, tmp_path, tmp_path / drumcache.RUNS, VALUED, 1)
+        assert db.get(drumupgrade.RECLAIM) is not None
+        left = db.approximate_size(b"C", b"D")
+        assert left > 1_000_000, "the chunks are still on disk"
+    finally:
+        db.close()
+    with DRUM(tmp_path, buckets=2, value_dtype="<u8", combine="add") as drum:
+        assert drum.stored_keys == 200_000 and drum.lookup(150_000) == 450_000
+    db = open_leveldb(tmp_path / "cache", create=False)
+    try:
+        assert db.get(drumupgrade.RECLAIM) is None
+        assert db.approximate_size(b"C", b"D") < max(left, 1) / 10
+    finally:
+        db.close()
 
 
 def test_a_format_1_drum_with_a_merge_cut_short_is_refused(tmp_path: Path) -> None:

@@ -100,3 +100,19 @@ def test_mend_keeps_what_is_whole_and_the_drum_opens_again(tmp_path: Path) -> No
     delivered = _delivered(tmp_path)
     # batch 1 again (its results rebuilt: new at first sight), then the open one's batch
     assert delivered == [(1, [1, 2, 3, 4, 5]), (4, [20, 21])]
+
+
+def test_mend_passes_an_empty_generation_merged_and_not_acknowledged(tmp_path: Path) -> None:
+    """A restart's empty generation, merged past by a later merge that the crawl's kill
+    left unacknowledged, has no results file: nothing to mend there."""
+    with DRUM(tmp_path, buckets=2) as drum:
+        drum.submit([1, 2])
+        drum.merge()
+        drum.ack_merged()
+    with DRUM(tmp_path, buckets=2) as drum:  # generation 1 closed empty by this open
+        drum.submit([3])
+        drum.merge()
+    assert drumfiles.inspect(tmp_path) == []
+    assert drumfiles.mend(tmp_path) == []
+    with DRUM(tmp_path, buckets=2) as drum:
+        assert [b.keys[b.unique].tolist() for b in drum.results()] == [[3]]
