@@ -102,7 +102,7 @@ logger = logging.getLogger(__name__)
 FORMAT_VERSION = b"2"
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
-_DONE = b"done"  # progress marker of a merged bucket (any other value is 8 bytes)
+_DONE = b"done"  # the marker of a merged bucket
 
 __all__ = ["CHECK", "CHECK_UPDATE", "DRUM", "UPDATE", "DrumFormatError", "ResultBatch"]
 
@@ -403,8 +403,8 @@ class DRUM:
         """``key``'s value in the merged cache (0 in a keys-only DRUM), None if absent;
         as :meth:`contains`."""
         assert self._runs is not None, "open() first"
-        found, record = self._runs.find(key >> self._shift, key)
-        if not found or record is None:
+        record = self._runs.find(key >> self._shift, key)
+        if record is None:
             return None
         return 0 if self.value_dtype is None else int(record["value"])
 

@@ -59,7 +59,7 @@ MAGIC = b"DRUMRUN2"
 RUN_KEY = b"R"
 _RUN = struct.Struct(">QQ")
 _U32 = struct.Struct(">I")
-_READ_CHUNK = 1 << 24  # bytes hashed at a time when a run is checked whole
+_CHECK_BYTES = 1 << 24  # bytes read at a time when a run is checked whole
 
 
 def run_record(value_dtype: np.dtype[Any] | None) -> np.dtype[Any]:
@@ -107,7 +107,10 @@ class RunFile:
     def __init__(self, path: Path, record: np.dtype[Any], n: int) -> None:
         self.path = path
         self.record = record
-        self.fd = os.open(path, os.O_RDONLY)
+        try:
+            self.fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            raise DamagedState(path, f"missing: the {n} keys of its bucket are lost") from None
         self._closer = weakref.finalize(self, os.close, self.fd)
         try:
             self.footer = read_footer(path, self.fd, record, n)
@@ -127,11 +130,11 @@ class RunFile:
     def close(self) -> None:
         self._closer()
 
-    def find(self, key: int) -> tuple[bool, np.ndarray | None]:
-        """Whether ``key`` is in the run, and its record if so. One ``pread``."""
+    def find(self, key: int) -> np.void | None:
+        """``key``'s record, None if the run has no such key. One ``pread``."""
         at = int(np.searchsorted(self.index, np.uint64(key), side="right")) - 1
         if at < 0:
-            return False, None
+            return None
         first = at * INDEX_STRIDE
         count = min(INDEX_STRIDE, self.n - first)
         size = self.record.itemsize
@@ -141,8 +144,8 @@ class RunFile:
         records = np.frombuffer(raw, self.record)
         pos = int(np.searchsorted(records["key"], np.uint64(key)))
         if pos < count and int(records["key"][pos]) == key:
-            return True, records[pos]
-        return False, None
+            return records[pos]
+        return None
 
 
 def _index_length(n: int) -> int:
@@ -205,33 +208,16 @@ def _read_records(file: BinaryIO, run: RunFile, count: int) -> np.ndarray:
     return records
 
 
-def check_run(run: RunFile) -> None:
-    """Read a whole run and check it against its checksum (irlscrapy check)."""
-    crc = 0
-    left = run.n * run.record.itemsize
-    with open(run.path, "rb") as file:
-        while left:
-            block = file.read(min(left, _READ_CHUNK))
-            if not block:
-                raise DamagedState(run.path, "shorter than its footer says")
-            crc = zlib.crc32(block, crc)
-            left -= len(block)
-    if crc != run.footer.records_crc:
-        raise DamagedState(run.path, "its checksum does not match: its keys are damaged")
-
-
 def damaged_runs(directory: Path, db: Any, record: np.dtype[Any]) -> dict[int, DamagedState]:
     """The recorded runs that are missing or damaged, by bucket: each read whole and
     checked (irlscrapy check and repair)."""
     found: dict[int, DamagedState] = {}
     for bucket, (path, n) in recorded_runs(directory, db).items():
-        if not path.exists():
-            found[bucket] = DamagedState(path, f"missing: the {n} keys of its bucket are lost")
-            continue
         try:
             run = RunFile(path, record, n)
             try:
-                check_run(run)
+                for _ in segments(run, max(1, _CHECK_BYTES // record.itemsize), record):
+                    pass  # (segments checks the checksum once it has read the run)
             finally:
                 run.close()
         except DamagedState as damage:
@@ -298,8 +284,6 @@ class RunStore:
         self.directory.mkdir(exist_ok=True)
         recorded = recorded_runs(self.directory, self.db)
         for bucket, (path, n) in recorded.items():
-            if not path.exists():
-                raise DamagedState(path, f"missing: the {n} keys of its bucket are lost")
             self._runs[bucket] = RunFile(path, self.record, n)
         names = {path.name for path, _ in recorded.values()}
         for path in self.directory.iterdir():
@@ -311,9 +295,6 @@ class RunStore:
         for run in self._runs.values():
             run.close()
         self._runs.clear()
-
-    def run(self, bucket: int) -> RunFile | None:
-        return self._runs.get(bucket)
 
     def segments(self, bucket: int) -> Iterator[Segment]:
         return segments(self._runs.get(bucket), self.segment_keys, self.record)
@@ -338,11 +319,9 @@ class RunStore:
         old.path.unlink()
         return n - old.n
 
-    def find(self, bucket: int, key: int) -> tuple[bool, np.ndarray | None]:
+    def find(self, bucket: int, key: int) -> np.void | None:
         run = self._runs.get(bucket)  # one read: a merge may replace it meanwhile
-        if run is None:
-            return False, None
-        return run.find(key)
+        return None if run is None else run.find(key)
 
     def all_segments(self) -> Iterator[np.ndarray]:
         """Every bucket's records, in key order, a segment at a time."""

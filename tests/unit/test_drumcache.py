@@ -55,10 +55,10 @@ def test_a_run_reads_back_what_was_written(
         assert uppers[-1] is None
         assert uppers[:-1] == [int(s.records["key"][0]) for s in segments[1:]]
         for key in [*probes, *written[:: max(1, len(written) // 20)].tolist()]:
-            found, record = run.find(key)
-            assert found == (key in keys)
-            if found:
-                assert record is not None and int(record["value"]) == key * 3 % 2**64
+            record = run.find(key)
+            assert (record is not None) == (key in keys)
+            if record is not None:
+                assert int(record["value"]) == key * 3 % 2**64
     finally:
         run.close()
 
