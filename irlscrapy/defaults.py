@@ -49,6 +49,15 @@ SETTINGS: tuple[Setting, ...] = (
         "per kind before the rest are only counted; negative logs them all",
     ),
     Setting(
+        "IRL_CLOSE_GRACE",
+        1.0,
+        "float",
+        "seconds",
+        "when the spider starts closing (a CLOSESPIDER_* cap, Ctrl-C), downloads still in "
+        "flight this long after are cut rather than waited for up to DOWNLOAD_TIMEOUT "
+        "(irl/close/downloads_cut; their URLs are fetched by a resume with the same JOBDIR)",
+    ),
+    Setting(
         "IRL_DNS_SERVERS",
         "",
         "str",
@@ -300,7 +309,7 @@ SETTINGS: tuple[Setting, ...] = (
         "true/false or networks",
         "the address guard: by default hosts resolving to loopback, private, link-local, "
         "CGNAT, multicast, reserved or cloud-metadata addresses are refused (stat "
-        "irl/guard/refused_hosts); true allows all, a comma-separated list of networks "
+        "irl/guard/refused_lookups); true allows all, a comma-separated list of networks "
         "(127.0.0.0/8) allows those. The in-vitro web sets 127.0.0.0/8",
     ),
     Setting(
