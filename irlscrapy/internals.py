@@ -64,7 +64,6 @@ from collections.abc import Callable, Container
 from typing import Any, NamedTuple
 
 from scrapy import Request
-
 from scrapy.core.downloader.handlers import http11
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler

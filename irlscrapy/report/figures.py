@@ -21,8 +21,10 @@ from irlscrapy.internals import crawl_engine
 #: Running totals: figure name -> (Scrapy stat, meaning). Prometheus exposes them as
 #: counters, everything else as gauges.
 COUNTERS: dict[str, tuple[str, str]] = {
-    "pages": ("response_received_count", "responses received, robots.txt included (what "
-              "CLOSESPIDER_PAGECOUNT counts)"),
+    "pages": (
+        "response_received_count",
+        "responses received, robots.txt included (what CLOSESPIDER_PAGECOUNT counts)",
+    ),
     "robots_responses": ("robotstxt/response_count", "robots.txt responses received"),
     "ignored_responses": (
         "httperror/response_ignored_count",

@@ -53,8 +53,7 @@ def test_sparkline_svg_scales_to_the_peak() -> None:
 def test_progress_bar_towards_the_page_budget() -> None:
     assert progress_bar(10, 0, 5.0) == ""  # no budget, no bar
     assert (
-        progress_bar(500, 1000, 50.0, width=10)
-        == "[#####-----] 50% of 1,000 responses, ETA 10 s; "
+        progress_bar(500, 1000, 50.0, width=10) == "[#####-----] 50% of 1,000 responses, ETA 10 s; "
     )
     assert progress_bar(0, 1000, 0.0, width=4) == "[----] 0% of 1,000 responses; "
     assert progress_bar(1200, 1000, 9.0, width=4) == "[####] 100% of 1,000 responses; "
@@ -63,8 +62,7 @@ def test_progress_bar_towards_the_page_budget() -> None:
 def test_responses_are_split_into_pages_parsed_robots_txt_and_ignored() -> None:
     figures = {"pages": 3012.0, "robots_responses": 1185.0, "ignored_responses": 2.0}
     assert responses_part(figures, 96.25) == (
-        "3012 responses (96.2/s): 1825 pages parsed, 1185 robots.txt, "
-        "2 HTTP errors not parsed"
+        "3012 responses (96.2/s): 1825 pages parsed, 1185 robots.txt, 2 HTTP errors not parsed"
     )
 
 
