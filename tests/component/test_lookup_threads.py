@@ -19,7 +19,7 @@ class _Reactor:
         self.calls: list[tuple[Any, tuple[Any, ...]]] = []
         self.lock = threading.Lock()
 
-    def callFromThread(self, f: Any, *args: Any) -> None:  # noqa: N802 (Twisted's name)
+    def callFromThread(self, f: Any, *args: Any) -> None:
         with self.lock:
             self.calls.append((f, args))
 
@@ -106,4 +106,3 @@ def test_the_process_exits_at_once_with_lookups_still_queued_and_running() -> No
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["10", "40"]
     assert took < 2.5, took  # the interpreter's start included; 15 s if it waited
-
