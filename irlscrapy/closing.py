@@ -92,8 +92,8 @@ class CloseCutoff:
         )
         if cut:
             logger.info(
-                "closing: %d downloads still in flight after IRL_CLOSE_GRACE (%.1f s) cut; "
-                "a crawl resumed with the same JOBDIR fetches their URLs",
+                "closing: cut %d download(s) still in flight IRL_CLOSE_GRACE (%.1f s) after "
+                "the close began; a crawl resumed with the same JOBDIR fetches their URLs",
                 cut,
                 self.grace,
             )
