@@ -45,8 +45,8 @@ SETTINGS: tuple[Setting, ...] = (
         5,
         "int",
         "log lines per kind",
-        "fetch-failure lines (retries given up, robots.txt errors, download errors) logged "
-        "per kind before the rest are only counted; negative logs them all",
+        "fetch-failure lines (retries given up, robots.txt errors, download errors) logged, "
+        "at WARNING, per kind before the rest are only counted; negative logs them all",
     ),
     Setting(
         "IRL_CLOSE_GRACE",
