@@ -1,8 +1,10 @@
-"""A crawl that cannot open its state says why in one line, and exits non-zero.
+"""A crawl that cannot start says why in one line, and exits non-zero.
 
 When the IRL scheduler's ``open`` fails with one of irlscrapy's own errors (a damaged
 or locked state directory, a full disk, a configuration the crawl's state refuses),
-the message is the whole story: it names the file or setting and says what to do.
+or building the crawl does (a setting :mod:`irlscrapy.startcheck` refuses, a spider
+argument), the message is the whole story: it names the file or setting and says
+what to do.
 Scrapy, though, goes on to close a spider that never finished opening, and each of
 its components that meets the half-open crawl logs a traceback (its scraper's slot,
 CoreStats' start time, ...), all chained to our error; then asyncio reports the
@@ -66,10 +68,18 @@ def refusal(error: IrlscrapyError) -> str:
     return "error"
 
 
-def report_open_failure(error: IrlscrapyError, state_dir: Path | None, stats: Any) -> None:
-    """Log ``error`` (raised by the scheduler's open) once, count it in ``stats``, and
-    keep the tracebacks Scrapy logs of the half-open crawl it leaves out of the log."""
-    stats.inc_value(f"irl/refused/{refusal(error)}")
+def report_open_failure(
+    error: IrlscrapyError, state_dir: Path | None = None, stats: Any = None
+) -> None:
+    """Log ``error`` (raised by the scheduler's open, or while the crawl is built: a
+    setting checked by :mod:`irlscrapy.startcheck`, a spider argument) once, count it
+    in ``stats`` (None: not built yet), and keep the tracebacks Scrapy logs of the
+    half-open crawl it leaves out of the log."""
+    if getattr(error, "reported", False):
+        return
+    error.reported = True  # type: ignore[attr-defined]
+    if stats is not None:
+        stats.inc_value(f"irl/refused/{refusal(error)}")
     message = f"the crawl cannot start: {error}"
     if isinstance(error, DamagedState) and state_dir is not None:
         message += (

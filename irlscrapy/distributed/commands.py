@@ -123,7 +123,10 @@ def remove(redis_url: str, crawl: str, agent: str) -> str:
 
 
 def _client(redis_url: str) -> redis.Redis:
-    client = redis.Redis.from_url(redis_url, socket_timeout=10)
+    try:
+        client = redis.Redis.from_url(redis_url, socket_timeout=10)
+    except ValueError as exc:  # not a redis:// URL
+        raise ConfigurationError(f"--redis {redis_url}: {exc}") from None
     try:
         client.ping()
     except redis.RedisError as exc:

@@ -45,11 +45,12 @@ from scrapy.utils.asyncio import sleep
 from irlscrapy import __version__, defaults
 from irlscrapy.addon import STAR_ORDER
 from irlscrapy.domains import url_host
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.invitro.process import InVitroProcess, irlscrapy_root
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.links import Links
+from irlscrapy.openfailure import report_open_failure
 from irlscrapy.spiders.extract import header_nofollow, links_in_slices, meta_nofollow
 
 MAX_PAGE_BYTES = 2 * 1024 * 1024
@@ -95,13 +96,19 @@ class BroadSpider(Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BroadSpider:
-        spider = super().from_crawler(crawler, *args, **kwargs)
-        if not spider.seeds_arg and not defaults.get(crawler.settings, "IRL_REDIS_URL"):
-            raise ConfigurationError(
-                "the broad spider needs seeds: -a seeds=URL,URL,... or -a seeds=FILE or -a "
-                "seeds=invitro (an agent of a multi-agent crawl may start without: its crawl "
-                "is seeded by another agent or with `irlscrapy agents seed`)"
-            )
+        """The spider, its arguments checked: a wrong one is said in one line (before
+        the crawl's settings are, since Scrapy builds the spider first)."""
+        try:
+            spider = super().from_crawler(crawler, *args, **kwargs)
+            if not spider.seeds_arg and not defaults.get(crawler.settings, "IRL_REDIS_URL"):
+                raise ConfigurationError(
+                    "the broad spider needs seeds: -a seeds=URL,URL,... or -a seeds=FILE or "
+                    "-a seeds=invitro (an agent of a multi-agent crawl may start without: its "
+                    "crawl is seeded by another agent or with `irlscrapy agents seed`)"
+                )
+        except IrlscrapyError as exc:
+            report_open_failure(exc)
+            raise
         # Which copy runs, when a checkout, an install and a Scrapyd egg may all hold one.
         spider.logger.info("irlscrapy %s from %s", __version__, irlscrapy_root())
         if spider.invitro is not None:
@@ -161,18 +168,18 @@ class BroadSpider(Spider):
 def parse_seeds(arg: str) -> list[str]:
     """Seed URLs from ``URL,URL,...`` or from a file with one URL per line."""
     path = Path(arg)
+    how = "give seeds=URL,URL,... or seeds=FILE (one URL per line)"
     if "://" not in arg and path.is_file():
         lines = path.read_text(encoding="utf-8").splitlines()
         urls = [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
         where = f"file {path}"
+    elif "://" not in arg and "," not in arg:
+        raise ConfigurationError(f"-a seeds={arg}: no such file, and not an http(s) URL; {how}")
     else:
         urls = [s.strip() for s in arg.split(",") if s.strip()]
-        where = "-a seeds"
+        where = f"-a seeds={arg}"
     bad = [u for u in urls if not u.startswith(("http://", "https://"))]
     if bad or not urls:
         shown = ", ".join(repr(u) for u in bad[:3]) or "nothing"
-        raise ConfigurationError(
-            f"{where}: seeds must be http(s) URLs, got {shown}"
-            + ("" if "://" in arg or path.exists() else f" (and no file named {arg!r} exists)")
-        )
+        raise ConfigurationError(f"{where}: seeds must be http(s) URLs, got {shown}; {how}")
     return urls
