@@ -28,6 +28,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
+
 from irlscrapy.exceptions import (
     AgentConflict,
     ConfigurationError,
@@ -91,9 +93,8 @@ def report_open_failure(
     handlers = logging.getLogger().handlers
     for handler in handlers:
         handler.addFilter(hidden)
-    try:
-        loop = asyncio.get_event_loop()
-    except RuntimeError:  # no asyncio loop: the Twisted reactor is not asyncio's
+    loop = _crawl_loop()
+    if loop is None:
         return
     default = loop.get_exception_handler()
 
@@ -110,6 +111,48 @@ def report_open_failure(
             default(loop, context)
 
     loop.set_exception_handler(report)
+
+
+def report_failed_start() -> None:
+    """The last resort, installed once the settings are checked: one of irlscrapy's
+    errors that ends the crawl's task unreported (raised by a component while Scrapy
+    builds the crawl, such as an extension's ``from_crawler``) is logged as the one
+    line, instead of asyncio's report of a task exception with its traceback."""
+    loop = _crawl_loop()
+    if loop is None:
+        return
+    default = loop.get_exception_handler()
+
+    def report(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = _irlscrapy_error(context.get("exception"))
+        if error is None:
+            if default is None:
+                loop.default_exception_handler(context)
+            else:
+                default(loop, context)
+        elif not getattr(error, "reported", False):
+            error.reported = True  # type: ignore[attr-defined]
+            logger.error("the crawl cannot start: %s", error)
+
+    loop.set_exception_handler(report)
+
+
+def _irlscrapy_error(exception: BaseException | None) -> IrlscrapyError | None:
+    """The first of irlscrapy's errors in ``exception``'s chain (cause or context)."""
+    seen: set[int] = set()
+    while exception is not None and id(exception) not in seen:
+        if isinstance(exception, IrlscrapyError):
+            return exception
+        seen.add(id(exception))
+        exception = exception.__cause__ or exception.__context__
+    return None
+
+
+def _crawl_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop the crawl runs on (Twisted's asyncio reactor), or None."""
+    if not is_reactor_installed() or not is_asyncio_reactor_installed():
+        return None
+    return asyncio.get_event_loop()
 
 
 class _Hidden(logging.Filter):

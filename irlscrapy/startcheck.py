@@ -17,7 +17,9 @@ A refusal is a :class:`~irlscrapy.exceptions.ConfigurationError` whose message n
 each setting as the user wrote it (``IRL_HOST_DELAY=-1: must be 0 or more ...``); it is
 logged once as one ERROR line and the knock-on errors of the crawl it stops are kept
 out of the log (:func:`irlscrapy.openfailure.report_open_failure`). ``scrapy crawl``
-exits 1.
+exits 1. Once the settings pass, an irlscrapy error that a component raises while
+Scrapy builds the crawl is said in one line too
+(:func:`irlscrapy.openfailure.report_failed_start`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from scrapy.utils.job import job_dir
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.openfailure import report_open_failure
+from irlscrapy.openfailure import report_failed_start, report_open_failure
 
 #: The settings that name a directory the crawl writes to.
 DIRECTORIES = ("JOBDIR", "IRL_STATE_DIR", "IRL_WARC_DIR", "IRL_REPORT_DIR")
@@ -55,6 +57,7 @@ def check_settings(settings: Any, stats: Any = None) -> None:
     except ConfigurationError as exc:
         report_open_failure(exc, None, stats)
         raise
+    report_failed_start()
 
 
 def check_reactor(settings: Any) -> None:

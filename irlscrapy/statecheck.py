@@ -3,7 +3,8 @@
 :func:`check_state` reads every file of a state directory the way a crawl's open does,
 and more strictly (every LevelDB block's checksum), and changes no data (it takes the
 directory's lock, leaving its LOCK file as found, and a LevelDB it opens may replay its
-log, as at any open): it returns what is damaged, each as a :class:`~irlscrapy.exceptions.DamagedState` naming the file.
+log, as at any open): it returns what is damaged, each as a
+:class:`~irlscrapy.exceptions.DamagedState` naming the file.
 :func:`repair_state` makes the directory open again, keeping what can be kept, and says
 what it did and what was lost, one line per file. Both refuse a directory a crawl holds,
 and one that is no crawl's state directory (a ConfigurationError: ``irlscrapy`` exits 2),

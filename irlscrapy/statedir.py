@@ -41,7 +41,6 @@ from irlscrapy import defaults
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.services import shared
 
-
 #: The directories a crawl makes in its state directory (the map above).
 CRAWL_STORES = ("urlseen", "beast", "dns", "robots", "star", "contentseen", "report", "agent")
 

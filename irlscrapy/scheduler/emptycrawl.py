@@ -43,7 +43,8 @@ class EmptyCrawlCheck:
     @classmethod
     def connect(cls, crawler: Crawler, guard: AddressGuard) -> EmptyCrawlCheck:
         check = cls(crawler.stats, guard)
-        crawler.signals.connect(check.request_reached_downloader, signals.request_reached_downloader)
+        reached = signals.request_reached_downloader
+        crawler.signals.connect(check.request_reached_downloader, reached)
         crawler.signals.connect(check.spider_idle, signals.spider_idle)
         return check
 

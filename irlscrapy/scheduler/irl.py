@@ -125,18 +125,10 @@ class IRLScheduler(BaseScheduler):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
-        """The scheduler, its settings checked (:mod:`irlscrapy.startcheck`); a setting
-        its parts refuse is said in one line too (:mod:`irlscrapy.openfailure`)."""
-        check_settings(crawler.settings, crawler.stats)
-        try:
-            return cls._build(crawler)
-        except IrlscrapyError as exc:
-            report_open_failure(exc, None, crawler.stats)
-            raise
-
-    @classmethod
-    def _build(cls, crawler: Crawler) -> IRLScheduler:
+        """The scheduler, its settings checked (:mod:`irlscrapy.startcheck`: a setting
+        its parts refuse is said in one line too)."""
         settings = crawler.settings
+        check_settings(settings, crawler.stats)
         reactor = installed_reactor()
         scheduler = cls(
             crawler,

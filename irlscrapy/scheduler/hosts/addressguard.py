@@ -151,7 +151,6 @@ class AddressGuard:
         tally(logger, stats, "irl/guard/refused_hosts", "%s (IRL_ALLOW_PRIVATE_ADDRESSES)", why)
         return why
 
-
     @staticmethod
     def network_of(ip: str) -> str:
         """The network to allow for ``ip`` (IRL_ALLOW_PRIVATE_ADDRESSES): the
@@ -185,5 +184,6 @@ def _network(text: str) -> Network:
         return ipaddress.ip_network(text, strict=False)
     except ValueError as exc:
         raise ConfigurationError(
-            f"IRL_ALLOW_PRIVATE_ADDRESSES: {text!r} is not a network ({exc})"
+            f"IRL_ALLOW_PRIVATE_ADDRESSES={text}: not a network ({exc}); give true, false or "
+            "networks such as 127.0.0.0/8,10.0.0.0/8"
         ) from None
