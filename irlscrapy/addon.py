@@ -89,7 +89,8 @@ class Addon:
     def update_settings(self, settings: Any) -> None:
         from irlscrapy.startcheck import check_settings
 
-        check_settings(settings)  # every mistake in one line, before anything is built
+        # every mistake in one line, before anything is built
+        check_settings(settings, needs_reactor=True)
         for name, value in (
             ("SCHEDULER", SCHEDULER),
             ("DUPEFILTER_CLASS", DUPEFILTER),

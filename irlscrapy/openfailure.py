@@ -119,8 +119,8 @@ def report_failed_start() -> None:
     builds the crawl, such as an extension's ``from_crawler``) is logged as the one
     line, instead of asyncio's report of a task exception with its traceback."""
     loop = _crawl_loop()
-    if loop is None:
-        return
+    if loop is None or getattr(loop.get_exception_handler(), "last_resort", False):
+        return  # (installed by an earlier crawl of this process)
     default = loop.get_exception_handler()
 
     def report(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
@@ -134,6 +134,7 @@ def report_failed_start() -> None:
             error.reported = True  # type: ignore[attr-defined]
             logger.error("the crawl cannot start: %s", error)
 
+    report.last_resort = True  # type: ignore[attr-defined]
     loop.set_exception_handler(report)
 
 

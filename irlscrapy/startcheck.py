@@ -10,8 +10,8 @@ the add-on), before any component reads a setting or writes a file:
   ``IRL_REPORT_DIR``) is a directory, or can be made, and this user may write there.
   Nothing is written but ``JOBDIR`` itself, made here as Scrapy makes it (a moment
   later, and with a traceback when it cannot);
-- a Twisted reactor is enabled (the add-on's download handler, DNS resolver and WARC
-  capture are Twisted code).
+- for the add-on, a Twisted reactor is enabled (its download handler, DNS resolver and
+  WARC capture are Twisted code).
 
 A refusal is a :class:`~irlscrapy.exceptions.ConfigurationError` whose message names
 each setting as the user wrote it (``IRL_HOST_DELAY=-1: must be 0 or more ...``); it is
@@ -38,16 +38,15 @@ from irlscrapy.openfailure import report_failed_start, report_open_failure
 DIRECTORIES = ("JOBDIR", "IRL_STATE_DIR", "IRL_WARC_DIR", "IRL_REPORT_DIR")
 
 
-def check_settings(settings: Any, stats: Any = None) -> None:
-    """Refuse the crawl's settings if any is wrong: one line naming every mistake."""
+def check_settings(settings: Any, stats: Any = None, *, needs_reactor: bool = False) -> None:
+    """Refuse the crawl's settings if any is wrong: one line naming every mistake.
+    ``needs_reactor``: refuse Scrapy's reactorless mode too (the add-on's components)."""
+    checks = [defaults.check_names, defaults.check_values, check_directories]
+    if needs_reactor:
+        checks.append(check_reactor)
     try:
         problems = []
-        for check in (
-            defaults.check_names,
-            defaults.check_values,
-            check_directories,
-            check_reactor,
-        ):
+        for check in checks:
             try:
                 check(settings)
             except ConfigurationError as exc:
