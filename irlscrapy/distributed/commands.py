@@ -23,7 +23,7 @@ def seed(
     """Seed ``crawl``; return what was done, in a sentence."""
     from irlscrapy.spiders.broad import parse_seeds
 
-    urls = parse_seeds(seeds)
+    urls = parse_seeds(seeds, named="agents seed ")
     with _client(redis_url) as client:
         config = stored_config(client, crawl)
         if config is None:

@@ -165,19 +165,20 @@ class BroadSpider(Spider):
             yield Links(response.url, urls, depth)
 
 
-def parse_seeds(arg: str) -> list[str]:
-    """Seed URLs from ``URL,URL,...`` or from a file with one URL per line."""
+def parse_seeds(arg: str, named: str = "-a seeds=") -> list[str]:
+    """Seed URLs from ``URL,URL,...`` or from a file with one URL per line; ``named``:
+    how the user gave ``arg``, for the message that refuses it."""
     path = Path(arg)
-    how = "give seeds=URL,URL,... or seeds=FILE (one URL per line)"
+    how = "give URL,URL,... or a file of one URL per line"
     if "://" not in arg and path.is_file():
         lines = path.read_text(encoding="utf-8").splitlines()
         urls = [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
         where = f"file {path}"
     elif "://" not in arg and "," not in arg:
-        raise ConfigurationError(f"-a seeds={arg}: no such file, and not an http(s) URL; {how}")
+        raise ConfigurationError(f"{named}{arg}: no such file, and not an http(s) URL; {how}")
     else:
         urls = [s.strip() for s in arg.split(",") if s.strip()]
-        where = f"-a seeds={arg}"
+        where = f"{named}{arg}"
     bad = [u for u in urls if not u.startswith(("http://", "https://"))]
     if bad or not urls:
         shown = ", ".join(repr(u) for u in bad[:3]) or "nothing"

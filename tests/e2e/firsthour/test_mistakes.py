@@ -154,6 +154,15 @@ def test_a_state_command_on_the_temporary_directory_is_refused(command: str) -> 
     assert sorted(p.name for p in temporary.iterdir() if p.name in ("LOCK", "report")) == before
 
 
+def test_a_report_out_that_is_a_file_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    out.write_text("mine\n")
+    proc = _irlscrapy("report", str(tmp_path), "--out", str(out))
+    assert proc.returncode == 2
+    _one_line(proc, f"--out {out}: it is a file, not a directory")
+    assert out.read_text() == "mine\n"
+
+
 @pytest.fixture(scope="module")
 def empty_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
