@@ -29,7 +29,7 @@ import pytest
 from irlscrapy.scheduler.emptycrawl import ALL_REFUSED_REASON
 from tests.redisserver import RedisServer
 
-from .project import Project, Site, startproject
+from .project import Project, Site, serve_docs, startproject
 from .readme import code_blocks
 
 REPO = Path(__file__).resolve().parents[3]
@@ -209,3 +209,20 @@ def test_a_crawl_whose_seeds_are_all_refused_says_which_setting_to_set(
     assert "127.0.0.1 resolves to 127.0.0.1, a loopback address" in errors[0]
     assert 'set IRL_ALLOW_PRIVATE_ADDRESSES = "127.0.0.0/8"' in errors[0]
     assert not project.items()
+
+
+def test_a_crawl_whose_seeds_robots_txt_disallows_says_so(project: Project, tmp_path: Path) -> None:
+    """The README's whole block, and a site on loopback whose robots.txt disallows all
+    (``scrapy startproject`` sets ROBOTSTXT_OBEY = True)."""
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "robots.txt").write_text("User-agent: *\nDisallow: /\n")
+    (root / "index.html").write_text('<title>home</title><a href="a.html">a</a>')
+    own_jobdir = f"JOBDIR={tmp_path / 'job'}"
+    with serve_docs(root) as site:
+        crawl = project.crawl_command(site.url, "-s", own_jobdir, feed="robots.jsonl")
+        proc = project.run(crawl, timeout=180)
+    assert f"'finish_reason': '{ALL_REFUSED_REASON}'" in proc.stderr, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "by their host's robots.txt (ROBOTSTXT_OBEY" in errors[0], errors
+    assert not project.items("robots.jsonl")
