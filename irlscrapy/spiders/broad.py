@@ -96,19 +96,24 @@ class BroadSpider(Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BroadSpider:
-        """The spider, its arguments checked: a wrong one is said in one line (before
-        the crawl's settings are, since Scrapy builds the spider first)."""
+        """The spider, its arguments checked: a wrong one, or an in-vitro web that does
+        not start, is said in one line (before the crawl's settings are checked, since
+        Scrapy builds the spider first)."""
         try:
-            spider = super().from_crawler(crawler, *args, **kwargs)
-            if not spider.seeds_arg and not defaults.get(crawler.settings, "IRL_REDIS_URL"):
-                raise ConfigurationError(
-                    "the broad spider needs seeds: -a seeds=URL,URL,... or -a seeds=FILE or "
-                    "-a seeds=invitro (an agent of a multi-agent crawl may start without: its "
-                    "crawl is seeded by another agent or with `irlscrapy agents seed`)"
-                )
+            return cls._build(crawler, *args, **kwargs)
         except IrlscrapyError as exc:
             report_open_failure(exc)
             raise
+
+    @classmethod
+    def _build(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BroadSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if not spider.seeds_arg and not defaults.get(crawler.settings, "IRL_REDIS_URL"):
+            raise ConfigurationError(
+                "the broad spider needs seeds: -a seeds=URL,URL,... or -a seeds=FILE or -a "
+                "seeds=invitro (an agent of a multi-agent crawl may start without: its crawl "
+                "is seeded by another agent or with `irlscrapy agents seed`)"
+            )
         # Which copy runs, when a checkout, an install and a Scrapyd egg may all hold one.
         spider.logger.info("irlscrapy %s from %s", __version__, irlscrapy_root())
         if spider.invitro is not None:
