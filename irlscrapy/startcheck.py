@@ -44,18 +44,16 @@ def check_settings(settings: Any, stats: Any = None, *, needs_reactor: bool = Fa
     checks = [defaults.check_names, defaults.check_values, check_directories]
     if needs_reactor:
         checks.append(check_reactor)
-    try:
-        problems = []
-        for check in checks:
-            try:
-                check(settings)
-            except ConfigurationError as exc:
-                problems.append(str(exc))
-        if problems:
-            raise ConfigurationError("; ".join(problems))
-    except ConfigurationError as exc:
-        report_open_failure(exc, None, stats)
-        raise
+    problems = []
+    for check in checks:
+        try:
+            check(settings)
+        except ConfigurationError as exc:
+            problems.append(str(exc))
+    if problems:
+        refused = ConfigurationError("; ".join(problems))
+        report_open_failure(refused, None, stats)
+        raise refused
     report_failed_start()
 
 
@@ -97,7 +95,7 @@ def unwritable(path: Path) -> str | None:
     if path.exists() and not path.is_dir():
         return "it is a file, not a directory"
     existing = path
-    while not existing.exists():
+    while not existing.exists() and existing.parent != existing:
         existing = existing.parent
     if not existing.is_dir():
         return f"{existing} is a file, not a directory"
