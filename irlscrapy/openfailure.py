@@ -18,6 +18,11 @@ is, or was raised while handling, that error, and the errors of spider_closed ha
 of components that never opened: the reader sees the one line. The refusal is counted
 in the stat ``irl/refused/<kind>`` (:func:`refusal`: ``damaged_state``, ``locked``,
 ``read_only``, ``disk_full``, ``configuration``, ``agent_conflict``, else ``error``).
+
+:func:`report_failed_start` is the last resort, installed once the settings have passed
+their check: an irlscrapy error that a component raises while Scrapy builds the crawl,
+without reporting it (an extension's ``from_crawler``), ends the crawl's task, and
+asyncio's report of that task becomes the one line.
 """
 
 from __future__ import annotations
