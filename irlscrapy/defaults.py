@@ -564,7 +564,7 @@ def _value_problem(settings: Any, spec: Setting) -> str | None:
     hint = f"({spec.unit}; the default is {spec.default!r})"
     try:
         value = get(settings, spec.name)
-    except ConfigurationError:
+    except (ConfigurationError, TypeError):  # (TypeError: None, a dict, ... for a number)
         return f"{written}: must be {_EXPECTED[spec.type]} {hint}"
     if spec.type in ("int", "float"):
         if spec.minimum is not None and value < spec.minimum:

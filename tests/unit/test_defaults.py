@@ -62,10 +62,11 @@ def test_every_default_is_a_value_its_own_declaration_takes() -> None:
         ("IRL_BEAST_BUDGET", "0", "IRL_BEAST_BUDGET=0: must be 1 or more"),
         ("IRL_STATUS_PORT", "70000", "IRL_STATUS_PORT=70000: must be 65535 or less"),
         ("IRL_BUDGETS", "some", "IRL_BUDGETS=some: must be one of star, constant, off"),
+        ("IRL_IP_DELAY", {"fast": 1}, "IRL_IP_DELAY={'fast': 1}: must be a number"),
     ],
 )
 def test_a_value_out_of_its_type_or_range_is_refused_as_written(
-    name: str, value: str, message: str
+    name: str, value: str | dict[str, int], message: str
 ) -> None:
     with pytest.raises(ConfigurationError, match=re.escape(message)):
         defaults.check_values(Settings({name: value}))
