@@ -47,16 +47,16 @@ settings still win):
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
   grows without bound.
 
-Scrapy's reactorless mode (``TWISTED_REACTOR_ENABLED = False``) is refused with a
-ConfigurationError before the crawl starts: the download handler, the resolver and the
-WARC capture are Twisted code.
+Before it changes anything, the add-on checks every setting (irlscrapy.startcheck): a
+misspelt ``IRL_*`` name, a value of the wrong type or range, a directory that cannot be
+written, and Scrapy's reactorless mode (``TWISTED_REACTOR_ENABLED = False``: the download
+handler, the resolver and the WARC capture are Twisted code) stop the crawl with one
+line naming the setting.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from irlscrapy.exceptions import ConfigurationError
 
 SCHEDULER = "irlscrapy.scheduler.irl.IRLScheduler"
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
@@ -87,12 +87,10 @@ IDLE_WATCH_EXTENSION = "irlscrapy.report.idlewatch.IdleWatch"
 
 class Addon:
     def update_settings(self, settings: Any) -> None:
-        if not settings.getbool("TWISTED_REACTOR_ENABLED", True):
-            raise ConfigurationError(
-                "irlscrapy needs a Twisted reactor: its download handler, DNS resolver and "
-                "WARC capture are Twisted code. Remove TWISTED_REACTOR_ENABLED = False from "
-                "the settings, or remove irlscrapy.Addon from ADDONS"
-            )
+        from irlscrapy.startcheck import check_settings
+
+        # every mistake in one line, before anything is built
+        check_settings(settings, needs_reactor=True)
         for name, value in (
             ("SCHEDULER", SCHEDULER),
             ("DUPEFILTER_CLASS", DUPEFILTER),

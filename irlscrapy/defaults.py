@@ -32,6 +32,7 @@ SETTINGS: tuple[Setting, ...] = (
         "bytes",
         "RAM budget of the URLseen DRUM; its buckets, bucket size and buffers derive from "
         "it (the paper's model, section IV.D)",
+        minimum=1,
     ),
     Setting(
         "IRL_PROGRESS_INTERVAL",
@@ -47,6 +48,7 @@ SETTINGS: tuple[Setting, ...] = (
         "log lines per kind",
         "fetch-failure lines (retries given up, robots.txt errors, download errors) logged "
         "per kind before the rest are only counted; negative logs them all",
+        minimum=None,
     ),
     Setting(
         "IRL_DNS_SERVERS",
@@ -150,6 +152,7 @@ SETTINGS: tuple[Setting, ...] = (
         "URLs per domain per queue",
         "B0, the budget of every PLD until STAR ranks it: how many of its URLs one BEAST "
         "queue holds",
+        minimum=1,
     ),
     Setting(
         "IRL_BUDGETS",
@@ -160,6 +163,7 @@ SETTINGS: tuple[Setting, ...] = (
         "in-degree rank (IRL_STAR_BUDGET_FUNCTION); constant, IRL_BEAST_BUDGET for every "
         "PLD; off, no limit (one FIFO queue, delays as for IRL_BEAST_BUDGET). STAR counts "
         "in-degrees in all three",
+        choices=("star", "constant", "off"),
     ),
     Setting(
         "IRL_STAR_BUDGET_FUNCTION",
@@ -182,6 +186,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "URLs per domain per queue",
         "the largest budget STAR gives (the paper's 10,000, at rank 1)",
+        minimum=1,
     ),
     Setting(
         "IRL_STAR_PRIVATE_SUFFIXES",
@@ -205,6 +210,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "bytes",
         "RAM budget of each of STAR's two DRUMs (PLD edges, PLD in-degrees)",
+        minimum=1,
     ),
     Setting(
         "IRL_BEAST_MAX_QUEUES",
@@ -212,6 +218,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "queues",
         "the most BEAST queues (j) the overflow queue QF is ever split into",
+        minimum=1,
     ),
     Setting(
         "IRL_WORKBENCH_URLS",
@@ -219,6 +226,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "URLs",
         "RAM cap on URLs admitted from BEAST into the workbench (and waiting for DNS)",
+        minimum=1,
     ),
     Setting(
         "IRL_WORKBENCH_HORIZON",
@@ -237,6 +245,7 @@ SETTINGS: tuple[Setting, ...] = (
         "URLs",
         "the most URLs of one host in the workbench; more go back to a later BEAST queue, so "
         "one huge site cannot fill the workbench",
+        minimum=1,
     ),
     Setting(
         "IRL_ROBOTS_TTL",
@@ -403,6 +412,7 @@ SETTINGS: tuple[Setting, ...] = (
         "serve the crawl's figures on http://IRL_STATUS_HOST:port/ (HTML page, "
         "/status.json, Prometheus /metrics); 0: off; extension "
         "irlscrapy.report.status.StatusServer, enabled by the add-on",
+        maximum=65535,
     ),
     Setting(
         "IRL_STATUS_HOST",
@@ -440,6 +450,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "bytes",
         "a WARC file is closed and the next one begun once it holds this many bytes",
+        minimum=1,
     ),
     Setting(
         "IRL_WARC_CDXJ",
@@ -455,6 +466,7 @@ SETTINGS: tuple[Setting, ...] = (
         "zlib level",
         "compression level of each record's gzip member (0-9); 1 costs a ninth of the CPU "
         "of warcio's 9 for files about 18% larger (on the in-vitro web's pages)",
+        maximum=9,
     ),
     Setting(
         "IRL_WARC_QUEUE_BYTES",
@@ -531,6 +543,46 @@ def check_names(settings: Any) -> None:
             problems.append(f"{name} is not an irlscrapy setting{hint}")
     if problems:
         raise ConfigurationError("; ".join(problems))
+
+
+def check_values(settings: Any) -> None:
+    """Refuse every ``IRL_*`` value set that its declaration does not take (of another
+    type, out of range, not one of its choices), naming each as the user wrote it."""
+    problems = [
+        problem
+        for name in sorted(n for n in dict(settings) if n in BY_NAME)
+        if (problem := _value_problem(settings, BY_NAME[name])) is not None
+    ]
+    if problems:
+        raise ConfigurationError("; ".join(problems))
+
+
+def _value_problem(settings: Any, spec: Setting) -> str | None:
+    """What is wrong with the value of ``spec``'s setting, as ``NAME=value: must ...``
+    (with its unit and default), or None."""
+    written = f"{spec.name}={settings.get(spec.name)}"
+    hint = f"({spec.unit}; the default is {spec.default!r})"
+    try:
+        value = get(settings, spec.name)
+    except (ConfigurationError, TypeError):  # (TypeError: None, a dict, ... for a number)
+        return f"{written}: must be {_EXPECTED[spec.type]} {hint}"
+    if spec.type in ("int", "float"):
+        if spec.minimum is not None and value < spec.minimum:
+            return f"{written}: must be {spec.minimum:g} or more {hint}"
+        if spec.maximum is not None and value > spec.maximum:
+            return f"{written}: must be {spec.maximum:g} or less {hint}"
+    if spec.choices and value not in spec.choices:
+        return f"{written}: must be one of {', '.join(spec.choices)} {hint}"
+    return None
+
+
+_EXPECTED = {
+    "int": "a whole number",
+    "float": "a number",
+    "bool": "true or false",
+    "list": "a list",
+    "str": "a string",
+}
 
 
 def get(settings: Any, name: str) -> Any:

@@ -13,3 +13,9 @@ class Setting:
     type: str  # "int", "float", "bool", "str", "list"
     unit: str
     meaning: str
+    #: the smallest value an int or float setting takes (None: any, negative included)
+    minimum: float | None = 0
+    #: the largest (None: no limit)
+    maximum: float | None = None
+    #: the values a str setting takes (empty: any)
+    choices: tuple[str, ...] = ()

@@ -29,6 +29,7 @@ from irlscrapy.openfailure import UNWRITABLE, report_open_failure
 from irlscrapy.recovery import Recoveries
 from irlscrapy.scheduler.diskfull import CrawlStop, disk_full, stops_when_disk_is_full
 from irlscrapy.scheduler.dispatch import Dispatcher, DispatchSettings
+from irlscrapy.scheduler.emptycrawl import EmptyCrawlCheck
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
@@ -38,6 +39,7 @@ from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, r
 from irlscrapy.services import provide, provided
 from irlscrapy.star.budgets import budget_mode, budget_sources
 from irlscrapy.star.indegree import PLDInDegree
+from irlscrapy.startcheck import check_settings
 from irlscrapy.statedir import StateDirectory
 from irlscrapy.workers import installed_reactor
 
@@ -77,7 +79,8 @@ class IRLScheduler(BaseScheduler):
     ``irl/governor/{cap,cuts}``, ``irl/recovered/*`` (what the open mended:
     :mod:`irlscrapy.recovery`), ``irl/refused/*`` (an open refused:
     :mod:`irlscrapy.openfailure`), ``irl/given_up/*`` (a stop:
-    :mod:`irlscrapy.scheduler.diskfull`), and Scrapy's ``dupefilter/filtered``,
+    :mod:`irlscrapy.scheduler.diskfull`; a crawl whose every URL was refused:
+    :mod:`irlscrapy.scheduler.emptycrawl`), and Scrapy's ``dupefilter/filtered``,
     ``offsite/filtered``, ``scheduler/unserializable``, ``scheduler/enqueued/memory``
     (requests kept in RAM), ``urllength/request_ignored_count``, ``request_depth_max``,
     ``robotstxt/{request_count,response_count,forbidden}`` and
@@ -116,11 +119,16 @@ class IRLScheduler(BaseScheduler):
         self.frontier: Frontier | None = None
         self.dispatcher: Dispatcher | None = None
         self._lag_probe: LagProbe | None = None
+        #: ends a crawl whose every URL was refused saying why (held here: signals
+        #: hold their receivers weakly)
+        self.empty_crawl: EmptyCrawlCheck | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
+        """The scheduler, its settings checked (:mod:`irlscrapy.startcheck`: a setting
+        its parts refuse is said in one line too)."""
         settings = crawler.settings
-        defaults.check_names(settings)
+        check_settings(settings, crawler.stats)
         reactor = installed_reactor()
         scheduler = cls(
             crawler,
@@ -135,6 +143,8 @@ class IRLScheduler(BaseScheduler):
             agent=Agent.from_crawler(crawler, reactor),
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
+        if scheduler.agent is None:  # (another agent may fetch what this one cannot)
+            scheduler.empty_crawl = EmptyCrawlCheck.connect(crawler, scheduler.hosts.guard)
         provide(crawler, scheduler, IRLScheduler)
         return scheduler
 
