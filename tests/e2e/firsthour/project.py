@@ -150,6 +150,8 @@ def serve_docs(root: Path = DOCS_ROOT) -> Iterator[Site]:
     finally:
         server.terminate()
         server.wait(10)
+        if server.stdout is not None:
+            server.stdout.close()
 
 
 def interrupt(process: subprocess.Popen[str], timeout: float = 60) -> int:
