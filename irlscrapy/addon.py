@@ -36,8 +36,9 @@ settings still win):
   becomes the per-host delay unless ``IRL_HOST_DELAY`` is set).
 - ``EXTENSIONS``: CrawlProgress, the progress line every ``IRL_PROGRESS_INTERVAL``
   seconds and a summary at close (off with ``IRL_PROGRESS_INTERVAL = 0``), so a crawl
-  paced by politeness never looks hung; GCTuning, which keeps CPython's full GC collections from stalling the
-  reactor (start-up objects frozen out of them, and fewer of them; ``IRL_GC_FREEZE``,
+  paced by politeness never looks hung; GCTuning, which keeps CPython's full GC
+  collections from stalling the reactor (start-up objects frozen out of them, and fewer
+  of them; ``IRL_GC_FREEZE``,
   ``IRL_GC_FULL_EVERY``); StatusServer, the status endpoint on loopback, which stays
   off unless ``IRL_STATUS_PORT`` is set; CrawlRecorder, which leaves the records of the
   crawl report under the state directory (a line every ``IRL_REPORT_INTERVAL`` seconds)

@@ -149,8 +149,7 @@ SETTINGS: tuple[Setting, ...] = (
         0.1,
         "float",
         "seconds",
-        "the floor of tau_s; unset, the smaller of 0.1 s and a host's shortest wait at "
-        "its floor",
+        "the floor of tau_s; unset, the smaller of 0.1 s and a host's shortest wait at its floor",
     ),
     Setting(
         "IRL_BEAST_BUDGET",

@@ -1,6 +1,7 @@
 """``HostServices``: the host services one crawl's scheduler uses, built and opened
 together: the DNS cache, the politeness delays (and the pace they came from), the
-robots.txt cache, host health and the address guard. Their files live under the state directory (``dns/``, ``robots/``).
+robots.txt cache, host health and the address guard. Their files live under the state
+directory (``dns/``, ``robots/``).
 """
 
 from __future__ import annotations
