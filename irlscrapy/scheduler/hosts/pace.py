@@ -27,12 +27,13 @@ per host whatever it says. A value of 1 (the template's) is therefore kept exact
 more, Scrapy would overlap a host's requests only while a download lasts longer than the
 delay (or with no delay), and the workbench fetches them one after another.
 
-The floors and the IP delay, when the user leaves them unset, follow from tau_h so that
-they never slow a host below its pace: ``IRL_HOST_DELAY_MIN`` is the smaller of its
-default and half of tau_h (case 2: tau_h itself); ``IRL_IP_DELAY`` the smaller of its
-default and the shortest wait tau_h allows (``tau_h * (1 - j)``), so one site on its own
-IP is paced by its host delay alone; ``IRL_IP_DELAY_MIN`` likewise under the floor of
-tau_h. Every derived value is also kept under the delay it floors.
+The floors and the IP delay, when the user leaves them unset, follow from tau_h:
+``IRL_HOST_DELAY_MIN`` is the smaller of its default and half of tau_h (so STAR may at
+most halve a short delay; case 2: tau_h itself); ``IRL_IP_DELAY`` the smaller of its
+default and the shortest wait tau_h allows (``tau_h * (1 - j)``), and
+``IRL_IP_DELAY_MIN`` the smaller of its default and the shortest wait at the floor of
+tau_h, so the IP delay never slows a site alone on its IP below its host's pace. Every
+derived value is also kept under the delay it floors.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ meet the same load on the machine; the figures are printed (``pytest -s``).
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,6 +31,12 @@ WALL_TIME_RATIO_BAR = 1.3
 PACE_FLOOR = 0.8
 CRAWL_TIMEOUT = 290  # under pytest's 300 s
 PROGRESS_LINE = re.compile(r"\[irlscrapy\.report\.progress\] INFO: .*pages/s")
+#: Log lines stamped to the millisecond (Scrapy's default stamp is to the second).
+TIMED_LOG_FORMAT = "%(created).3f [%(name)s] %(levelname)s: %(message)s"
+#: When a page of the site came, in such a log (robots.txt answers 404).
+CRAWLED_PAGE = re.compile(r"^([0-9.]+) \[scrapy\.core\.engine\] DEBUG: Crawled \(200\)", re.M)
+#: Two download times on loopback differ by less than this.
+GAP_TOLERANCE = 0.05
 
 
 def loopback_block() -> str:
@@ -51,12 +58,20 @@ def template_delay(project: Project) -> float:
 
 
 def timed_crawl(project: Project, url: str) -> tuple[float, str]:
-    """``scrapy crawl docs``: its wall time and its log; it must succeed."""
+    """``scrapy crawl docs``, its log stamped to the millisecond: its wall time and its
+    log; it must succeed."""
     started = time.monotonic()
-    result = project.run(project.crawl_command(url), timeout=CRAWL_TIMEOUT)
+    command = project.crawl_command(url, f"-sLOG_FORMAT={TIMED_LOG_FORMAT}")
+    result = project.run(command, timeout=CRAWL_TIMEOUT)
     wall = time.monotonic() - started
     assert result.returncode == 0, result.stderr[-4000:]
     return wall, result.stderr
+
+
+def page_gaps(log: str) -> list[float]:
+    """The seconds between two pages of the site coming, in a crawl's timed log."""
+    pages = [float(at) for at in CRAWLED_PAGE.findall(log)]
+    return [later - earlier for earlier, later in itertools.pairwise(pages)]
 
 
 def test_a_startproject_project_with_the_addon_keeps_its_pace(
@@ -74,15 +89,46 @@ def test_a_startproject_project_with_the_addon_keeps_its_pace(
     stock_urls, irl_urls = stock.item_urls(), irl.item_urls()
     pages = len(irl_urls)
     ratio = irl_wall / stock_wall
+    gaps = page_gaps(irl_log)
     print(
         f"pace: {pages} pages, DOWNLOAD_DELAY {delay:g} s; wall stock {stock_wall:.1f} s, "
-        f"add-on {irl_wall:.1f} s, ratio {ratio:.3f} (bar {WALL_TIME_RATIO_BAR})"
+        f"add-on {irl_wall:.1f} s, ratio {ratio:.3f} (bar {WALL_TIME_RATIO_BAR}); the "
+        f"add-on's gaps between pages {min(gaps):.3f} to {max(gaps):.3f} s, mean "
+        f"{sum(gaps) / len(gaps):.3f} s"
     )
     print(f"pace: items stock {stock_urls.total()}, add-on {irl_urls.total()}")
     assert set(irl_urls) == set(stock_urls)
     assert pages >= 50  # the site is crawled, not refused
     assert ratio <= WALL_TIME_RATIO_BAR
-    # The project's pace, not faster: a wait of DOWNLOAD_DELAY on average between two
-    # pages (robots.txt's fetch, the first, is paced by the IP delay, no longer).
+    # The project's pace, not faster: each wait at least half of DOWNLOAD_DELAY, and
+    # the delay on average (robots.txt's fetch, the first, is paced by the IP delay).
+    assert min(gaps) >= 0.5 * delay - GAP_TOLERANCE
     assert irl_wall >= PACE_FLOOR * delay * (pages - 1)
     assert PROGRESS_LINE.search(irl_log), "no progress line: a slow crawl looks hung"
+
+
+def test_with_irl_host_delay_set_the_projects_download_delay_still_applies(
+    tmp_path: Path, docs_site: Site
+) -> None:
+    """IRL_HOST_DELAY (here 0) wins in the workbench; the template's DOWNLOAD_DELAY is
+    then kept by Scrapy's downloader, between the starts of a host's requests: no two
+    pages come closer than its shortest draw, half the delay."""
+    irl = startproject(tmp_path, "irl")
+    add_addon(irl)
+    irl.append_settings(loopback_block())
+    delay = template_delay(irl)
+    result = irl.run(
+        irl.crawl_command(
+            docs_site.url,
+            "-sIRL_HOST_DELAY=0",
+            "-sIRL_HOST_DELAY_MIN=0",
+            "-sCLOSESPIDER_ITEMCOUNT=8",
+            f"-sLOG_FORMAT={TIMED_LOG_FORMAT}",
+        ),
+        timeout=CRAWL_TIMEOUT,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    gaps = page_gaps(result.stderr)
+    assert len(gaps) >= 7, result.stderr[-4000:]
+    print(f"pace: IRL_HOST_DELAY=0, gaps between pages {min(gaps):.3f} to {max(gaps):.3f} s")
+    assert min(gaps) >= 0.5 * delay - GAP_TOLERANCE
