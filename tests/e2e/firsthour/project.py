@@ -71,12 +71,8 @@ class Project:
         feed of a stopped and resumed crawl holds every run's items)."""
         return self.command("crawl", "docs", "-a", f"url={url}", "-o", feed, *args)
 
-    def run(
-        self, args: list[str], timeout: float = 300
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            args, cwd=self.root, capture_output=True, text=True, timeout=timeout
-        )
+    def run(self, args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, cwd=self.root, capture_output=True, text=True, timeout=timeout)
 
     def start(self, args: list[str]) -> subprocess.Popen[str]:
         """The command in the background, its log (stderr) to ``crawl-<n>.log``."""
