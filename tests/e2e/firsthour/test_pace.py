@@ -33,8 +33,10 @@ CRAWL_TIMEOUT = 290  # under pytest's 300 s
 PROGRESS_LINE = re.compile(r"\[irlscrapy\.report\.progress\] INFO: .*pages/s")
 #: Log lines stamped to the millisecond (Scrapy's default stamp is to the second).
 TIMED_LOG_FORMAT = "%(created).3f [%(name)s] %(levelname)s: %(message)s"
-#: When a page of the site came, in such a log (robots.txt answers 404).
-CRAWLED_PAGE = re.compile(r"^([0-9.]+) \[scrapy\.core\.engine\] DEBUG: Crawled \(200\)", re.M)
+#: When a page of the site came (200 or 404; robots.txt's fetch is no page), in such a log.
+CRAWLED_PAGE = re.compile(
+    r"^([0-9.]+) \[scrapy\.core\.engine\] DEBUG: Crawled \(\d+\) <GET (?!\S*/robots\.txt>)", re.M
+)
 #: Two download times on loopback differ by less than this.
 GAP_TOLERANCE = 0.05
 
