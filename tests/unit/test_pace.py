@@ -42,6 +42,10 @@ def test_the_templates_download_delay_is_the_host_delay_with_scrapys_jitter() ->
     assert (pace.host_delay, pace.jitter) == (1.0, 0.5)
     assert pace.host_delay_min == 1.0  # STAR never shortens the project's pace
     assert pace.ip_delay == 0.5  # the shortest wait: the IP never holds one site back
+    assert str(pace) == (
+        "politeness: 1 s between two requests to a host (from the project's DOWNLOAD_DELAY, "
+        "each wait 0.5 to 1.5 s), 0.5 s to an IP"
+    )
 
 
 @pytest.mark.parametrize("priority", ["addon", "project", "spider", "cmdline"])
@@ -68,6 +72,10 @@ def test_irl_host_delay_wins_over_the_projects_download_delay() -> None:
     assert pace.source == USER and not pace.paces_download_delay  # the downloader keeps it
     assert (pace.host_delay, pace.host_delay_min, pace.jitter) == (4.0, 2.0, 0.0)
     assert pace.ip_delay == 1.0
+    assert str(pace) == (
+        "politeness: 4 s between two requests to a host (from IRL_HOST_DELAY, down to 2 s "
+        "for well-linked domains), 1 s to an IP"
+    )
 
 
 def test_the_broad_projects_explicit_values_are_kept() -> None:

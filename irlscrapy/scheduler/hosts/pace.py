@@ -69,6 +69,20 @@ class Pace:
         own delay must be off)?"""
         return self.source == PROJECT
 
+    def __str__(self) -> str:
+        """One line for the log: the delays in force and where they came from."""
+        origin = {USER: "IRL_HOST_DELAY", PROJECT: "the project's DOWNLOAD_DELAY"}
+        line = (
+            f"politeness: {self.host_delay:g} s between two requests to a host (from "
+            f"{origin.get(self.source, 'the default for a focused crawl')}"
+        )
+        if self.jitter and self.host_delay:
+            low, high = (self.host_delay * (1 + j) for j in (-self.jitter, self.jitter))
+            line += f", each wait {max(0.0, low):g} to {high:g} s"
+        if self.host_delay_min < self.host_delay:
+            line += f", down to {self.host_delay_min:g} s for well-linked domains"
+        return line + f"), {self.ip_delay:g} s to an IP"
+
 
 def is_set(settings: Any, name: str) -> bool:
     """Did the user (or a project, spider, add-on or command line) set ``name``, rather

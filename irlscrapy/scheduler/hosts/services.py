@@ -6,6 +6,7 @@ directory (``dns/``, ``robots/``).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from scrapy.crawler import Crawler
@@ -17,6 +18,8 @@ from irlscrapy.scheduler.hosts.hosthealth import HostHealth
 from irlscrapy.scheduler.hosts.pace import Pace, pace_of
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 from irlscrapy.statedir import StateDirectory
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,6 +45,7 @@ class HostServices:
         )
 
     def open(self, state: StateDirectory) -> None:
+        logger.info("%s", self.pace)
         self.dns.open(state / "dns")
         self.robots.open(state / "robots")
 

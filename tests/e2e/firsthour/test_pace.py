@@ -88,6 +88,7 @@ def test_a_startproject_project_with_the_addon_keeps_its_pace(
         irl_run = pool.submit(timed_crawl, irl, docs_site.url)
         (stock_wall, _), (irl_wall, irl_log) = stock_run.result(), irl_run.result()
     assert "irlscrapy.scheduler.irl.IRLScheduler" in irl_log  # the add-on took effect
+    assert f"politeness: {delay:g} s between two requests to a host (from the project's " in irl_log
     stock_urls, irl_urls = stock.item_urls(), irl.item_urls()
     pages = len(irl_urls)
     ratio = irl_wall / stock_wall
