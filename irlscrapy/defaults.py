@@ -117,18 +117,23 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "IRL_HOST_DELAY",
-        40.0,
+        1.0,
         "float",
         "seconds",
         "tau_h: the gap between two requests to one host of a domain with the default "
-        "budget (the paper's 40 s); scaled down in proportion to larger budgets",
+        "budget; scaled down in proportion to larger budgets. Unset, the project's "
+        "DOWNLOAD_DELAY if it sets it or CONCURRENT_REQUESTS_PER_DOMAIN (each wait drawn "
+        "as Scrapy draws it, never shortened), else 1 s: a focused crawl of a few sites "
+        "at the pace scrapy startproject writes (DOWNLOAD_DELAY = 1); a broad crawl of "
+        "many hosts wants the paper's 40 s",
     ),
     Setting(
         "IRL_HOST_DELAY_MIN",
         2.0,
         "float",
         "seconds",
-        "the floor of tau_h however large a domain's budget",
+        "the floor of tau_h however large a domain's budget; unset, the smaller of 2 s "
+        "and half of tau_h (tau_h itself when it is the project's DOWNLOAD_DELAY)",
     ),
     Setting(
         "IRL_IP_DELAY",
@@ -136,14 +141,17 @@ SETTINGS: tuple[Setting, ...] = (
         "float",
         "seconds",
         "tau_s: the gap between two requests to one IP address whose hosts have the "
-        "default budget (the paper's 1 s); scaled down by their mean budget",
+        "default budget (the paper's 1 s); scaled down by their mean budget. Unset, the "
+        "smaller of 1 s and a host's shortest wait (tau_h; for the project's DOWNLOAD_DELAY "
+        "tau_h x (1 - jitter), half of it with Scrapy's jitter), so one site alone on its "
+        "IP keeps its host's pace",
     ),
     Setting(
         "IRL_IP_DELAY_MIN",
         0.1,
         "float",
         "seconds",
-        "the floor of tau_s",
+        "the floor of tau_s; unset, the smaller of 0.1 s and a host's shortest wait at its floor",
     ),
     Setting(
         "IRL_BEAST_BUDGET",

@@ -22,7 +22,7 @@ from irlscrapy.distributed.handoff import Handoff
 from irlscrapy.distributed.handover import LEFT_REASON, Departure
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
-from irlscrapy.internals import EngineWaker
+from irlscrapy.internals import EngineWaker, switch_off_downloader_delay
 from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
 from irlscrapy.openfailure import UNWRITABLE, report_open_failure
@@ -256,6 +256,8 @@ class IRLScheduler(BaseScheduler):
 
     def _open(self, spider: Spider) -> None:
         state, hosts, indegree = self.state, self.hosts, self.indegree
+        if hosts.pace.paces_download_delay:  # the workbench waits it; the downloader not
+            switch_off_downloader_delay(self.crawler)
         state.open()
         faulthooks.reach("state-open")
         self.urlseen.batched = True

@@ -116,7 +116,12 @@ def open_frontier(
         every release (STAR's ranks change while it stays)."""
         return delay_budget(domain_key(plds(host)))
 
-    workbench = Workbench(politeness.of_host, politeness.of_ip, budget_of=host_budget)
+    workbench = Workbench(
+        politeness.of_host,
+        politeness.of_ip,
+        budget_of=host_budget,
+        host_wait=politeness.wait_of_host,
+    )
 
     horizon = Horizon(settings.horizon, services["clock"]) if settings.horizon > 0 else None
     parked = ParkedStore(state.root)
@@ -137,7 +142,7 @@ def open_frontier(
         **services,
     )
     if admitted or len(beast) or journal.next_id > 1:  # a run before this one fetched
-        longest = max(politeness.host_delay, politeness.ip_delay, settings.max_crawl_delay)
+        longest = max(politeness.longest, settings.max_crawl_delay)
         frontier.restart_hold = RestartHold(
             services["clock"](), longest, workbench.host_delay, workbench.ip_delay
         )
