@@ -496,7 +496,7 @@ def test_the_readmes_commands_deploy_schedule_cancel_and_resume_a_job_with_its_s
         assert '"status": "ok"' in sh(resumed_schedule)
         jobdir = re.escape(str(server.jobdir(job_id)))
         deadline = time.monotonic() + JOB_TIMEOUT
-        while not re.search(rf"resuming from {jobdir}: [1-9]\d* URLs", server.log(job_id)):
+        while not re.search(rf"resuming from {jobdir}: \d+ URLs", server.log(job_id)):
             assert time.monotonic() < deadline, server.log(job_id)[-3000:]
             time.sleep(0.5)
         server.post("cancel.json", [("project", PROJECT), ("job", job_id)])
