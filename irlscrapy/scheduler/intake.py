@@ -52,6 +52,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 from twisted.python.failure import Failure
 
+from irlscrapy.domains import canonical_authority
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
@@ -226,6 +227,11 @@ class Intake:
         self.stats.inc_value("irl/scheduler/enqueued/requests")
         if not request.url[:8].lower().startswith(FRONTIER_SCHEMES):
             return self._enqueue_direct(request, token)
+        url = canonical_authority(request.url)
+        if url != request.url:  # before its key and its fetch: one URL, one spelling
+            self.stats.inc_value("irl/scheduler/respelt_urls")
+            request = request.replace(url=url)
+            meta = request.meta
         robots_host = meta.get(ROBOTS_KEY)
         own = token is not None and ("retry_times" in meta or "redirect_times" in meta)
         if robots_host is not None:  # robots.txt retried or redirected
@@ -371,6 +377,11 @@ class Intake:
         urls = rules.keep(links.urls)
         if not urls:
             return
+        canonical = [canonical_authority(url) for url in urls]
+        if canonical != urls:
+            respelt = sum(a != b for a, b in zip(urls, canonical, strict=True))
+            self.stats.inc_value("irl/scheduler/respelt_urls", respelt)
+            urls = canonical
         self.stats.inc_value("irl/scheduler/enqueued/links", len(urls))
         priority = rules.priority(depth)
         referers = rules.referers(links.source, urls, response)

@@ -71,7 +71,14 @@ class IRLScheduler(BaseScheduler):
     - ``enqueue_request`` cannot know yet whether a request is a duplicate (URLseen
       answers in batches), so it returns True and duplicates are counted in
       ``dupefilter/filtered`` without a ``request_dropped`` signal;
-    - the order is BEAST's across domains and ``Request.priority`` only within a host.
+    - the order is BEAST's across domains and ``Request.priority`` only within a host;
+    - an http(s) URL's host has one spelling (:func:`irlscrapy.domains.canonical_authority`:
+      lower case, no trailing dot, no default port): ``enqueue_request`` replaces a
+      Request spelt otherwise by ``request.replace(url=...)`` before anything else sees
+      it, so the request fingerprinter (whichever REQUEST_FINGERPRINTER_CLASS names)
+      keys it, and the downloader fetches it, under that spelling; ``response.url`` and
+      the links resolved against it have it too. A page's ``Links`` are respelt the
+      same way before their keys. Stat ``irl/scheduler/respelt_urls``.
 
     Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
     ``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``,
