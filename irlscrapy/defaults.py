@@ -559,38 +559,10 @@ def check_values(settings: Any) -> None:
     problems = [
         problem
         for name in sorted(n for n in dict(settings) if n in BY_NAME)
-        if (problem := _value_problem(settings, BY_NAME[name])) is not None
+        if (problem := BY_NAME[name].problem(settings)) is not None
     ]
     if problems:
         raise ConfigurationError("; ".join(problems))
-
-
-def _value_problem(settings: Any, spec: Setting) -> str | None:
-    """What is wrong with the value of ``spec``'s setting, as ``NAME=value: must ...``
-    (with its unit and default), or None."""
-    written = f"{spec.name}={settings.get(spec.name)}"
-    hint = f"({spec.unit}; the default is {spec.default!r})"
-    try:
-        value = get(settings, spec.name)
-    except (ConfigurationError, TypeError):  # (TypeError: None, a dict, ... for a number)
-        return f"{written}: must be {_EXPECTED[spec.type]} {hint}"
-    if spec.type in ("int", "float"):
-        if spec.minimum is not None and value < spec.minimum:
-            return f"{written}: must be {spec.minimum:g} or more {hint}"
-        if spec.maximum is not None and value > spec.maximum:
-            return f"{written}: must be {spec.maximum:g} or less {hint}"
-    if spec.choices and value not in spec.choices:
-        return f"{written}: must be one of {', '.join(spec.choices)} {hint}"
-    return None
-
-
-_EXPECTED = {
-    "int": "a whole number",
-    "float": "a number",
-    "bool": "true or false",
-    "list": "a list",
-    "str": "a string",
-}
 
 
 def get(settings: Any, name: str) -> Any:
@@ -599,18 +571,4 @@ def get(settings: Any, name: str) -> Any:
         spec = BY_NAME[name]
     except KeyError:
         raise ConfigurationError(f"{name} is not an irlscrapy setting") from None
-    getter = {
-        "int": settings.getint,
-        "float": settings.getfloat,
-        "bool": settings.getbool,
-        "list": settings.getlist,
-        "str": settings.get,
-    }[spec.type]
-    try:
-        return getter(name, spec.default)
-    except ValueError as exc:
-        what = "a number" if spec.type in ("int", "float") else f"a valid {spec.type}"
-        raise ConfigurationError(
-            f"{name}={settings.get(name)!r} is not {what} ({spec.type}, {spec.unit}; the "
-            f"default is {spec.default!r}): {exc}"
-        ) from None
+    return spec.read(settings)

@@ -42,8 +42,8 @@ from irlscrapy.exceptions import (
     DirectoryLocked,
     DrumFormatError,
     IrlscrapyError,
+    disk_full,
 )
-from irlscrapy.scheduler.diskfull import disk_full
 
 logger = logging.getLogger(__name__)
 

@@ -21,13 +21,13 @@ from irlscrapy.distributed.agent import Agent
 from irlscrapy.distributed.handoff import Handoff
 from irlscrapy.distributed.handover import LEFT_REASON, Departure
 from irlscrapy.domains import PayLevelDomains
-from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
+from irlscrapy.exceptions import ConfigurationError, IrlscrapyError, disk_full
 from irlscrapy.internals import EngineWaker, switch_off_downloader_delay
 from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
 from irlscrapy.openfailure import UNWRITABLE, report_open_failure
 from irlscrapy.recovery import Recoveries
-from irlscrapy.scheduler.diskfull import CrawlStop, disk_full, stops_when_disk_is_full
+from irlscrapy.scheduler.diskfull import CrawlStop, stops_when_disk_is_full
 from irlscrapy.scheduler.dispatch import Dispatcher, DispatchSettings
 from irlscrapy.scheduler.emptycrawl import EmptyCrawlCheck
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
