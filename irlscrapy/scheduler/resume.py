@@ -20,7 +20,8 @@ holds it:
 - the admitted journal and BEAST hold each URL not done once between them: every
   record BEAST hands out moves the journal's cursor past it, the records given back
   to a later queue for a full host included (:meth:`AdmittedJournal.returned`), so
-  BEAST resumes after it and a readmitted URL is not also queued;
+  BEAST resumes after it and a readmitted URL is not also queued (a kill -9 between a
+  record's copy and its cursor record, one append apart, leaves it queued twice);
 - a retry or a redirect is journaled as it reaches its host (``push_direct``) before
   the fetch it replaces is done, so one of the two is readmitted, never both (but at a
   kill -9 in between: the original was in flight);
