@@ -35,14 +35,9 @@ At open, :func:`irlscrapy.scheduler.resume.open_frontier` finds the last tag sto
 and how many of its URLs were; a batch delivered again with an older tag was stored
 whole before the stop and is skipped, the batch with that tag is stored from where the
 stop cut it, and later ones whole. So a restart stores every unique URL exactly once.
-*A start request is taken in once per state directory.* Scrapy's ``start_urls`` are
-``dont_filter`` requests, which a rerun yields again: each resume would fetch them
-again. So with a JOBDIR a ``dont_filter`` start request (meta ``is_start_request``) goes
-through URLseen under a key of its own, its fingerprint's key xor :func:`start_key`
-of ``n``, its occurrences before it in this run (RAM: one entry per distinct start
-request): a run takes each in as Scrapy would (twice if yielded twice), and a rerun
-drops those an earlier run took in (``irl/scheduler/start_requests_taken_before``). Its
-URL's own key is not marked: a link to it is new, as without a JOBDIR.
+*A start request is taken in once per state directory*
+(:mod:`irlscrapy.scheduler.startrequests`): with a JOBDIR, a ``dont_filter`` start
+request goes through URLseen under a key of its own, so a rerun does not queue it again.
 """
 
 from __future__ import annotations
@@ -73,6 +68,7 @@ from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, encode_request
+from irlscrapy.scheduler.startrequests import StartRequests
 from irlscrapy.statedir import StateDirectory
 
 if TYPE_CHECKING:
@@ -88,10 +84,6 @@ HANDOVER_KEYS_BATCH = 65_536
 TO_BEAST, TO_HOST, HANDED_OFF = 0, 1, 2
 #: A start request, to BEAST (see the module docstring).
 START = 3
-#: The salt of a start request's key (an odd number, so that its multiples by
-#: occurrence differ). DO NOT CHANGE: a resumed crawl finds the keys of earlier runs.
-START_SALT = 0x5354_4152_545F_5251
-_U64 = (1 << 64) - 1
 #: A handed-off URL's salt (after the aux's head): its URLseen key, xor the salt, is the
 #: key its admission is checked under.
 _SALT = struct.Struct(">Q")
@@ -107,12 +99,6 @@ def handed_off_aux(priority: int, payload: bytes, salt: int) -> bytes:
     """The aux bytes of a URL an agent holds and hands over to the partition's owner,
     under ``salt`` (irlscrapy.distributed.handover; see Intake.receive)."""
     return _AUX.pack(HANDED_OFF, priority) + _SALT.pack(salt) + payload
-
-
-def start_key(key: int, occurrence: int) -> int:
-    """The URLseen key of a start request of fingerprint key ``key`` yielded
-    ``occurrence`` times before in its run."""
-    return key ^ (START_SALT * (occurrence + 1) & _U64)
 
 
 def seed_aux(url: str) -> bytes:
@@ -165,7 +151,7 @@ class Intake:
         self._flush_soon = False  # a flush is called for at the end of this reactor turn
         self.closing = False  # the scheduler is closing: no drain starts any more
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
-        self._starts: dict[int, int] = {}  # start request key -> its occurrences this run
+        self.start_requests = StartRequests(enabled=persistent and dedup)
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
         self.spider: Spider | None = None
         self.frontier: Frontier | None = None
@@ -282,21 +268,13 @@ class Intake:
         return True
 
     def _taken_once(self, request: Request) -> bool:
-        """Is ``request`` a start request to take in once per state directory (module
-        docstring)? Not in the multi-agent mode, where URLs go to their owners."""
-        return (
-            self.persistent
-            and self.dedup
-            and self.agent is None
-            and bool(request.meta.get("is_start_request"))
-        )
+        """Is ``request`` a start request to take in once per state directory? Not in
+        the multi-agent mode, where URLs go to their owners."""
+        return self.agent is None and self.start_requests.taken_once(request)
 
     def _submit_start(self, request: Request, payload: bytes) -> None:
-        key = self.urlseen.identity.request_key(request)
-        occurrence = self._starts.get(key, 0)
-        self._starts[key] = occurrence + 1
-        aux = _AUX.pack(START, request.priority) + payload
-        self.urlseen.submit_keyed([start_key(key, occurrence)], [aux])
+        key = self.start_requests.key(self.urlseen.identity.request_key(request))
+        self.urlseen.submit_keyed([key], [_AUX.pack(START, request.priority) + payload])
         self.submitted()
 
     def _submit_request(self, request: Request, aux: bytes) -> None:
