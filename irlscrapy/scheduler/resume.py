@@ -29,7 +29,7 @@ holds it:
   stored from where the stop cut it (the intake's restart skip), and a URL it stored
   before is not delivered again;
 - a start request (Scrapy's ``start_urls`` are ``dont_filter``) is taken in once per
-  state directory (:mod:`irlscrapy.scheduler.intake`), so a rerun does not queue it
+  state directory (:mod:`irlscrapy.scheduler.startrequests`), so a rerun does not queue it
   again.
 
 tests/component/test_resume_exactness.py holds the frontier to the first two against
