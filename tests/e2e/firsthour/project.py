@@ -77,10 +77,10 @@ class Project:
     def start(self, args: list[str]) -> subprocess.Popen[str]:
         """The command in the background, its log (stderr) to ``crawl-<n>.log``."""
         number = len(list(self.root.glob("crawl-*.log")))
-        log = open(self.root / f"crawl-{number}.log", "w", encoding="utf-8")  # noqa: SIM115
-        return subprocess.Popen(
-            args, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, text=True
-        )
+        with open(self.root / f"crawl-{number}.log", "w", encoding="utf-8") as log:
+            return subprocess.Popen(  # (the child has its own copy of the file)
+                args, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, text=True
+            )
 
     def items(self, feed: str = "items.jsonl") -> list[dict[str, str]]:
         path = self.root / feed
