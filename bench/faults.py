@@ -58,6 +58,7 @@ def main() -> None:
         "refetched_max": max(found.refetched),
         "refetched_total": sum(found.refetched),
         "refetch_bound_per_stop": REFETCH_BOUND,
+        "answered_twice_per_run": found.twice,
         "host_gaps_across_restarts": len(found.slacks),
         "gaps_with_binding_delay": len(found.binding),
         "binding_delay_s": CRAWL_DELAY_CAP,

@@ -30,15 +30,19 @@ settings still win):
 - ``SPIDER_MIDDLEWARES``: StarMiddleware, which counts each page's PLD edges for STAR's
   budgets and hands ``Links`` to the scheduler; PageDoneMiddleware, outermost, which
   tells the scheduler a page's links are all in.
-- ``DOWNLOAD_DELAY`` 0 (so no jitter applies: jitter scales the delay; the deprecated
-  ``RANDOMIZE_DOWNLOAD_DELAY`` is left alone, since setting it warns),
-  ``AUTOTHROTTLE_ENABLED`` off, ``CONCURRENT_REQUESTS_PER_DOMAIN`` =
-  ``CONCURRENT_REQUESTS``, ``CONCURRENT_REQUESTS_PER_IP`` 0: the workbench alone decides
-  when a host and an IP may be fetched (one request at a time per host and per IP,
-  delays IRL_HOST_DELAY and IRL_IP_DELAY); a downloader delay on top would only add
-  idle time.
-- ``EXTENSIONS``: GCTuning, which keeps CPython's full GC collections from stalling the
-  reactor (start-up objects frozen out of them, and fewer of them; ``IRL_GC_FREEZE``,
+- ``AUTOTHROTTLE_ENABLED`` off and ``CONCURRENT_REQUESTS_PER_IP`` 0 (Scrapy's defaults,
+  set so that another add-on's do not slip in): the workbench decides when a host and
+  an IP may be fetched (one request at a time per host and per IP). AutoThrottle would
+  add its delays in the downloader, after the workbench handed a request out, where
+  the workbench cannot see them. The add-on leaves ``DOWNLOAD_DELAY`` and
+  ``CONCURRENT_REQUESTS_PER_DOMAIN`` alone: they are the project's pace, which the
+  scheduler reads (irlscrapy/scheduler/hosts/pace.py: the project's ``DOWNLOAD_DELAY``
+  becomes the per-host delay unless ``IRL_HOST_DELAY`` is set).
+- ``EXTENSIONS``: CrawlProgress, the progress line every ``IRL_PROGRESS_INTERVAL``
+  seconds and a summary at close (off with ``IRL_PROGRESS_INTERVAL = 0``), so a crawl
+  paced by politeness never looks hung; GCTuning, which keeps CPython's full GC
+  collections from stalling the reactor (start-up objects frozen out of them, and fewer
+  of them; ``IRL_GC_FREEZE``,
   ``IRL_GC_FULL_EVERY``); StatusServer, the status endpoint on loopback, which stays
   off unless ``IRL_STATUS_PORT`` is set; CrawlRecorder, which leaves the records of the
   crawl report under the state directory (a line every ``IRL_REPORT_INTERVAL`` seconds)
@@ -54,16 +58,16 @@ settings still win):
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
   grows without bound.
 
-Scrapy's reactorless mode (``TWISTED_REACTOR_ENABLED = False``) is refused with a
-ConfigurationError before the crawl starts: the download handler, the resolver and the
-WARC capture are Twisted code.
+Before it changes anything, the add-on checks every setting (irlscrapy.startcheck): a
+misspelt ``IRL_*`` name, a value of the wrong type or range, a directory that cannot be
+written, and Scrapy's reactorless mode (``TWISTED_REACTOR_ENABLED = False``: the download
+handler, the resolver and the WARC capture are Twisted code) stop the crawl with one
+line naming the setting.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from irlscrapy.exceptions import ConfigurationError
 
 SCHEDULER = "irlscrapy.scheduler.irl.IRLScheduler"
 DUPEFILTER = "irlscrapy.dupefilters.urlseen.DRUMDupeFilter"
@@ -91,23 +95,21 @@ RECORDER_EXTENSION = "irlscrapy.report.timeline.CrawlRecorder"
 RECORDER_ORDER = 1000  # built last: at spider_closed it runs (and logs) after the others
 IDLE_WATCH_EXTENSION = "irlscrapy.report.idlewatch.IdleWatch"
 CLOSE_CUTOFF_EXTENSION = "irlscrapy.closing.CloseCutoff"
+PROGRESS_EXTENSION = "irlscrapy.report.progress.CrawlProgress"
+PROGRESS_ORDER = 500
 
 
 class Addon:
     def update_settings(self, settings: Any) -> None:
-        if not settings.getbool("TWISTED_REACTOR_ENABLED", True):
-            raise ConfigurationError(
-                "irlscrapy needs a Twisted reactor: its download handler, DNS resolver and "
-                "WARC capture are Twisted code. Remove TWISTED_REACTOR_ENABLED = False from "
-                "the settings, or remove irlscrapy.Addon from ADDONS"
-            )
+        from irlscrapy.startcheck import check_settings
+
+        # every mistake in one line, before anything is built
+        check_settings(settings, needs_reactor=True)
         for name, value in (
             ("SCHEDULER", SCHEDULER),
             ("DUPEFILTER_CLASS", DUPEFILTER),
             ("TWISTED_DNS_RESOLVER", RESOLVER),
-            ("DOWNLOAD_DELAY", 0),
             ("AUTOTHROTTLE_ENABLED", False),
-            ("CONCURRENT_REQUESTS_PER_DOMAIN", settings.getint("CONCURRENT_REQUESTS")),
             ("CONCURRENT_REQUESTS_PER_IP", 0),
             ("COOKIES_ENABLED", False),
         ):
@@ -134,6 +136,7 @@ class Addon:
             ("DOWNLOADER_MIDDLEWARES", DUPLICATE_MIDDLEWARE, DUPLICATE_ORDER),
             ("SPIDER_MIDDLEWARES", STAR_MIDDLEWARE, STAR_ORDER),
             ("SPIDER_MIDDLEWARES", PAGE_DONE_MIDDLEWARE, PAGE_DONE_ORDER),
+            ("EXTENSIONS", PROGRESS_EXTENSION, PROGRESS_ORDER),
             ("EXTENSIONS", GC_TUNING_EXTENSION, 0),
             ("EXTENSIONS", STATUS_EXTENSION, 0),
             ("EXTENSIONS", RECORDER_EXTENSION, RECORDER_ORDER),

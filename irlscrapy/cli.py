@@ -163,6 +163,11 @@ def _check(jobdir: Path, repair: bool) -> int:
 
 def _report(jobdirs: list[Path], out: Path | None) -> Path:
     from irlscrapy.report.render import write_agents_report, write_report
+    from irlscrapy.startcheck import unwritable
+
+    problem = unwritable(out) if out is not None else None
+    if problem is not None:
+        raise ReportError(f"--out {out}: {problem}; give a directory this user may write to")
 
     if len(jobdirs) == 1:
         return write_report(jobdirs[0], out or jobdirs[0] / "report")

@@ -32,6 +32,7 @@ SETTINGS: tuple[Setting, ...] = (
         "bytes",
         "RAM budget of the URLseen DRUM; its buckets, bucket size and buffers derive from "
         "it (the paper's model, section IV.D)",
+        minimum=1,
     ),
     Setting(
         "IRL_PROGRESS_INTERVAL",
@@ -47,6 +48,7 @@ SETTINGS: tuple[Setting, ...] = (
         "log lines per kind",
         "fetch-failure lines (retries given up, robots.txt errors, download errors) logged, "
         "at WARNING, per kind before the rest are only counted; negative logs them all",
+        minimum=None,
     ),
     Setting(
         "IRL_CLOSE_GRACE",
@@ -124,18 +126,23 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "IRL_HOST_DELAY",
-        40.0,
+        1.0,
         "float",
         "seconds",
         "tau_h: the gap between two requests to one host of a domain with the default "
-        "budget (the paper's 40 s); scaled down in proportion to larger budgets",
+        "budget; scaled down in proportion to larger budgets. Unset, the project's "
+        "DOWNLOAD_DELAY if it sets it or CONCURRENT_REQUESTS_PER_DOMAIN (each wait drawn "
+        "as Scrapy draws it, never shortened), else 1 s: a focused crawl of a few sites "
+        "at the pace scrapy startproject writes (DOWNLOAD_DELAY = 1); a broad crawl of "
+        "many hosts wants the paper's 40 s",
     ),
     Setting(
         "IRL_HOST_DELAY_MIN",
         2.0,
         "float",
         "seconds",
-        "the floor of tau_h however large a domain's budget",
+        "the floor of tau_h however large a domain's budget; unset, the smaller of 2 s "
+        "and half of tau_h (tau_h itself when it is the project's DOWNLOAD_DELAY)",
     ),
     Setting(
         "IRL_IP_DELAY",
@@ -143,14 +150,17 @@ SETTINGS: tuple[Setting, ...] = (
         "float",
         "seconds",
         "tau_s: the gap between two requests to one IP address whose hosts have the "
-        "default budget (the paper's 1 s); scaled down by their mean budget",
+        "default budget (the paper's 1 s); scaled down by their mean budget. Unset, the "
+        "smaller of 1 s and a host's shortest wait (tau_h; for the project's DOWNLOAD_DELAY "
+        "tau_h x (1 - jitter), half of it with Scrapy's jitter), so one site alone on its "
+        "IP keeps its host's pace",
     ),
     Setting(
         "IRL_IP_DELAY_MIN",
         0.1,
         "float",
         "seconds",
-        "the floor of tau_s",
+        "the floor of tau_s; unset, the smaller of 0.1 s and a host's shortest wait at its floor",
     ),
     Setting(
         "IRL_BEAST_BUDGET",
@@ -159,6 +169,7 @@ SETTINGS: tuple[Setting, ...] = (
         "URLs per domain per queue",
         "B0, the budget of every PLD until STAR ranks it: how many of its URLs one BEAST "
         "queue holds",
+        minimum=1,
     ),
     Setting(
         "IRL_BUDGETS",
@@ -169,6 +180,7 @@ SETTINGS: tuple[Setting, ...] = (
         "in-degree rank (IRL_STAR_BUDGET_FUNCTION); constant, IRL_BEAST_BUDGET for every "
         "PLD; off, no limit (one FIFO queue, delays as for IRL_BEAST_BUDGET). STAR counts "
         "in-degrees in all three",
+        choices=("star", "constant", "off"),
     ),
     Setting(
         "IRL_STAR_BUDGET_FUNCTION",
@@ -191,6 +203,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "URLs per domain per queue",
         "the largest budget STAR gives (the paper's 10,000, at rank 1)",
+        minimum=1,
     ),
     Setting(
         "IRL_STAR_PRIVATE_SUFFIXES",
@@ -214,6 +227,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "bytes",
         "RAM budget of each of STAR's two DRUMs (PLD edges, PLD in-degrees)",
+        minimum=1,
     ),
     Setting(
         "IRL_BEAST_MAX_QUEUES",
@@ -221,6 +235,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "queues",
         "the most BEAST queues (j) the overflow queue QF is ever split into",
+        minimum=1,
     ),
     Setting(
         "IRL_WORKBENCH_URLS",
@@ -228,6 +243,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "URLs",
         "RAM cap on URLs admitted from BEAST into the workbench (and waiting for DNS)",
+        minimum=1,
     ),
     Setting(
         "IRL_WORKBENCH_HORIZON",
@@ -246,6 +262,7 @@ SETTINGS: tuple[Setting, ...] = (
         "URLs",
         "the most URLs of one host in the workbench; more go back to a later BEAST queue, so "
         "one huge site cannot fill the workbench",
+        minimum=1,
     ),
     Setting(
         "IRL_ROBOTS_TTL",
@@ -412,6 +429,7 @@ SETTINGS: tuple[Setting, ...] = (
         "serve the crawl's figures on http://IRL_STATUS_HOST:port/ (HTML page, "
         "/status.json, Prometheus /metrics); 0: off; extension "
         "irlscrapy.report.status.StatusServer, enabled by the add-on",
+        maximum=65535,
     ),
     Setting(
         "IRL_STATUS_HOST",
@@ -449,6 +467,7 @@ SETTINGS: tuple[Setting, ...] = (
         "int",
         "bytes",
         "a WARC file is closed and the next one begun once it holds this many bytes",
+        minimum=1,
     ),
     Setting(
         "IRL_WARC_CDXJ",
@@ -464,6 +483,7 @@ SETTINGS: tuple[Setting, ...] = (
         "zlib level",
         "compression level of each record's gzip member (0-9); 1 costs a ninth of the CPU "
         "of warcio's 9 for files about 18% larger (on the in-vitro web's pages)",
+        maximum=9,
     ),
     Setting(
         "IRL_WARC_QUEUE_BYTES",
@@ -542,24 +562,22 @@ def check_names(settings: Any) -> None:
         raise ConfigurationError("; ".join(problems))
 
 
+def check_values(settings: Any) -> None:
+    """Refuse every ``IRL_*`` value set that its declaration does not take (of another
+    type, out of range, not one of its choices), naming each as the user wrote it."""
+    problems = [
+        problem
+        for name in sorted(n for n in dict(settings) if n in BY_NAME)
+        if (problem := BY_NAME[name].problem(settings)) is not None
+    ]
+    if problems:
+        raise ConfigurationError("; ".join(problems))
+
+
 def get(settings: Any, name: str) -> Any:
     """Read an IRL_* setting from Scrapy settings with its typed getter and default."""
     try:
         spec = BY_NAME[name]
     except KeyError:
         raise ConfigurationError(f"{name} is not an irlscrapy setting") from None
-    getter = {
-        "int": settings.getint,
-        "float": settings.getfloat,
-        "bool": settings.getbool,
-        "list": settings.getlist,
-        "str": settings.get,
-    }[spec.type]
-    try:
-        return getter(name, spec.default)
-    except ValueError as exc:
-        what = "a number" if spec.type in ("int", "float") else f"a valid {spec.type}"
-        raise ConfigurationError(
-            f"{name}={settings.get(name)!r} is not {what} ({spec.type}, {spec.unit}; the "
-            f"default is {spec.default!r}): {exc}"
-        ) from None
+    return spec.read(settings)

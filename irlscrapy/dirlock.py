@@ -23,7 +23,9 @@ class DirectoryLock:
         self.what = what
         self._file: IO[str] | None = None
 
-    def acquire(self) -> None:
+    def acquire(self, record_owner: bool = True) -> None:
+        """Take the lock; ``record_owner`` false leaves the file as it is (a reader that
+        must change nothing, such as ``irlscrapy check``: the last owner's pid stays)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         f = open(self.path, "a+")  # noqa: SIM115 -- held (and locked) until release()
         try:
@@ -36,10 +38,11 @@ class DirectoryLock:
                 f"{self.what} directory {self.path.parent} is locked by process {owner}; "
                 "stop that process or use another directory"
             ) from None
-        f.seek(0)
-        f.truncate()
-        f.write(f"{os.getpid()}\n")
-        f.flush()
+        if record_owner:
+            f.seek(0)
+            f.truncate()
+            f.write(f"{os.getpid()}\n")
+            f.flush()
         self._file = f
         self._closer = weakref.finalize(self, f.close)
 

@@ -22,6 +22,7 @@ PLD of its own. :func:`pld` is the default's.
 from __future__ import annotations
 
 import hashlib
+import re
 from typing import Any
 
 import tldextract
@@ -94,6 +95,35 @@ def url_host(url: str) -> str:
         name, sep, port = host.partition(":")
         host = name.rstrip(".") + sep + port
     return host
+
+
+#: An http(s) URL whose authority is a lower-case name or IPv4 address, with neither
+#: port, userinfo nor trailing dot: canonical_authority's common case, decided by one match.
+_PLAIN_AUTHORITY = re.compile(r"https?://[a-z0-9_-]+(?:\.[a-z0-9_-]+)*(?=[/?#]|\Z)")
+
+
+def canonical_authority(url: str) -> str:
+    """``url`` with its host spelt as :func:`url_host` gives it (lower case, no trailing
+    dot, no default port), its userinfo and everything after the authority as they
+    were: ``http://WWW.Lua.ORG.:80/A?b`` -> ``http://www.lua.org/A?b``. The one spelling
+    of a URL's host that the IRL scheduler fetches and keys (``IRLScheduler``'s
+    docstring says where); a URL already so spelt (the common case) is returned as is."""
+    if _PLAIN_AUTHORITY.match(url):
+        return url
+    colon = url.find("://")
+    if colon < 0:
+        return url
+    start = colon + 3
+    end = len(url)
+    for sep in "/?#":
+        cut = url.find(sep, start)
+        if 0 <= cut < end:
+            end = cut
+    at = url.rfind("@", start, end) + 1 or start
+    host = url_host(url)
+    if url[at:end] == host:
+        return url
+    return url[:at] + host + url[end:]
 
 
 def url_origin(url: str) -> str:

@@ -23,8 +23,12 @@ Hierarchy::
                                    free of Scrapy and Twisted)
 
 Third-party errors are translated into these at one boundary per component, and every
-message says what to do next.
+message says what to do next. :func:`disk_full` tells a write that failed for want of
+space from other errors, for the scheduler's stop (:mod:`irlscrapy.scheduler.diskfull`)
+and a refused start (:mod:`irlscrapy.openfailure`) alike.
 """
+
+import errno
 
 
 class IrlscrapyError(Exception):
@@ -76,3 +80,11 @@ class RequestCodecError(IrlscrapyError, ValueError):
 
 class AgentConflict(IrlscrapyError):
     """Another process runs as this agent of a multi-agent crawl."""
+
+
+def disk_full(exc: BaseException | None) -> bool:
+    """Is ``exc`` a write that failed for want of space (OSError, or LevelDB's IOError,
+    which says so only in its message)?"""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return exc is not None and "No space left on device" in str(exc)

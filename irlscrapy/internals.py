@@ -14,7 +14,11 @@
    ``process_response`` goes to the request's errback and reaches no middleware of
    ours, so the scheduler learns that such a fetch is over when the engine lets go of
    its request.
-7. The engine starting to close the spider (:func:`on_engine_closing`), through its
+7. Switching the downloader's own delay off (:func:`switch_off_downloader_delay`) when
+   the workbench keeps the project's DOWNLOAD_DELAY (irlscrapy.scheduler.hosts.pace),
+   through the downloader's private ``_delay``, the delay of its new slots (Scrapy's
+   AutoThrottle sets it the same way).
+8. The engine starting to close the spider (:func:`on_engine_closing`), through its
    private ``_slot.close``, and the download handlers it built
    (:func:`download_handlers`), through the downloader's private ``handlers._handlers``:
    downloads still in flight a moment after a close began are cut
@@ -97,6 +101,22 @@ def crawl_engine(crawler: Crawler) -> Any:
         return crawler.engine
     except RuntimeError:
         return None
+
+
+def switch_off_downloader_delay(crawler: Crawler) -> None:
+    """New downloader slots get no delay: the workbench waits the project's
+    DOWNLOAD_DELAY between a host's requests, and the downloader would wait it again
+    (``DOWNLOAD_SLOTS`` that name their own delay keep it). Called before the first
+    request, when no slot exists yet; without an engine there is no downloader."""
+    downloader = getattr(crawl_engine(crawler), "downloader", None)
+    if downloader is None:
+        return
+    if not hasattr(downloader, "_delay"):
+        raise IrlscrapyError(
+            "this Scrapy version's downloader has no _delay; irlscrapy's adapter "
+            "(irlscrapy/internals.py) needs updating"
+        )
+    downloader._delay = 0.0
 
 
 def spider_busy(crawler: Crawler) -> bool:

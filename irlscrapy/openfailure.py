@@ -1,8 +1,10 @@
-"""A crawl that cannot open its state says why in one line, and exits non-zero.
+"""A crawl that cannot start says why in one line, and exits non-zero.
 
 When the IRL scheduler's ``open`` fails with one of irlscrapy's own errors (a damaged
 or locked state directory, a full disk, a configuration the crawl's state refuses),
-the message is the whole story: it names the file or setting and says what to do.
+or building the crawl does (a setting :mod:`irlscrapy.startcheck` refuses, a spider
+argument), the message is the whole story: it names the file or setting and says
+what to do.
 Scrapy, though, goes on to close a spider that never finished opening, and each of
 its components that meets the half-open crawl logs a traceback (its scraper's slot,
 CoreStats' start time, ...), all chained to our error; then asyncio reports the
@@ -16,6 +18,11 @@ is, or was raised while handling, that error, and the errors of spider_closed ha
 of components that never opened: the reader sees the one line. The refusal is counted
 in the stat ``irl/refused/<kind>`` (:func:`refusal`: ``damaged_state``, ``locked``,
 ``read_only``, ``disk_full``, ``configuration``, ``agent_conflict``, else ``error``).
+
+:func:`report_failed_start` is the last resort, installed once the settings have passed
+their check: an irlscrapy error that a component raises while Scrapy builds the crawl,
+without reporting it (an extension's ``from_crawler``), ends the crawl's task, and
+asyncio's report of that task becomes the one line.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from scrapy.utils.reactor import is_asyncio_reactor_installed, is_reactor_installed
+
 from irlscrapy.exceptions import (
     AgentConflict,
     ConfigurationError,
@@ -33,8 +42,8 @@ from irlscrapy.exceptions import (
     DirectoryLocked,
     DrumFormatError,
     IrlscrapyError,
+    disk_full,
 )
-from irlscrapy.scheduler.diskfull import disk_full
 
 logger = logging.getLogger(__name__)
 
@@ -66,10 +75,18 @@ def refusal(error: IrlscrapyError) -> str:
     return "error"
 
 
-def report_open_failure(error: IrlscrapyError, state_dir: Path | None, stats: Any) -> None:
-    """Log ``error`` (raised by the scheduler's open) once, count it in ``stats``, and
-    keep the tracebacks Scrapy logs of the half-open crawl it leaves out of the log."""
-    stats.inc_value(f"irl/refused/{refusal(error)}")
+def report_open_failure(
+    error: IrlscrapyError, state_dir: Path | None = None, stats: Any = None
+) -> None:
+    """Log ``error`` (raised by the scheduler's open, or while the crawl is built: a
+    setting checked by :mod:`irlscrapy.startcheck`, a spider argument) once, count it
+    in ``stats`` (None: not built yet), and keep the tracebacks Scrapy logs of the
+    half-open crawl it leaves out of the log."""
+    if getattr(error, "reported", False):
+        return
+    error.reported = True  # type: ignore[attr-defined]
+    if stats is not None:
+        stats.inc_value(f"irl/refused/{refusal(error)}")
     message = f"the crawl cannot start: {error}"
     if isinstance(error, DamagedState) and state_dir is not None:
         message += (
@@ -81,9 +98,8 @@ def report_open_failure(error: IrlscrapyError, state_dir: Path | None, stats: An
     handlers = logging.getLogger().handlers
     for handler in handlers:
         handler.addFilter(hidden)
-    try:
-        loop = asyncio.get_event_loop()
-    except RuntimeError:  # no asyncio loop: the Twisted reactor is not asyncio's
+    loop = _crawl_loop()
+    if loop is None:
         return
     default = loop.get_exception_handler()
 
@@ -100,6 +116,49 @@ def report_open_failure(error: IrlscrapyError, state_dir: Path | None, stats: An
             default(loop, context)
 
     loop.set_exception_handler(report)
+
+
+def report_failed_start() -> None:
+    """The last resort, installed once the settings are checked: one of irlscrapy's
+    errors that ends the crawl's task unreported (raised by a component while Scrapy
+    builds the crawl, such as an extension's ``from_crawler``) is logged as the one
+    line, instead of asyncio's report of a task exception with its traceback."""
+    loop = _crawl_loop()
+    if loop is None or getattr(loop.get_exception_handler(), "last_resort", False):
+        return  # (installed by an earlier crawl of this process)
+    default = loop.get_exception_handler()
+
+    def report(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        error = _irlscrapy_error(context.get("exception"))
+        if error is None:
+            if default is None:
+                loop.default_exception_handler(context)
+            else:
+                default(loop, context)
+        elif not getattr(error, "reported", False):
+            error.reported = True  # type: ignore[attr-defined]
+            logger.error("the crawl cannot start: %s", error)
+
+    report.last_resort = True  # type: ignore[attr-defined]
+    loop.set_exception_handler(report)
+
+
+def _irlscrapy_error(exception: BaseException | None) -> IrlscrapyError | None:
+    """The first of irlscrapy's errors in ``exception``'s chain (cause or context)."""
+    seen: set[int] = set()
+    while exception is not None and id(exception) not in seen:
+        if isinstance(exception, IrlscrapyError):
+            return exception
+        seen.add(id(exception))
+        exception = exception.__cause__ or exception.__context__
+    return None
+
+
+def _crawl_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop the crawl runs on (Twisted's asyncio reactor), or None."""
+    if not is_reactor_installed() or not is_asyncio_reactor_installed():
+        return None
+    return asyncio.get_event_loop()
 
 
 class _Hidden(logging.Filter):

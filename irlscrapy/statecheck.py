@@ -2,10 +2,13 @@
 
 :func:`check_state` reads every file of a state directory the way a crawl's open does,
 and more strictly (every LevelDB block's checksum), and changes no data (it takes the
-directory's lock, and a LevelDB it opens may replay its log, as at any open): it returns
-what is damaged, each as a :class:`~irlscrapy.exceptions.DamagedState` naming the file.
+directory's lock, leaving its LOCK file as found, and a LevelDB it opens may replay its
+log, as at any open): it returns what is damaged, each as a
+:class:`~irlscrapy.exceptions.DamagedState` naming the file.
 :func:`repair_state` makes the directory open again, keeping what can be kept, and says
-what it did and what was lost, one line per file. Both refuse a directory a crawl holds.
+what it did and what was lost, one line per file. Both refuse a directory a crawl holds,
+and one that is no crawl's state directory (a ConfigurationError: ``irlscrapy`` exits 2),
+writing nothing there.
 
 What each kind of file is, what damage means and what repair does (the crash semantics
 of each file are in its module's docstring; a kill -9 only ever leaves a torn tail on
@@ -64,7 +67,7 @@ import plyvel
 from irlscrapy.cachedb import open_leveldb, read_through
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.dupefilters import drumfiles
-from irlscrapy.exceptions import DamagedState
+from irlscrapy.exceptions import ConfigurationError, DamagedState
 from irlscrapy.jsonfile import replace_json
 from irlscrapy.recordfile import RecordWriter, salvage, scan
 from irlscrapy.scheduler.frontier.admitted import (
@@ -76,6 +79,7 @@ from irlscrapy.scheduler.frontier.admitted import (
 from irlscrapy.scheduler.frontier.beast import STATE_VERSION, missing_queue_files, read_state
 from irlscrapy.scheduler.frontier.parking import LIST as PARKED_LIST
 from irlscrapy.scheduler.frontier.parking import holding, missing_parked
+from irlscrapy.statedir import not_a_state_directory
 
 DRUMS = ("urlseen", "contentseen", "star/edges", "star/indegree")
 CACHES = ("dns/cache", "robots/cache")
@@ -86,14 +90,14 @@ SEQUENCES = ("admitted", "parked", "beast/slot", "beast/qf", "agent/outbox")
 
 def check_state(directory: Path, say: Callable[[str], None] = lambda _: None) -> list[DamagedState]:
     """What is damaged under ``directory``; ``say`` hears of each part as it is read."""
-    with _locked(directory):
+    with _locked(directory, reading=True):
         return list(_damage(directory, say))
 
 
 def repair_state(directory: Path, say: Callable[[str], None] = lambda _: None) -> list[str]:
     """Mend what is damaged under ``directory``; one line per file mended."""
     done: list[str] = []
-    with _locked(directory):
+    with _locked(directory, reading=False):
         for drum in DRUMS:
             if _is_drum(directory / drum):
                 say(f"DRUM {drum}")
@@ -129,18 +133,26 @@ def repair_state(directory: Path, say: Callable[[str], None] = lambda _: None) -
 
 
 class _locked:
-    """Hold the state directory's lock: no crawl may run on it meanwhile."""
+    """Hold the state directory's lock: no crawl may run on it meanwhile. A directory
+    that is no crawl's is refused before anything is written; ``reading``: the lock
+    file is left as found (made only for the while, if there was none)."""
 
-    def __init__(self, directory: Path) -> None:
-        if not directory.is_dir():
-            raise DamagedState(directory, "no such state directory")
+    def __init__(self, directory: Path, reading: bool) -> None:
+        problem = not_a_state_directory(directory)
+        if problem is not None:
+            raise ConfigurationError(problem)
         self.lock = DirectoryLock(directory, "irlscrapy state")
+        self.reading = reading
+        self.made = False
 
     def __enter__(self) -> None:
-        self.lock.acquire()
+        self.made = not self.lock.path.exists()
+        self.lock.acquire(record_owner=not self.reading)
 
     def __exit__(self, *exc: object) -> None:
         self.lock.release()
+        if self.reading and self.made:
+            self.lock.path.unlink(missing_ok=True)
 
 
 def _damage(directory: Path, say: Callable[[str], None]) -> Iterator[DamagedState]:

@@ -19,6 +19,10 @@ the last close unlocks it and removes it if it is temporary. What lives in it::
     star/                STAR's PLD in-degree store (irlscrapy.star.indegree)
     contentseen/         content dedup's DRUM (irlscrapy.warc.recorder, IRL_CONTENT_DEDUP)
     report/              the crawl report's records (irlscrapy.report.timeline)
+    agent/               a multi-agent crawl's agent (irlscrapy.distributed.agent)
+
+``irlscrapy check``, ``repair`` (and ``report``) refuse a directory holding none of these
+(:func:`not_a_state_directory`): it is no crawl's.
 
 The IRL scheduler sends ``state_closed`` (:mod:`irlscrapy.scheduler.keys`) once it has
 closed its files: the crawl report renders from the directory then.
@@ -36,6 +40,25 @@ from scrapy.utils.job import job_dir
 from irlscrapy import defaults
 from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.services import shared
+
+#: The directories a crawl makes in its state directory (the map above).
+CRAWL_STORES = ("urlseen", "beast", "dns", "robots", "star", "contentseen", "report", "agent")
+
+
+def not_a_state_directory(path: Path) -> str | None:
+    """Why ``path`` is no crawl's state directory (missing, a file, or holding none of
+    the directories a crawl makes: CRAWL_STORES), as a sentence saying what to give, or
+    None."""
+    if not path.exists():
+        return f"{path} does not exist: give the JOBDIR (or IRL_STATE_DIR) of a crawl"
+    if not path.is_dir():
+        return f"{path} is not a directory: give the JOBDIR (or IRL_STATE_DIR) of a crawl"
+    if not any((path / store).is_dir() for store in CRAWL_STORES):
+        return (
+            f"{path} is not a crawl's state directory (no urlseen/, beast/ or the others a "
+            "crawl makes): give the JOBDIR (or IRL_STATE_DIR) the crawl ran with"
+        )
+    return None
 
 
 class StateDirectory:

@@ -15,7 +15,8 @@ ADDONS = {"irlscrapy.Addon": 0}
 ROBOTSTXT_OBEY = True
 USER_AGENT = "irlscrapy/0.1 (broad crawl; Scrapy)"
 
-# Per-request DEBUG lines drown a broad crawl; progress comes from CrawlProgress instead.
+# Per-request DEBUG lines drown a broad crawl; progress comes from CrawlProgress instead
+# (the add-on installs it too; named here for -s ADDONS={}, the spider on stock Scrapy).
 LOG_LEVEL = "INFO"
 EXTENSIONS = {
     "irlscrapy.report.progress.CrawlProgress": 500,

@@ -23,7 +23,7 @@ def seed(
     """Seed ``crawl``; return what was done, in a sentence."""
     from irlscrapy.spiders.broad import parse_seeds
 
-    urls = parse_seeds(seeds)
+    urls = parse_seeds(seeds, named="agents seed ")
     with _client(redis_url) as client:
         config = stored_config(client, crawl)
         if config is None:
@@ -123,7 +123,10 @@ def remove(redis_url: str, crawl: str, agent: str) -> str:
 
 
 def _client(redis_url: str) -> redis.Redis:
-    client = redis.Redis.from_url(redis_url, socket_timeout=10)
+    try:
+        client = redis.Redis.from_url(redis_url, socket_timeout=10)
+    except ValueError as exc:  # not a redis:// URL
+        raise ConfigurationError(f"--redis {redis_url}: {exc}") from None
     try:
         client.ping()
     except redis.RedisError as exc:

@@ -2,11 +2,12 @@
 
 The seed URLs go where any agent would send them: each to the stream of its PLD's
 partition, as a link of depth 0 (:func:`irlscrapy.scheduler.intake.seed_aux`), in batches
-of at most :data:`SEED_BATCH` URLs. The owner drops a URL its URLseen has seen, so
-seeding twice, or seeding a crawl that runs, fetches nothing twice. If the crawl is new,
-the command stores its configuration, as its first agent would; the crawl's "seeded"
-flag then lets the agents end once it is all crawled (agent.py: a crawl that never had
-a URL is not done, so agents started first wait for their seeds).
+of at most :data:`SEED_BATCH` URLs, each with its host spelt as the agents' own intake
+spells it (:func:`irlscrapy.domains.canonical_authority`). The owner drops a URL its
+URLseen has seen, so seeding twice, or seeding a crawl that runs, fetches nothing twice.
+If the crawl is new, the command stores its configuration, as its first agent would;
+the crawl's "seeded" flag then lets the agents end once it is all crawled (agent.py: a
+crawl that never had a URL is not done, so agents started first wait for their seeds).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from collections.abc import Iterable
 from irlscrapy.distributed.partitions import partition_of
 from irlscrapy.distributed.registry import CrawlRegistry
 from irlscrapy.distributed.streams import Batch, Exchange, Outgoing
-from irlscrapy.domains import ICANN, PayLevelDomains, url_host
+from irlscrapy.domains import ICANN, PayLevelDomains, canonical_authority, url_host
 from irlscrapy.scheduler.intake import seed_aux
 
 SEED_BATCH = 1000
@@ -30,7 +31,7 @@ def seed_crawl(registry: CrawlRegistry, urls: Iterable[str]) -> dict[int, int]:
     exchange = Exchange(registry, "seed")
     exchange.create_groups(range(partitions))
     by_partition: dict[int, Batch] = {}
-    for url in urls:
+    for url in map(canonical_authority, urls):
         p = partition_of(plds(url_host(url)), partitions)
         batch = by_partition.setdefault(p, Batch(p))
         batch.urls.append(url)

@@ -45,6 +45,7 @@ MULTI_AGENT_SETTINGS: tuple[Setting, ...] = (
         "partitions",
         "P, the fixed partitions of the PLDs that agents own (about 16 per agent the crawl "
         "may ever run); stored in Redis by the first agent, and the same for every agent",
+        minimum=1,
     ),
     Setting(
         "IRL_AGENT_LEASE",
@@ -69,6 +70,7 @@ MULTI_AGENT_SETTINGS: tuple[Setting, ...] = (
         "int",
         "records",
         "URLs and PLD edges per batch sent to another agent's partition",
+        minimum=1,
     ),
     Setting(
         "IRL_EXCHANGE_AGE",

@@ -12,10 +12,20 @@ on the reactor, from :func:`irlscrapy.report.figures.crawl_figures`:
   the figures and a throughput sparkline.
 
 With ``IRL_STATUS_TOKEN`` set, every request must carry it: ``Authorization: Bearer
-<token>`` or ``?token=<token>``; without it the answer is 401. Figures are computed on
-request, at most once a second (RAM reads only); one timer a second adds a
-throughput sample. ``port`` holds the
-port actually bound (useful with a port chosen by the system in tests).
+<token>`` or ``?token=<token>``; without it the answer is 401. The HTML page's links
+carry the token it was opened with, so a browser that opened ``/?token=...`` follows
+them. Figures are computed on request, at most once a second (RAM reads only); one
+timer a second adds a throughput sample. ``port`` holds the port actually bound
+(useful with a port chosen by the system in tests).
+
+A port that cannot be bound (another process listens on it) refuses the crawl: one
+ERROR line naming ``IRL_STATUS_PORT``, exit status 1, before the crawl opens its state
+or fetches anything. A user who asked for the endpoint wants to watch the crawl, and
+another process on the port may well be another crawl's endpoint, whose figures a
+dashboard would then show under this crawl's name. So the port is bound when the
+extension is built, not at ``spider_opened``: Scrapy ends the process non-zero only
+for an error raised while the crawler is built or the scheduler opens, and a
+``spider_opened`` handler can only close the spider (``CloseSpider``, exit 0).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import ipaddress
 import json
 import logging
 import time
+import urllib.parse
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -36,12 +47,15 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
+from twisted.internet.error import CannotListenError
 from twisted.web.resource import Resource
 from twisted.web.server import Request, Site
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.openfailure import report_open_failure
 from irlscrapy.report.figures import AGENT_GAUGES, COUNTERS, GAUGES, Throughput, crawl_figures
 from irlscrapy.workers import installed_reactor
 
@@ -87,9 +101,29 @@ class StatusServer:
                 "or a reverse proxy"
             )
         server = cls(crawler, host, port, defaults.get(settings, "IRL_STATUS_TOKEN"))
+        try:
+            server.listen()  # here, not at spider_opened: see the module docstring
+        except ConfigurationError as error:
+            report_open_failure(error, None, crawler.stats)
+            raise
         crawler.signals.connect(server.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(server.spider_closed, signal=signals.spider_closed)
         return server
+
+    def listen(self) -> None:
+        """Bind the port; one that cannot be bound is a ConfigurationError naming it."""
+        try:
+            self._listener = installed_reactor().listenTCP(
+                self.requested_port, Site(_StatusResource(self)), interface=self.host
+            )
+        except CannotListenError as exc:
+            reason = exc.socketError.strerror if exc.socketError else str(exc)
+            raise ConfigurationError(
+                f"IRL_STATUS_PORT={self.requested_port}: the status endpoint cannot listen "
+                f"on {self.host}:{self.requested_port} ({reason}); choose a free port, or "
+                "leave IRL_STATUS_PORT unset (0) to crawl without the endpoint"
+            ) from exc
+        self.port = self._listener.getHost().port
 
     # -- figures -------------------------------------------------------------------
     def figures(self) -> dict[str, float]:
@@ -116,8 +150,10 @@ class StatusServer:
         registry.register(_Collector(self.figures))
         return generate_latest(registry)
 
-    def as_html(self) -> bytes:
+    def as_html(self, token: str = "") -> bytes:
+        """The page; its links carry ``token`` (the one it was asked with, if any)."""
         figures = self.figures()
+        query = "?" + urllib.parse.urlencode({"token": token}) if token else ""
         rows = "\n".join(
             f"<tr><td>{html.escape(name)}</td><td>{_shown(value)}</td>"
             f"<td>{html.escape(_meaning(name))}</td></tr>"
@@ -131,7 +167,8 @@ class StatusServer:
 td:nth-child(2){{text-align:right;font-variant-numeric:tabular-nums}}</style></head>
 <body><h1>irlscrapy: {html.escape(spider)}</h1>
 <p>{_shown(figures.get("pages_per_second", 0.0))} pages/s; refreshes every
-{REFRESH_SECONDS} s. <a href="status.json">JSON</a> <a href="metrics">Prometheus</a></p>
+{REFRESH_SECONDS} s. <a href="status.json{html.escape(query)}">JSON</a>
+<a href="metrics{html.escape(query)}">Prometheus</a></p>
 {_sparkline_svg(self.throughput.sparkline())}
 <table>{rows}</table></body></html>
 """
@@ -139,10 +176,6 @@ td:nth-child(2){{text-align:right;font-variant-numeric:tabular-nums}}</style></h
 
     # -- signals -------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
-        self._listener = installed_reactor().listenTCP(
-            self.requested_port, Site(_StatusResource(self)), interface=self.host
-        )
-        self.port = self._listener.getHost().port
         self._loop = task.LoopingCall(self._sample)
         self._loop.start(SAMPLE_SECONDS, now=True)
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -153,13 +186,12 @@ td:nth-child(2){{text-align:right;font-variant-numeric:tabular-nums}}</style></h
             ", token required" if self.token else "",
         )
 
-    def spider_closed(self, spider: Spider) -> Any:
+    async def spider_closed(self, spider: Spider) -> None:
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         if self._listener is not None:
             listener, self._listener = self._listener, None
-            return listener.stopListening()
-        return None
+            await maybe_deferred_to_future(listener.stopListening())
 
     def _sample(self) -> None:
         stats = self.crawler.stats
@@ -198,7 +230,8 @@ class _StatusResource(Resource):
             return self.status.as_prometheus()
         if path == b"":
             request.setHeader(b"content-type", b"text/html; charset=utf-8")
-            return self.status.as_html()
+            # a browser sends no header: the page's links carry the token of its query
+            return self.status.as_html(self.status.token if b"token" in request.args else "")
         request.setResponseCode(404)
         return b"not found: try /, /status.json or /metrics\n"
 

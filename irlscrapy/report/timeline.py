@@ -47,6 +47,7 @@ from irlscrapy.report.layout import (
     last_run,
     write_stats,
 )
+from irlscrapy.scheduler.hosts.pace import pace_of
 from irlscrapy.scheduler.keys import state_closed
 from irlscrapy.statedir import StateDirectory
 
@@ -103,6 +104,11 @@ class CrawlRecorder:
         }
         for name in SCRAPY_SETTINGS:
             snapshot[name] = settings.get(name)
+        pace = pace_of(settings)  # the delays in force, derived where the user set none
+        snapshot["IRL_HOST_DELAY"] = pace.host_delay
+        snapshot["IRL_HOST_DELAY_MIN"] = pace.host_delay_min
+        snapshot["IRL_IP_DELAY"] = pace.ip_delay
+        snapshot["IRL_IP_DELAY_MIN"] = pace.ip_delay_min
         ext = cls(
             crawler,
             interval,

@@ -19,7 +19,6 @@ without its ``irlscrapy_``: ``disk_full``, ``damaged_state``, ``error``,
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
 from collections.abc import Callable
@@ -32,19 +31,12 @@ from scrapy.utils.log import failure_to_exc_info
 from twisted.python.failure import Failure
 
 from irlscrapy.closing import close_spider
-from irlscrapy.exceptions import DamagedState
+from irlscrapy.exceptions import DamagedState, disk_full
 
 logger = logging.getLogger(__name__)
 
 #: The close reason of a crawl stopped by a full disk.
 DISK_FULL_REASON = "irlscrapy_disk_full"
-
-
-def disk_full(exc: BaseException | None) -> bool:
-    """Is ``exc`` a write that failed for want of space (OSError, or LevelDB's IOError)?"""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    return exc is not None and "No space left on device" in str(exc)
 
 
 class CrawlStop:

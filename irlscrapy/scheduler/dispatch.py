@@ -321,8 +321,7 @@ class Dispatcher:
         up: IRL_GIVE_UP_AFTER beyond the longest politeness delay in force (the delays,
         and the Crawl-delay of a host in the workbench), so no wait that politeness
         alone imposes is given up, only waits on back-off, retirement or robots.txt."""
-        politeness = self.politeness
-        longest = max(politeness.host_delay, politeness.ip_delay)
+        longest = self.politeness.longest
         for state in self.frontier.workbench.hosts.values():
             longest = max(longest, state.crawl_delay)
         return self.give_up_after + longest

@@ -10,7 +10,8 @@ saying where its unique URLs go::
 
     aux := route: u8, priority: i32be, payload
            route: TO_BEAST (0), or TO_HOST (1): a retry or redirect of the crawl's own
-           fetch, which goes to the front of its host (Frontier.push_direct)
+           fetch, which goes to the front of its host (Frontier.push_direct), or
+           START (3): a start request, to BEAST (below); HANDED_OFF (2): receive()
 
 URLseen merges when a batch is full, or at once when nothing is in flight (no fetch
 would end to trigger it: the no-idle invariant, see irlscrapy.scheduler.dispatch). The
@@ -19,11 +20,12 @@ reactor turn, admitting as they come), and each batch is acknowledged to URLseen
 after its unique URLs are stored.
 
 What skips URLseen: ``dont_filter`` requests (and every request when dedup is off)
-go straight to the frontier; requests of other schemes than http(s) (data:, file:, and
-those no download handler knows) go to ``direct``, in RAM, handed out first (they need
-no DNS, robots.txt or politeness); a request the codec cannot store is kept in RAM in
-the frontier (``Frontier.push_memory``), as Scrapy's scheduler keeps what its disk
-queues refuse. Both are deduplicated in RAM by their keys.
+go straight to the frontier, but for start requests with a JOBDIR (below); requests of
+other schemes than http(s) (data:, file:, and those no download handler knows) go to
+``direct``, in RAM, handed out first (they need no DNS, robots.txt or politeness); a
+request the codec cannot store is kept in RAM in the frontier (``Frontier.push_memory``),
+as Scrapy's scheduler keeps what its disk queues refuse. Both are deduplicated in RAM
+by their keys.
 
 Invariants:
 *A URL URLseen found unique is in the frontier before its batch is acknowledged:
@@ -33,6 +35,9 @@ At open, :func:`irlscrapy.scheduler.resume.open_frontier` finds the last tag sto
 and how many of its URLs were; a batch delivered again with an older tag was stored
 whole before the stop and is skipped, the batch with that tag is stored from where the
 stop cut it, and later ones whole. So a restart stores every unique URL exactly once.
+*A start request is taken in once per state directory*
+(:mod:`irlscrapy.scheduler.startrequests`): with a JOBDIR, a ``dont_filter`` start
+request goes through URLseen under a key of its own, so a rerun does not queue it again.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from scrapy.utils.misc import build_from_crawler, load_object
 from twisted.internet import task
 from twisted.python.failure import Failure
 
+from irlscrapy.domains import canonical_authority
 from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
@@ -63,6 +69,7 @@ from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, encode_request
+from irlscrapy.scheduler.startrequests import StartRequests
 from irlscrapy.statedir import StateDirectory
 
 if TYPE_CHECKING:
@@ -76,6 +83,8 @@ HANDOVER_KEYS_BATCH = 65_536
 #: Where a URL URLseen finds new goes: BEAST, or the front of its host (a retry or a
 #: redirect). HANDED_OFF marks a URL another agent held and hands over (see receive()).
 TO_BEAST, TO_HOST, HANDED_OFF = 0, 1, 2
+#: A start request, to BEAST (see the module docstring).
+START = 3
 #: A handed-off URL's salt (after the aux's head): its URLseen key, xor the salt, is the
 #: key its admission is checked under.
 _SALT = struct.Struct(">Q")
@@ -143,6 +152,7 @@ class Intake:
         self._flush_soon = False  # a flush is called for at the end of this reactor turn
         self.closing = False  # the scheduler is closing: no drain starts any more
         self._memory_seen: set[int] = set()  # keys of requests kept in RAM
+        self.start_requests = StartRequests(enabled=persistent and dedup)
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
         self.spider: Spider | None = None
         self.frontier: Frontier | None = None
@@ -226,6 +236,11 @@ class Intake:
         self.stats.inc_value("irl/scheduler/enqueued/requests")
         if not request.url[:8].lower().startswith(FRONTIER_SCHEMES):
             return self._enqueue_direct(request, token)
+        url = canonical_authority(request.url)
+        if url != request.url:  # before its key and its fetch: one URL, one spelling
+            self.stats.inc_value("irl/scheduler/respelt_urls")
+            request = request.replace(url=url)
+            meta = request.meta
         robots_host = meta.get(ROBOTS_KEY)
         own = token is not None and ("retry_times" in meta or "redirect_times" in meta)
         if robots_host is not None:  # robots.txt retried or redirected
@@ -246,6 +261,8 @@ class Intake:
                 if request.dont_filter or not self.dedup:
                     if own:
                         frontier.push_direct(payload, request.priority)
+                    elif self._taken_once(request):
+                        self._submit_start(request, payload)
                     else:
                         frontier.push(payload, request.priority)
                 else:
@@ -255,6 +272,16 @@ class Intake:
             self._fetch_over(token)
         self._ready()
         return True
+
+    def _taken_once(self, request: Request) -> bool:
+        """Is ``request`` a start request to take in once per state directory? Not in
+        the multi-agent mode, where URLs go to their owners."""
+        return self.agent is None and self.start_requests.taken_once(request)
+
+    def _submit_start(self, request: Request, payload: bytes) -> None:
+        key = self.start_requests.key(self.urlseen.identity.request_key(request))
+        self.urlseen.submit_keyed([key], [_AUX.pack(START, request.priority) + payload])
+        self.submitted()
 
     def _submit_request(self, request: Request, aux: bytes) -> None:
         """To URLseen, or (a GET of a PLD another agent owns) to its owner."""
@@ -371,6 +398,11 @@ class Intake:
         urls = rules.keep(links.urls)
         if not urls:
             return
+        canonical = [canonical_authority(url) for url in urls]
+        if canonical != urls:
+            respelt = sum(a != b for a, b in zip(urls, canonical, strict=True))
+            self.stats.inc_value("irl/scheduler/respelt_urls", respelt)
+            urls = canonical
         self.stats.inc_value("irl/scheduler/enqueued/links", len(urls))
         priority = rules.priority(depth)
         referers = rules.referers(links.source, urls, response)
@@ -481,7 +513,9 @@ class Intake:
             return len(batch.unique)  # keys handed over (receive_keys): nothing to store
         unique = batch.unique.nonzero()[0].tolist()
         filtered = len(batch.unique) - len(unique)
-        if filtered:
+        if filtered and batch.aux[0][0] == START:  # (a start request's batch is its own)
+            self.stats.inc_value("irl/scheduler/start_requests_taken_before", filtered)
+        elif filtered:
             self.stats.inc_value("dupefilter/filtered", filtered)
         self.stats.inc_value("irl/urlseen/unique", len(unique))
         if unique:
@@ -496,7 +530,7 @@ class Intake:
             aux = batch.aux[i]
             route, priority = _AUX.unpack_from(aux)
             payload = aux[_AUX.size :]
-            if route == TO_BEAST:
+            if route in (TO_BEAST, START):
                 frontier.push(payload, priority, tag)
             else:
                 frontier.push_direct(payload, priority, tag)

@@ -21,14 +21,15 @@ from irlscrapy.distributed.agent import Agent
 from irlscrapy.distributed.handoff import Handoff
 from irlscrapy.distributed.handover import LEFT_REASON, Departure
 from irlscrapy.domains import PayLevelDomains
-from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
-from irlscrapy.internals import EngineWaker
+from irlscrapy.exceptions import ConfigurationError, IrlscrapyError, disk_full
+from irlscrapy.internals import EngineWaker, switch_off_downloader_delay
 from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
 from irlscrapy.openfailure import UNWRITABLE, report_open_failure
 from irlscrapy.recovery import Recoveries
-from irlscrapy.scheduler.diskfull import CrawlStop, disk_full, stops_when_disk_is_full
+from irlscrapy.scheduler.diskfull import CrawlStop, stops_when_disk_is_full
 from irlscrapy.scheduler.dispatch import Dispatcher, DispatchSettings
+from irlscrapy.scheduler.emptycrawl import EmptyCrawlCheck
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
@@ -38,6 +39,7 @@ from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, r
 from irlscrapy.services import provide, provided
 from irlscrapy.star.budgets import budget_mode, budget_sources
 from irlscrapy.star.indegree import PLDInDegree
+from irlscrapy.startcheck import check_settings
 from irlscrapy.statedir import StateDirectory
 from irlscrapy.workers import installed_reactor
 
@@ -69,7 +71,14 @@ class IRLScheduler(BaseScheduler):
     - ``enqueue_request`` cannot know yet whether a request is a duplicate (URLseen
       answers in batches), so it returns True and duplicates are counted in
       ``dupefilter/filtered`` without a ``request_dropped`` signal;
-    - the order is BEAST's across domains and ``Request.priority`` only within a host.
+    - the order is BEAST's across domains and ``Request.priority`` only within a host;
+    - an http(s) URL's host has one spelling (:func:`irlscrapy.domains.canonical_authority`:
+      lower case, no trailing dot, no default port): ``enqueue_request`` replaces a
+      Request spelt otherwise by ``request.replace(url=...)`` before anything else sees
+      it, so the request fingerprinter (whichever REQUEST_FINGERPRINTER_CLASS names)
+      keys it, and the downloader fetches it, under that spelling; ``response.url`` and
+      the links resolved against it have it too. A page's ``Links`` are respelt the
+      same way before their keys. Stat ``irl/scheduler/respelt_urls``.
 
     Stats: ``irl/scheduler/enqueued/{requests,links}``, ``irl/scheduler/dequeued``,
     ``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``,
@@ -77,7 +86,8 @@ class IRLScheduler(BaseScheduler):
     ``irl/governor/{cap,cuts}``, ``irl/recovered/*`` (what the open mended:
     :mod:`irlscrapy.recovery`), ``irl/refused/*`` (an open refused:
     :mod:`irlscrapy.openfailure`), ``irl/given_up/*`` (a stop:
-    :mod:`irlscrapy.scheduler.diskfull`), and Scrapy's ``dupefilter/filtered``,
+    :mod:`irlscrapy.scheduler.diskfull`; a crawl whose every URL was refused:
+    :mod:`irlscrapy.scheduler.emptycrawl`), and Scrapy's ``dupefilter/filtered``,
     ``offsite/filtered``, ``scheduler/unserializable``, ``scheduler/enqueued/memory``
     (requests kept in RAM), ``urllength/request_ignored_count``, ``request_depth_max``,
     ``robotstxt/{request_count,response_count,forbidden}`` and
@@ -116,11 +126,16 @@ class IRLScheduler(BaseScheduler):
         self.frontier: Frontier | None = None
         self.dispatcher: Dispatcher | None = None
         self._lag_probe: LagProbe | None = None
+        #: ends a crawl whose every URL was refused saying why (held here: signals
+        #: hold their receivers weakly)
+        self.empty_crawl: EmptyCrawlCheck | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IRLScheduler:
+        """The scheduler, its settings checked (:mod:`irlscrapy.startcheck`: a setting
+        its parts refuse is said in one line too)."""
         settings = crawler.settings
-        defaults.check_names(settings)
+        check_settings(settings, crawler.stats)
         reactor = installed_reactor()
         scheduler = cls(
             crawler,
@@ -135,6 +150,8 @@ class IRLScheduler(BaseScheduler):
             agent=Agent.from_crawler(crawler, reactor),
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
+        if scheduler.agent is None:  # (another agent may fetch what this one cannot)
+            scheduler.empty_crawl = EmptyCrawlCheck.connect(crawler, scheduler.hosts.guard)
         provide(crawler, scheduler, IRLScheduler)
         return scheduler
 
@@ -246,6 +263,8 @@ class IRLScheduler(BaseScheduler):
 
     def _open(self, spider: Spider) -> None:
         state, hosts, indegree = self.state, self.hosts, self.indegree
+        if hosts.pace.paces_download_delay:  # the workbench waits it; the downloader not
+            switch_off_downloader_delay(self.crawler)
         state.open()
         faulthooks.reach("state-open")
         self.urlseen.batched = True

@@ -233,6 +233,7 @@ class Frontier:
             host = url_host(url)
             if not self._room_for(host):
                 self.beast.push(domain, record, returned=True)
+                self.journal.returned(*self.beast.position)  # (its copy is written)
                 self.stats.inc_value("irl/frontier/deferred")
                 self._deferred_run += 1
                 if self._deferred_run >= min(DEFERRAL_RUN, len(self.beast)):

@@ -10,6 +10,31 @@ of its URLs were. :func:`resume` queues the first two again, once the scheduler 
 wired the frontier's callbacks (a URL refused on its way back must reach the engine).
 The URLs admitted again, and the restart hold, are recoveries
 (:mod:`irlscrapy.recovery`: ``irl/recovered/readmitted``, ``irl/recovered/restart_hold``).
+
+Invariant: *a URL that was admitted before the stop and is readmitted at open is
+fetched once in the resumed run, whichever path brought it (a Request, a page's
+``Links``, a redirect or a retry)*; and a URL whose page was done before the stop is
+fetched again only if a kill -9 came while it was in flight (its page not done). What
+holds it:
+
+- the admitted journal and BEAST hold each URL not done once between them: every
+  record BEAST hands out moves the journal's cursor past it, the records given back
+  to a later queue for a full host included (:meth:`AdmittedJournal.returned`), so
+  BEAST resumes after it and a readmitted URL is not also queued (a kill -9 between a
+  record's copy and its cursor record, one append apart, leaves it queued twice);
+- a retry or a redirect is journaled as it reaches its host (``push_direct``) before
+  the fetch it replaces is done, so one of the two is readmitted, never both (but at a
+  kill -9 in between: the original was in flight);
+- what URLseen delivers again after a stop (the batches merged and not stored) is
+  stored from where the stop cut it (the intake's restart skip), and a URL it stored
+  before is not delivered again;
+- a start request (Scrapy's ``start_urls`` are ``dont_filter``) is taken in once per
+  state directory (:mod:`irlscrapy.scheduler.startrequests`), so a rerun does not queue it
+  again.
+
+tests/component/test_resume_exactness.py holds the frontier to the first two against
+a set, across closes and kills; tests/e2e/firsthour/test_resume.py holds a Scrapy
+project stopped by SIGINT and kill -9 to stock Scrapy's items.
 """
 
 from __future__ import annotations
@@ -116,7 +141,12 @@ def open_frontier(
         every release (STAR's ranks change while it stays)."""
         return delay_budget(domain_key(plds(host)))
 
-    workbench = Workbench(politeness.of_host, politeness.of_ip, budget_of=host_budget)
+    workbench = Workbench(
+        politeness.of_host,
+        politeness.of_ip,
+        budget_of=host_budget,
+        host_wait=politeness.wait_of_host,
+    )
 
     horizon = Horizon(settings.horizon, services["clock"]) if settings.horizon > 0 else None
     parked = ParkedStore(state.root)
@@ -137,7 +167,7 @@ def open_frontier(
         **services,
     )
     if admitted or len(beast) or journal.next_id > 1:  # a run before this one fetched
-        longest = max(politeness.host_delay, politeness.ip_delay, settings.max_crawl_delay)
+        longest = max(politeness.longest, settings.max_crawl_delay)
         frontier.restart_hold = RestartHold(
             services["clock"](), longest, workbench.host_delay, workbench.ip_delay
         )

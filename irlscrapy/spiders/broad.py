@@ -45,11 +45,12 @@ from scrapy.utils.asyncio import sleep
 from irlscrapy import __version__, defaults
 from irlscrapy.addon import STAR_ORDER
 from irlscrapy.domains import url_host
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.invitro.process import InVitroProcess, irlscrapy_root
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.links import Links
+from irlscrapy.openfailure import report_open_failure
 from irlscrapy.spiders.extract import header_nofollow, links_in_slices, meta_nofollow
 
 MAX_PAGE_BYTES = 2 * 1024 * 1024
@@ -95,6 +96,17 @@ class BroadSpider(Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BroadSpider:
+        """The spider, its arguments checked: a wrong one, or an in-vitro web that does
+        not start, is said in one line (before the crawl's settings are checked, since
+        Scrapy builds the spider first)."""
+        try:
+            return cls._build(crawler, *args, **kwargs)
+        except IrlscrapyError as exc:
+            report_open_failure(exc)
+            raise
+
+    @classmethod
+    def _build(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> BroadSpider:
         spider = super().from_crawler(crawler, *args, **kwargs)
         if not spider.seeds_arg and not defaults.get(crawler.settings, "IRL_REDIS_URL"):
             raise ConfigurationError(
@@ -160,21 +172,22 @@ class BroadSpider(Spider):
             yield Links(response.url, urls, depth)
 
 
-def parse_seeds(arg: str) -> list[str]:
-    """Seed URLs from ``URL,URL,...`` or from a file with one URL per line."""
+def parse_seeds(arg: str, named: str = "-a seeds=") -> list[str]:
+    """Seed URLs from ``URL,URL,...`` or from a file with one URL per line; ``named``:
+    how the user gave ``arg``, for the message that refuses it."""
     path = Path(arg)
+    how = "give URL,URL,... or a file of one URL per line"
     if "://" not in arg and path.is_file():
         lines = path.read_text(encoding="utf-8").splitlines()
         urls = [s for s in (line.strip() for line in lines) if s and not s.startswith("#")]
         where = f"file {path}"
+    elif "://" not in arg and "," not in arg:
+        raise ConfigurationError(f"{named}{arg}: no such file, and not an http(s) URL; {how}")
     else:
         urls = [s.strip() for s in arg.split(",") if s.strip()]
-        where = "-a seeds"
+        where = f"{named}{arg}"
     bad = [u for u in urls if not u.startswith(("http://", "https://"))]
     if bad or not urls:
         shown = ", ".join(repr(u) for u in bad[:3]) or "nothing"
-        raise ConfigurationError(
-            f"{where}: seeds must be http(s) URLs, got {shown}"
-            + ("" if "://" in arg or path.exists() else f" (and no file named {arg!r} exists)")
-        )
+        raise ConfigurationError(f"{where}: seeds must be http(s) URLs, got {shown}; {how}")
     return urls

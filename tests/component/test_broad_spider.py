@@ -151,7 +151,8 @@ class TestSeeds:
     @pytest.mark.parametrize(
         ("arg", "message"),
         [
-            ("a.com,b.com", "no file named 'a.com,b.com'"),
+            ("a.com,b.com", "got 'a.com', 'b.com'"),
+            ("seeds.txt", "seeds=seeds.txt: no such file, and not an http"),
             ("ftp://a.com/", "got 'ftp://a.com/'"),
             (",", "got nothing"),
         ],

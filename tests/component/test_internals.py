@@ -72,6 +72,27 @@ def test_the_engine_slot_holds_a_request_from_hand_out_to_its_removal() -> None:
     assert out == "True\nFalse"
 
 
+def test_the_downloaders_delay_goes_off_for_host_slots_and_stays_for_the_projects() -> None:
+    out = _run(
+        "from scrapy.utils.reactor import install_reactor\n"
+        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
+        "from scrapy import Request, Spider\n"
+        "from scrapy.core.engine import ExecutionEngine\n"
+        "from scrapy.utils.test import get_crawler\n"
+        "from irlscrapy.internals import switch_off_downloader_delay\n"
+        "settings = {'DOWNLOAD_DELAY': 2, 'DOWNLOAD_SLOTS': {'own': {'delay': 3}}}\n"
+        "crawler = get_crawler(Spider, settings)\n"
+        "crawler.engine = ExecutionEngine(crawler, lambda _: None)\n"
+        "downloader = crawler.engine.downloader\n"
+        "print(downloader._get_slot(Request('http://before.example/'))[1].delay)\n"
+        "switch_off_downloader_delay(crawler)\n"
+        "print(downloader._get_slot(Request('http://a.example/'))[1].delay)\n"
+        "own = Request('http://a.example/', meta={'download_slot': 'own'})\n"
+        "print(downloader._get_slot(own)[1].delay)\n"
+    )
+    assert out == "2.0\n0.0\n3"
+
+
 def test_the_scraper_still_has_a_slot_that_says_whether_it_is_idle() -> None:
     out = _run(
         "from scrapy.core.scraper import Scraper, Slot\n"

@@ -162,6 +162,7 @@ class Figures:
     missing: list[str]  # ground-truth pages never downloaded
     extra: list[str]  # pages downloaded outside the ground truth
     refetched: list[int]  # per stop: URLs answered before it, fetched again after it
+    twice: list[int]  # per run: URLs answered twice in it (a double fetch; retries aside)
     slacks: list[tuple[float, str]]  # (slack s, host) of each host's first request of a run
     binding: list[tuple[float, str]]  # those of hosts whose delay is CRAWL_DELAY_CAP
 
@@ -170,6 +171,7 @@ class Figures:
         return (
             f"{len(self.missing)} missing, {len(self.extra)} extra; answered URLs fetched "
             f"again after each stop: {self.refetched} (bound {REFETCH_BOUND} each); "
+            f"answered twice within a run: {self.twice}; "
             f"{len(self.slacks)} host gaps across restarts, {len(self.binding)} with a "
             f"delay of {CRAWL_DELAY_CAP} s, least slack of those {least:.2f} s"
         )
@@ -180,6 +182,7 @@ def figures(runs: list[Run]) -> Figures:
     truth = reachable(web, IRL_POLICY)
     fetched = {url for run in runs if run.log.exists() for url in downloads(run.log)}
     logs = [run.records() for run in runs]
+    twice = [len(answered_twice(log)) for log in logs]
     refetched = []
     answered: set[str] = set()
     for before, after in itertools.pairwise(logs):
@@ -205,4 +208,22 @@ def figures(runs: list[Run]) -> Figures:
         slacks += [(t - last_start[h] - delay(h), h) for h, t in first.items() if h in last_start]
         last_start |= {r["host"]: r["t_start"] for r in served}
     binding = [s for s in slacks if delay(s[1]) >= CRAWL_DELAY_CAP]
-    return Figures(sorted(truth - fetched), sorted(fetched - truth), refetched, slacks, binding)
+    return Figures(
+        sorted(truth - fetched), sorted(fetched - truth), refetched, twice, slacks, binding
+    )
+
+
+def answered_twice(records: list[dict[str, Any]]) -> list[str]:
+    """The URLs given two answers that are not retried (a double fetch) in one run's
+    requests: a URL queued twice, say from the admitted journal and from BEAST."""
+    final: dict[str, int] = {}
+    for r in records:
+        url = request_url(r)
+        if (
+            url is not None
+            and r["kind"] != "dns-error"
+            and r["path"] not in ROBOTS_PATHS
+            and r["status"] not in RETRYABLE
+        ):
+            final[url] = final.get(url, 0) + 1
+    return sorted(url for url, count in final.items() if count > 1)

@@ -2,7 +2,8 @@
 through ten kill -9s (in the state's reopening, in a URLseen merge, in a BEAST re-split,
 at random instants, some in start-up) and a SIGINT, drawn anew each run (the seed is
 printed; ``IRLSCRAPY_FAULT_SEED`` replays it), then to the end. Nothing is lost, each
-restart fetches again at most what was in flight or admitted at the stop, and a host's
+restart fetches again at most what was in flight or admitted at the stop, no run fetches
+a page twice (a URL readmitted and queued again, issue 36), and a host's
 first request after a restart comes at least its delay (up to 5 s: longer than a restart
 takes) after its last one before. The longer version is bench/faults.py."""
 
@@ -29,6 +30,7 @@ def test_ten_kills_and_a_sigint_lose_nothing_refetch_little_and_stay_polite(
     print(found.summary())
     assert not found.missing and not found.extra, (seed, found.missing[:10], found.extra[:10])
     assert max(found.refetched) <= REFETCH_BOUND, (seed, found.refetched)
+    assert not any(found.twice), (seed, found.twice)  # no run fetches a page twice
     assert found.binding, "no host with a binding delay was asked in two runs: the check is empty"
     assert min(found.slacks)[0] >= 0, (seed, sorted(found.slacks)[:5])
     # each run's open counts what it mended, one line per stat (irlscrapy.recovery)

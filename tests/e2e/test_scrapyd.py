@@ -25,6 +25,7 @@ import os
 import re
 import runpy
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -50,6 +51,7 @@ from .conftest import (
     invitro_pid,
     read_log,
 )
+from .firsthour.readme import code_blocks
 
 pytestmark = pytest.mark.e2e
 
@@ -73,7 +75,7 @@ class Scrapyd:
 
     url: str
     root: Path
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | None  # None: started by the README's commands
 
     def output(self) -> str:
         return (self.root / "scrapyd.out").read_text(errors="replace")
@@ -151,7 +153,7 @@ def run_in_copy(copy: Path, args: list[str]) -> subprocess.CompletedProcess[str]
 def stop_jobs(server: Scrapyd) -> None:
     """Cancel what a failed test left running: stopping Scrapyd does not stop its jobs,
     and each job's in-vitro web stops when its crawl does."""
-    if server.process.poll() is not None:
+    if server.process is not None and server.process.poll() is not None:
         return
     jobs = server.get("listjobs.json", project=PROJECT)
     running = [j["id"] for state in ("pending", "running") for j in jobs[state]]
@@ -401,3 +403,123 @@ def test_agents_of_one_crawl_run_as_scrapyd_jobs(
         received += got if isinstance(got, int) else 0
         assert "Traceback" not in log, log[-3000:]
     assert received > 0
+
+
+# -- the README's section, as written ------------------------------------------------------
+
+#: The port of the README's Scrapyd. The test's Scrapyd takes a free port instead, so
+#: that it meets neither a Scrapyd the machine runs nor another test's: every README
+#: command and the deploy target of the project's scrapy.cfg get that port, and nothing
+#: else of them changes.
+README_PORT = "6800"
+#: A progress line of a crawl's log (the first comes IRL_PROGRESS_INTERVAL, 5 s, in).
+PROGRESS = r".*\[irlscrapy\.report\.progress\] INFO: progress:"
+
+
+def commands(block: str) -> list[str]:
+    """A README sh block's commands, one a line once its continuations are joined."""
+    joined = re.sub(r"\\\n\s*", "", block)
+    return [line for line in joined.splitlines() if line.strip()]
+
+
+def fresh_venv(path: Path) -> Path:
+    """A new virtualenv of its own (its pip installs into it) that sees this one's
+    packages as installed, so that ``pip install .`` needs no index for irlscrapy's
+    dependencies, scrapyd or scrapyd-client. Their scripts stay in this virtualenv's
+    bin, which comes after the new one's on the shell's PATH."""
+    subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
+    (site,) = path.glob("lib/python*/site-packages")
+    parent = next(Path(p) for p in sys.path if p.endswith("site-packages"))
+    (site / "parent-venv.pth").write_text(f"{parent}\n")
+    return path
+
+
+def test_the_readmes_commands_deploy_schedule_cancel_and_resume_a_job_with_its_settings(
+    tmp_path: Path,
+) -> None:
+    """The section "Deploying to Scrapyd" pasted into a shell on a fresh machine, from the
+    repository's root (a copy of it): a new virtualenv, an empty home directory. The
+    first block runs as one script; the commands of the others one at a time, with the
+    waits a user would make in between. The resumed run has the job's settings."""
+    setup, schedule_and_stop, resume = code_blocks("Deploying to Scrapyd", "sh")
+    port = str(free_port())
+    home, repo = tmp_path / "home", tmp_path / "repo"
+    home.mkdir()
+    copy_project(repo)
+    scrapy_cfg = (ROOT / "scrapy.cfg").read_text()
+    assert f"url = http://127.0.0.1:{README_PORT}/" in scrapy_cfg
+    (repo / "scrapy.cfg").write_text(scrapy_cfg.replace(README_PORT, port))
+    venv = fresh_venv(tmp_path / "venv")
+    env = {
+        **without_checkout(),
+        "HOME": str(home),
+        "PATH": os.pathsep.join(
+            [str(venv / "bin"), str(Path(sys.executable).parent), "/usr/bin", "/bin"]
+        ),
+    }
+
+    def sh(script: str) -> str:
+        result = subprocess.run(
+            ["bash", "-e", "-c", script.replace(README_PORT, port)],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert result.returncode == 0, (script, result.stdout[-3000:], result.stderr[-3000:])
+        return result.stdout
+
+    root = home / "scrapyd"
+    server = Scrapyd(f"http://127.0.0.1:{port}/", root, None)
+    try:
+        sh(setup)
+        assert (next(venv.glob("lib/python*/site-packages")) / "irlscrapy").is_dir()
+        assert server.get("listspiders.json", project=PROJECT)["spiders"] == [SPIDER]
+
+        schedule, listjobs, cancel = commands(schedule_and_stop)
+        job = re.search(r"jobid=(\S+)", schedule)
+        assert job, schedule
+        job_id = job.group(1)
+        assert '"status": "ok"' in sh(schedule)
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while not re.search(PROGRESS, server.log(job_id)):
+            assert time.monotonic() < deadline, server.log(job_id)[-3000:]
+            time.sleep(0.5)
+        assert f'"id": "{job_id}"' in sh(listjobs)
+        assert '"prevstate": "running"' in sh(cancel)
+        server.wait_until_finished(job_id)
+        stopped = server.log(job_id)
+        assert stat(stopped, "finish_reason") == "shutdown", stopped[-3000:]
+        settings = re.findall(r"setting=(\w+)=(\S+)", schedule)
+        assert dict(settings).keys() >= {"CLOSESPIDER_PAGECOUNT", "IRL_HOST_DELAY"}
+
+        (resumed_schedule,) = commands(resume)
+        assert '"status": "ok"' in sh(resumed_schedule)
+        # Resumed, and crawling: Scrapy ignores a SIGINT that comes while the crawl
+        # opens (its engine is not running yet to be stopped, and then starts).
+        resuming = rf"resuming from {re.escape(str(server.jobdir(job_id)))}: \d+ URLs"
+        deadline = time.monotonic() + JOB_TIMEOUT
+        while not re.search(resuming + PROGRESS, server.log(job_id)[len(stopped) :], re.DOTALL):
+            assert time.monotonic() < deadline, server.log(job_id)[-3000:]
+            time.sleep(0.5)
+        server.post("cancel.json", [("project", PROJECT), ("job", job_id)])
+        server.wait_until_finished(job_id, runs=2)
+        resumed = server.log(job_id)[len(stopped) :]
+        log = stopped + resumed
+        assert "Traceback" not in log, log[log.find("Traceback") - 2000 :][:5000]
+        # The resumed run has the job's settings (a resume without them ran at the
+        # default delays): each run's "open" record says the settings in force.
+        timeline = server.jobdir(job_id) / "report" / "timeline.jsonl"
+        runs = [json.loads(line) for line in timeline.read_text().splitlines()]
+        in_force = [r["settings"] for r in runs if r["event"] == "open"]
+        assert len(in_force) == 2, in_force
+        for name, value in settings:
+            assert [float(run[name]) for run in in_force] == [float(value)] * 2, name
+        # And its spider arguments: the same in-vitro web.
+        assert "in-vitro web (tiny, seed 0," in resumed, resumed[:3000]
+    finally:
+        pid = root / "twistd.pid"
+        if pid.exists():  # the README's Scrapyd started
+            stop_jobs(server)
+            os.kill(int(pid.read_text()), signal.SIGTERM)

@@ -1,13 +1,17 @@
 """The status endpoint during a real crawl of the tiny web: JSON, Prometheus text (read
-back with prometheus-client's own parser), the HTML page, the token, loopback only."""
+back with prometheus-client's own parser), the HTML page and its links, the token,
+loopback only; a port in use refuses the crawl in one line; a crawl closes without
+warnings."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -21,7 +25,7 @@ from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.report.figures import COUNTERS, GAUGES
 from irlscrapy.report.status import StatusServer
 
-from .conftest import QUICK_IRL, ROOT, tiny_crawl_args
+from .conftest import QUICK_IRL, ROOT, crawl_tiny, read_log, tiny_crawl_args
 
 pytestmark = pytest.mark.e2e
 
@@ -111,6 +115,21 @@ def test_html_page_refreshes_itself_and_shows_the_figures(crawl: Any) -> None:
     assert get(f"{base}/nothing")[0] == 404
 
 
+def test_the_pages_links_keep_the_token_a_browser_opened_it_with(crawl: Any) -> None:
+    _, base = crawl
+    status, _, body = get(f"{base}/?token={TOKEN}", token=None)
+    assert status == 200
+    links = re.findall(r'<a href="([^"]+)"', body.decode())
+    assert len(links) == 2, links
+    for link in links:
+        url = urllib.parse.urljoin(f"{base}/?token={TOKEN}", link.replace("&amp;", "&"))
+        status, content_type, _ = get(url, token=None)  # as a browser follows it
+        assert status == 200, (link, status)
+        assert content_type.startswith(("application/json", "text/plain")), content_type
+    # a client that sends the header gets no token written into the page
+    assert TOKEN not in get(f"{base}/")[2].decode()
+
+
 def test_the_token_is_required(crawl: Any) -> None:
     _, base = crawl
     assert get(f"{base}/status.json", token=None)[0] == 401
@@ -139,3 +158,36 @@ def test_non_loopback_hosts_are_refused(host: str) -> None:
 def test_the_port_must_be_a_port() -> None:
     with pytest.raises(ConfigurationError, match="not a TCP port"):
         StatusServer.from_crawler(get_crawler(Spider, {"IRL_STATUS_PORT": 70000}))
+
+
+def test_a_port_in_use_refuses_the_crawl_in_one_line(tmp_path: Any) -> None:
+    """Another process on the port: exit 1, one ERROR line naming the setting, nothing
+    fetched (the port is bound before the crawl opens anything)."""
+    log = tmp_path / "requests.jsonl"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = crawl_tiny(log, *QUICK_IRL, f"IRL_STATUS_PORT={port}")
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    errors = [line for line in result.stderr.splitlines() if "ERROR" in line]
+    assert len(errors) == 1, errors
+    assert f"IRL_STATUS_PORT={port}" in errors[0] and "Address already in use" in errors[0]
+    assert read_log(log) == []
+
+
+def test_a_crawl_with_the_endpoint_closes_without_a_warning(tmp_path: Any) -> None:
+    result = crawl_tiny(
+        tmp_path / "requests.jsonl",
+        *QUICK_IRL,
+        f"IRL_STATUS_PORT={free_port()}",
+        "CLOSESPIDER_PAGECOUNT=20",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "status endpoint: http://127.0.0.1:" in result.stderr
+    assert "'finish_reason': 'closespider_pagecount'" in result.stderr
+    for alarm in ("Warning", "Traceback"):
+        assert alarm not in result.stderr, [
+            line for line in result.stderr.splitlines() if alarm in line
+        ]

@@ -51,6 +51,13 @@ class JournalMachine(RuleBasedStateMachine):
         self.journal.slot_read(slot)
         self.cursor = (slot + 1, -1)
 
+    @rule(step=st.integers(1, 50))
+    def returned(self, step: int) -> None:
+        """BEAST's next record went back to a later queue: the cursor moves past it."""
+        slot, offset = self.cursor if self.cursor is not None else (0, -1)
+        self.journal.returned(slot, offset + step)
+        self.cursor = (slot, offset + step)
+
     @rule(id_=ids)
     def done(self, id_: int) -> None:
         self.journal.done(id_)  # twice for the same id: the second is a no-op

@@ -47,3 +47,36 @@ def test_a_misspelt_or_retired_setting_is_refused_with_what_was_meant() -> None:
         ConfigurationError, match="IRL_STAR_ENABLED is no longer read: use IRL_BUDGETS"
     ):
         defaults.check_names(Settings({"IRL_STAR_ENABLED": False}))
+
+
+def test_every_default_is_a_value_its_own_declaration_takes() -> None:
+    defaults.check_values(Settings({s.name: s.default for s in defaults.SETTINGS}))
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("IRL_HOST_DELAY", "-1", "IRL_HOST_DELAY=-1: must be 0 or more (seconds; the default"),
+        ("IRL_IP_DELAY", "fast", "IRL_IP_DELAY=fast: must be a number (seconds"),
+        ("IRL_CONTINUOUS", "maybe", "IRL_CONTINUOUS=maybe: must be true or false"),
+        ("IRL_BEAST_BUDGET", "0", "IRL_BEAST_BUDGET=0: must be 1 or more"),
+        ("IRL_STATUS_PORT", "70000", "IRL_STATUS_PORT=70000: must be 65535 or less"),
+        ("IRL_BUDGETS", "some", "IRL_BUDGETS=some: must be one of star, constant, off"),
+        ("IRL_IP_DELAY", {"fast": 1}, "IRL_IP_DELAY={'fast': 1}: must be a number"),
+    ],
+)
+def test_a_value_out_of_its_type_or_range_is_refused_as_written(
+    name: str, value: str | dict[str, int], message: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        defaults.check_values(Settings({name: value}))
+
+
+def test_every_wrong_value_is_named_in_one_refusal() -> None:
+    with pytest.raises(ConfigurationError) as refused:
+        defaults.check_values(Settings({"IRL_HOST_DELAY": "-1", "IRL_IP_DELAY": "fast"}))
+    assert "IRL_HOST_DELAY=-1" in str(refused.value) and "IRL_IP_DELAY=fast" in str(refused.value)
+
+
+def test_a_negative_value_is_taken_where_it_has_a_meaning() -> None:
+    defaults.check_values(Settings({"IRL_LOG_FETCH_ERRORS": -1}))  # logs them all

@@ -285,3 +285,18 @@ def test_a_clock_that_steps_back_holds_an_entry_already_moved_to_the_stamp_order
     assert bench.next_due() == 10.0
     got = bench.take(10.0)
     assert got is not None and got[1] == "a1"
+
+
+def test_a_release_waits_the_hosts_drawn_wait_and_the_rest_read_its_delay() -> None:
+    """With ``host_wait`` (a project's DOWNLOAD_DELAY with Scrapy's jitter) a released
+    host is due after the wait drawn at its release; its delay in force is unchanged."""
+    bench = Workbench(lambda state: 1.0, lambda entry: 0.0, host_wait=lambda state: 1.4)
+    bench.add("a", "10.0.0.1", "a1")
+    bench.add("a", "10.0.0.1", "a2")
+    state, _ = bench.take(0.0) or (None, None)
+    assert state is not None
+    bench.release(state, 2.0)
+    assert state.next_fetch == 3.4
+    assert bench.host_delay(state) == 1.0
+    assert bench.take(3.3) is None
+    assert bench.take(3.4) == (state, "a2")

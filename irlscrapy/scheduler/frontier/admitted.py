@@ -7,6 +7,12 @@ dropped. On open, the URLs admitted and not done are handed back (to be admitted
 they are downloaded again at most once more, as the contract allows for what was in
 RAM), with the BEAST position of the last record taken, where BEAST's reading resumes.
 
+Every record BEAST hands out moves that position, including one the frontier gives
+back to a later queue (its host was full, :meth:`AdmittedJournal.returned`): its copy
+is in the later queue, so a restart must not take the original again. (Were the
+position that of the last record admitted, a restart would take every record deferred
+after it twice, from its old place and from its copy: both fetched.)
+
 RAM holds one small entry per live id (the segment its record is in), never the items:
 the workbench holds those already.
 
@@ -18,6 +24,7 @@ each an :mod:`irlscrapy.recordfile` of::
             | "C" slot: i64be offset: i64be                                BEAST cursor
     slot = -1: the item did not come from BEAST (a retry or redirect)
     offset = -1 in "C": BEAST read slot - 1 to its end (:meth:`AdmittedJournal.slot_read`)
+    offset >= 0 in "C": BEAST's record there went back to a later queue (``returned``)
 
 An id's state is its last record in that order. Appends go to the newest segment; once
 it holds :data:`SEGMENT_RATIO` records per live id (and at least :data:`SEGMENT_MIN`)
@@ -151,6 +158,15 @@ class AdmittedJournal:
         past it, to ``(slot + 1, -1)`` (see :mod:`irlscrapy.scheduler.frontier.beast`)."""
         self.cursor = (slot + 1, -1)
         self._append(_CURSOR.pack(b"C", *self.cursor))
+        self._copy_forward()
+
+    def returned(self, slot: int, offset: int) -> None:
+        """BEAST's record at ``(slot, offset)`` was taken and given back to a later
+        queue (its host was full): the cursor moves past it. Called after the copy is
+        written, so a kill -9 in between leaves the record twice, never lost."""
+        assert self.cursor is None or (slot, offset) > self.cursor, "BEAST reads forward"
+        self.cursor = (slot, offset)
+        self._append(_CURSOR.pack(b"C", slot, offset))
         self._copy_forward()
 
     def done(self, id_: int) -> None:

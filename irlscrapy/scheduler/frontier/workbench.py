@@ -38,9 +38,11 @@ host and its IP off the heaps (one request in flight per host and per IP; a robo
 fetch lets its IP go when its download ends, :meth:`release_ip`, and its host when its
 outcome is known);
 :meth:`release` puts them back with ``next_fetch = end + delay``, where the delays come
-from the injected functions (with the host's budget looked up again first: STAR's
-ranking moves while hosts wait) (the one place that combines budget, Crawl-delay and
-back-off; see :mod:`irlscrapy.scheduler.hosts.delays`). ``release(..., ip_only=True)`` is for
+from the injected functions, with the host's budget looked up again first (STAR's
+ranking moves while hosts wait); :mod:`irlscrapy.scheduler.hosts.delays` is the one
+place that combines budget, Crawl-delay and back-off, and a host's wait may be its delay
+with a random part drawn (``host_wait``, as Scrapy draws a project's download delays).
+``release(..., ip_only=True)`` is for
 a fetch limited by the IP delay only (robots.txt: the paper's rule): the host is due
 again at once. :meth:`postpone` moves a host's ``next_fetch`` later (back-off learned
 after the release, retirement, a robots.txt retry); ``release`` never moves it earlier.
@@ -159,9 +161,13 @@ class Workbench:
         host_delay: Callable[[VisitState], float],
         ip_delay: Callable[[IPEntry], float],
         budget_of: Callable[[str], float] | None = None,
+        host_wait: Callable[[VisitState], float] | None = None,
     ) -> None:
         self.host_delay = host_delay
         self.ip_delay = ip_delay
+        #: one wait of a host at its release: its delay with a random part drawn (the
+        #: project's DOWNLOAD_DELAY jitter); None: the delay itself
+        self.host_wait = host_wait or host_delay
         #: a host's current budget; looked up at each release, since STAR's ranking
         #: changes while a host stays in the workbench (None: budgets never change)
         self.budget_of = budget_of
@@ -315,7 +321,7 @@ class Workbench:
             if budget != state.budget:
                 entry.budget_sum += budget - state.budget
                 state.budget = budget
-        delay = end if ip_only else end + self.host_delay(state)
+        delay = end if ip_only else end + self.host_wait(state)
         state.next_fetch = max(state.next_fetch, delay)  # a postponement outlives the fetch
         if not ip_released:
             entry.in_flight = False

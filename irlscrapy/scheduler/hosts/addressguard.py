@@ -95,6 +95,9 @@ class AddressGuard:
         self.allowed: tuple[Network, ...] = ()
         if not isinstance(allow, bool):
             self.allowed = tuple(_network(text) for text in allow)
+        #: the first host refused, as (host, ip, kind): what a crawl that could fetch
+        #: nothing says (irlscrapy.scheduler.emptycrawl)
+        self.first_refused: tuple[str, str, str] | None = None
 
     @classmethod
     def from_settings(cls, settings: Any) -> AddressGuard:
@@ -145,8 +148,37 @@ class AddressGuard:
         if kind is None:
             return None
         why = f"{GUARD_REFUSAL} {host} resolves to {ip}, a {kind} address"
+        if self.first_refused is None:
+            self.first_refused = (host, ip, kind)
         tally(logger, stats, "irl/guard/refused_lookups", "%s (IRL_ALLOW_PRIVATE_ADDRESSES)", why)
         return why
+
+    @staticmethod
+    def network_of(ip: str) -> str:
+        """The network to allow for ``ip`` (IRL_ALLOW_PRIVATE_ADDRESSES): the
+        well-known block it lies in (127.0.0.0/8, 10.0.0.0/8, ...), else the address."""
+        address = _judged(ipaddress.ip_address(ip))
+        for network in _WELL_KNOWN:
+            if network.version == address.version and address in network:
+                return str(network)
+        return str(ipaddress.ip_network(address))
+
+
+#: The blocks :meth:`AddressGuard.network_of` suggests to allow, one per kind.
+_WELL_KNOWN = tuple(
+    ipaddress.ip_network(text)
+    for text in (
+        "127.0.0.0/8",
+        "10.0.0.0/8",
+        "172.16.0.0/12",
+        "192.168.0.0/16",
+        "100.64.0.0/10",
+        "169.254.0.0/16",
+        "::1/128",
+        "fc00::/7",
+        "fe80::/10",
+    )
+)
 
 
 def _network(text: str) -> Network:
@@ -154,5 +186,6 @@ def _network(text: str) -> Network:
         return ipaddress.ip_network(text, strict=False)
     except ValueError as exc:
         raise ConfigurationError(
-            f"IRL_ALLOW_PRIVATE_ADDRESSES: {text!r} is not a network ({exc})"
+            f"IRL_ALLOW_PRIVATE_ADDRESSES={text}: not a network ({exc}); give true, false or "
+            "networks such as 127.0.0.0/8,10.0.0.0/8"
         ) from None

@@ -71,20 +71,16 @@ class Project:
         feed of a stopped and resumed crawl holds every run's items)."""
         return self.command("crawl", "docs", "-a", f"url={url}", "-o", feed, *args)
 
-    def run(
-        self, args: list[str], timeout: float = 300
-    ) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            args, cwd=self.root, capture_output=True, text=True, timeout=timeout
-        )
+    def run(self, args: list[str], timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(args, cwd=self.root, capture_output=True, text=True, timeout=timeout)
 
     def start(self, args: list[str]) -> subprocess.Popen[str]:
         """The command in the background, its log (stderr) to ``crawl-<n>.log``."""
         number = len(list(self.root.glob("crawl-*.log")))
-        log = open(self.root / f"crawl-{number}.log", "w", encoding="utf-8")  # noqa: SIM115
-        return subprocess.Popen(
-            args, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, text=True
-        )
+        with open(self.root / f"crawl-{number}.log", "w", encoding="utf-8") as log:
+            return subprocess.Popen(  # (the child has its own copy of the file)
+                args, cwd=self.root, stdout=log, stderr=subprocess.STDOUT, text=True
+            )
 
     def items(self, feed: str = "items.jsonl") -> list[dict[str, str]]:
         path = self.root / feed
@@ -150,6 +146,8 @@ def serve_docs(root: Path = DOCS_ROOT) -> Iterator[Site]:
     finally:
         server.terminate()
         server.wait(10)
+        if server.stdout is not None:
+            server.stdout.close()
 
 
 def interrupt(process: subprocess.Popen[str], timeout: float = 60) -> int:
