@@ -10,7 +10,11 @@ settings still win):
   behind the scheduler's back, outside politeness; the scheduler fetches it first and
   obeys it when ``ROBOTSTXT_OBEY`` is true); FetchEndMiddleware on, outermost, to release
   a host whose request ends before reaching the downloader; HostHealthMiddleware on,
-  inside RetryMiddleware, to back off hosts that answer 429/503 or fail;
+  inside RetryMiddleware, to back off hosts that answer 429/503 or fail (one retry
+  policy: host health decides when a host or origin is tried again, RetryMiddleware, as
+  the project configures it, whether a URL is; its retry waits at the front of the host
+  for the back-off; robots.txt fetches carry ``dont_retry``, the robots cache retries
+  them);
   DuplicateContentMiddleware, just inside HostHealthMiddleware, off unless
   ``IRL_CONTENT_DEDUP``, which flags a response whose body was downloaded before
   (``meta["irl_duplicate_of"]``).
@@ -45,6 +49,9 @@ settings still win):
   and renders the report at close into ``IRL_REPORT_DIR`` if set; IdleWatch, which
   counts the seconds the crawler sits idle while fetchable work waits
   (``irl/scheduler/idle_with_work_windows``; ``IRL_IDLE_WATCH_INTERVAL``);
+  CloseCutoff, which ends the downloads still in flight ``IRL_CLOSE_GRACE`` seconds
+  after the spider starts closing, where Scrapy would wait up to ``DOWNLOAD_TIMEOUT``
+  for each (irlscrapy/closing.py);
   Scrapy's SpiderState is replaced by irlscrapy.spiderstate's subclass, which writes
   ``JOBDIR/spider.state`` whole or not at all (Scrapy's is left empty by a full disk);
   a project that sets Scrapy's in EXTENSIONS keeps it.
@@ -87,6 +94,7 @@ STATUS_EXTENSION = "irlscrapy.report.status.StatusServer"
 RECORDER_EXTENSION = "irlscrapy.report.timeline.CrawlRecorder"
 RECORDER_ORDER = 1000  # built last: at spider_closed it runs (and logs) after the others
 IDLE_WATCH_EXTENSION = "irlscrapy.report.idlewatch.IdleWatch"
+CLOSE_CUTOFF_EXTENSION = "irlscrapy.closing.CloseCutoff"
 PROGRESS_EXTENSION = "irlscrapy.report.progress.CrawlProgress"
 PROGRESS_ORDER = 500
 
@@ -133,5 +141,6 @@ class Addon:
             ("EXTENSIONS", STATUS_EXTENSION, 0),
             ("EXTENSIONS", RECORDER_EXTENSION, RECORDER_ORDER),
             ("EXTENSIONS", IDLE_WATCH_EXTENSION, 0),
+            ("EXTENSIONS", CLOSE_CUTOFF_EXTENSION, 0),
         ):
             settings.setdefault_in_component_priority_dict(setting, component, order)

@@ -46,9 +46,18 @@ SETTINGS: tuple[Setting, ...] = (
         5,
         "int",
         "log lines per kind",
-        "fetch-failure lines (retries given up, robots.txt errors, download errors) logged "
-        "per kind before the rest are only counted; negative logs them all",
+        "fetch-failure lines (retries given up, robots.txt errors, download errors) logged, "
+        "at WARNING, per kind before the rest are only counted; negative logs them all",
         minimum=None,
+    ),
+    Setting(
+        "IRL_CLOSE_GRACE",
+        1.0,
+        "float",
+        "seconds",
+        "when the spider starts closing (a CLOSESPIDER_* cap, Ctrl-C), downloads still in "
+        "flight this long after are cut rather than waited for up to DOWNLOAD_TIMEOUT "
+        "(irl/close/downloads_cut; their URLs are fetched by a resume with the same JOBDIR)",
     ),
     Setting(
         "IRL_DNS_SERVERS",
@@ -317,7 +326,7 @@ SETTINGS: tuple[Setting, ...] = (
         "true/false or networks",
         "the address guard: by default hosts resolving to loopback, private, link-local, "
         "CGNAT, multicast, reserved or cloud-metadata addresses are refused (stat "
-        "irl/guard/refused_hosts); true allows all, a comma-separated list of networks "
+        "irl/guard/refused_lookups); true allows all, a comma-separated list of networks "
         "(127.0.0.0/8) allows those. The in-vitro web sets 127.0.0.0/8",
     ),
     Setting(

@@ -18,6 +18,11 @@
    the workbench keeps the project's DOWNLOAD_DELAY (irlscrapy.scheduler.hosts.pace),
    through the downloader's private ``_delay``, the delay of its new slots (Scrapy's
    AutoThrottle sets it the same way).
+8. The engine starting to close the spider (:func:`on_engine_closing`), through its
+   private ``_slot.close``, and the download handlers it built
+   (:func:`download_handlers`), through the downloader's private ``handlers._handlers``:
+   downloads still in flight a moment after a close began are cut
+   (:mod:`irlscrapy.closing`), which needs both.
 
 tests/component/test_internals.py fails loudly if a Scrapy upgrade moves any of them.
 
@@ -31,6 +36,14 @@ one timer, set to the earliest due time, moved when an earlier one comes up.
 
 Scrapy has no public API for this; ``engine._slot.nextcall`` (a ``CallLaterOnce``) is
 what the engine itself calls.
+
+The engine starting to close
+----------------------------
+Scrapy logs "Closing spider" and then waits for every request in flight: a hung
+download holds the close for up to ``DOWNLOAD_TIMEOUT``. It sends no signal when the
+close begins (``spider_closed`` comes at its end), so :func:`on_engine_closing` wraps
+the engine's ``_slot.close``, the first thing ``close_spider_async`` awaits.
+:meth:`PoliteHTTPDownloadHandler.cut_downloads` then ends the downloads still in flight.
 
 No silent re-sends
 ------------------
@@ -50,12 +63,18 @@ at download, so the scheduler drops it before storing a request.
 
 from __future__ import annotations
 
-from collections.abc import Container
+import asyncio
+from collections.abc import Callable, Container
 from typing import Any, NamedTuple
 
+from scrapy import Request
 from scrapy.core.downloader.handlers import http11
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.crawler import Crawler
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import Response
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
+from twisted.internet.defer import CancelledError, Deferred
 
 from irlscrapy.exceptions import IrlscrapyError
 
@@ -117,6 +136,65 @@ def engine_requests(crawler: Crawler) -> Container[Any] | None:
     return None if slot is None else slot.inprogress
 
 
+def engine_slot(crawler: Crawler) -> Any:
+    """The engine's slot (``nextcall``, ``closing``, ``close``); None while no spider
+    runs."""
+    engine = crawl_engine(crawler)
+    if engine is None:
+        return None
+    try:
+        return engine._slot  # None: not running a spider (closing or closed)
+    except AttributeError:
+        raise IrlscrapyError(
+            "this Scrapy version has no ExecutionEngine._slot; irlscrapy's "
+            "adapter (irlscrapy/internals.py) needs updating"
+        ) from None
+
+
+def on_engine_closing(crawler: Crawler, callback: Callable[[], None]) -> None:
+    """Have ``callback()`` called when the engine starts closing the running spider
+    (right after it logs "Closing spider", before it waits for the requests in flight);
+    see "The engine starting to close" above. Call it while the spider runs
+    (``spider_opened``)."""
+    slot = engine_slot(crawler)
+    if slot is None:
+        raise IrlscrapyError("on_engine_closing: no spider is running")
+    try:
+        close = slot.close
+    except AttributeError:
+        raise IrlscrapyError(
+            "this Scrapy version's engine slot has no close(); irlscrapy's adapter "
+            "(irlscrapy/internals.py) needs updating"
+        ) from None
+
+    async def closing() -> None:
+        callback()
+        await close()
+
+    slot.close = closing
+
+
+def download_handlers(crawler: Crawler) -> list[Any]:
+    """The download handlers the crawler's downloader has built so far (one per scheme
+    in use; Scrapy builds them on the first request of their scheme)."""
+    engine = crawl_engine(crawler)
+    if engine is None:
+        return []
+    try:
+        return list(engine.downloader.handlers._handlers.values())
+    except AttributeError:
+        raise IrlscrapyError(
+            "this Scrapy version's downloader has no handlers._handlers; irlscrapy's "
+            "adapter (irlscrapy/internals.py) needs updating"
+        ) from None
+
+
+class DownloadCut(IgnoreRequest):
+    """A download ended by :meth:`PoliteHTTPDownloadHandler.cut_downloads`: the spider
+    was closing. An IgnoreRequest, so Scrapy logs no error for it; its URL was not
+    fetched (a crawl resumed with the same JOBDIR fetches it)."""
+
+
 class EngineWaker:
     def __init__(self, crawler: Crawler, clock: Any) -> None:
         """``clock``: an IReactorTime (the reactor, or a task.Clock in tests)."""
@@ -168,17 +246,7 @@ class EngineWaker:
         return None if slot is None else slot.nextcall
 
     def _slot(self) -> Any:
-        """The engine's slot (``nextcall``, ``closing``); None while no spider runs."""
-        engine = crawl_engine(self.crawler)
-        if engine is None:
-            return None
-        try:
-            return engine._slot  # None: not running a spider (closing or closed)
-        except AttributeError:
-            raise IrlscrapyError(
-                "this Scrapy version has no ExecutionEngine._slot; irlscrapy's "
-                "adapter (irlscrapy/internals.py) needs updating"
-            ) from None
+        return engine_slot(self.crawler)
 
 
 class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
@@ -188,6 +256,33 @@ class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         self.private_pool().retryAutomatically = False
+        #: the downloads in flight (each a Deferred whose cancel ends it)
+        self._downloads: set[Deferred[Response]] = set()
+        #: the downloads cut_downloads() ended
+        self._cut: set[Deferred[Response]] = set()
+
+    async def download_request(self, request: Request) -> Response:
+        download = deferred_from_coro(super().download_request(request))
+        self._downloads.add(download)
+        try:
+            return await maybe_deferred_to_future(download)
+        except (CancelledError, asyncio.CancelledError):
+            # Twisted's when the reactor is not asyncio's; asyncio's when it is (the
+            # download runs as an asyncio task, which cancelling the Deferred cancels)
+            if download in self._cut:
+                raise DownloadCut(f"download cut: the spider was closing ({request.url})") from None
+            raise
+        finally:
+            self._downloads.discard(download)
+            self._cut.discard(download)
+
+    def cut_downloads(self) -> int:
+        """End every download in flight (each fails with :class:`DownloadCut`); how many."""
+        downloads = list(self._downloads)
+        self._cut.update(downloads)
+        for download in downloads:
+            download.cancel()
+        return len(downloads)
 
     def private_pool(self) -> Any:
         """The handler's HTTPConnectionPool (Scrapy's private ``_pool``)."""

@@ -90,6 +90,12 @@ class InVitroProcess:
         self.info = json.loads(line)
         return self.info
 
+    def terminate(self) -> None:
+        """Ask the child to stop (SIGTERM) without waiting: it winds down (a few tenths
+        of a second) while the crawl closes; :meth:`stop` then waits for it."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.send_signal(signal.SIGTERM)
+
     def stop(self) -> None:
         """Stop the child (SIGTERM, then SIGKILL after 10 s); its log is flushed on SIGTERM."""
         proc, self._proc = self._proc, None

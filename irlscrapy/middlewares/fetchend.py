@@ -4,7 +4,9 @@ how the host answered.
 ``FetchEndMiddleware`` (downloader middleware, outermost): a request that ends without
 leaving the downloader (dropped by a middleware, or answered by one, such as a cache)
 releases its host and IP at once; ``request_left_downloader`` covers the rest. An
-exception that reaches it is final: the URL is done (no page, no links). A request the
+exception that reaches it is final: the URL is done (no page, no links), but for a
+download cut because the spider was closing (:mod:`irlscrapy.closing`): that URL stays
+admitted, for a resume to fetch. A request the
 frontier refused (robots.txt, DNS) comes back through it to fail as Scrapy's own
 components would fail it: IgnoreRequest("Forbidden by robots.txt") and stat
 ``robotstxt/forbidden``, IgnoreRequest("address guard: ...") for a host the address
@@ -37,6 +39,7 @@ from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigur
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
+from irlscrapy.internals import DownloadCut
 from irlscrapy.scheduler.hosts.addressguard import GUARD_REFUSAL
 from irlscrapy.scheduler.hosts.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import IRLScheduler
@@ -87,7 +90,11 @@ class FetchEndMiddleware:
         # Outermost: an exception that reaches us is final (a RetryMiddleware retry would
         # have come back as a Request instead).
         scheduler = IRLScheduler.of(self.crawler)
-        if scheduler is not None:
+        if scheduler is None:
+            return
+        if isinstance(exception, DownloadCut):
+            scheduler.fetch_cut(request)  # the spider is closing: fetched on resume
+        else:
             scheduler.fetch_failed(request)
 
     def _ended(self, request: Request) -> None:

@@ -21,7 +21,15 @@ from irlscrapy.internals import crawl_engine
 #: Running totals: figure name -> (Scrapy stat, meaning). Prometheus exposes them as
 #: counters, everything else as gauges.
 COUNTERS: dict[str, tuple[str, str]] = {
-    "pages": ("response_received_count", "responses received, robots.txt included"),
+    "pages": (
+        "response_received_count",
+        "responses received, robots.txt included (what CLOSESPIDER_PAGECOUNT counts)",
+    ),
+    "robots_responses": ("robotstxt/response_count", "robots.txt responses received"),
+    "ignored_responses": (
+        "httperror/response_ignored_count",
+        "responses HttpErrorMiddleware kept from the spider (a status it does not handle)",
+    ),
     "items": ("item_scraped_count", "items scraped"),
     "links": ("irl/spider/links", "links extracted by the broad spider"),
     "requests": ("downloader/request_count", "requests sent to the downloader"),

@@ -2,11 +2,13 @@
 
 A broad crawl meets thousands of dead hosts, resets and bad robots.txt files; Scrapy
 logs each at ERROR with a traceback. :class:`FetchErrorLogLimit` lets the first
-``IRL_LOG_FETCH_ERRORS`` lines of each kind through, then only counts them
-(stats ``irl/log/suppressed/<kind>``) and says how many it held back when the spider
-closes. The lines it lets through lose their traceback: the stack of a connection reset
-says nothing the message does not. Spider errors (exceptions in callbacks) are never
-touched.
+``IRL_LOG_FETCH_ERRORS`` lines of each kind through (all of them if it is negative),
+then only counts them (stats ``irl/log/suppressed/<kind>``) and says how many it held
+back when the spider closes. The lines it lets through are logged at WARNING, without
+their traceback: a dead host is the web's failure, not the crawler's, and the stack of a
+connection reset says nothing the message does not. Errors of the crawler itself
+(exceptions in spider callbacks, in the scheduler, a full disk) are never touched and
+stay ERROR.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ from collections import Counter
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
-from scrapy.exceptions import NotConfigured
 
 from irlscrapy import defaults
 
@@ -41,10 +42,7 @@ class FetchErrorLogLimit(logging.Filter):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> FetchErrorLogLimit:
-        limit = defaults.get(crawler.settings, "IRL_LOG_FETCH_ERRORS")
-        if limit < 0:
-            raise NotConfigured("IRL_LOG_FETCH_ERRORS is negative: every line is logged")
-        ext = cls(crawler, limit)
+        ext = cls(crawler, defaults.get(crawler.settings, "IRL_LOG_FETCH_ERRORS"))
         for name in FETCH_ERROR_SOURCES:
             logging.getLogger(name).addFilter(ext)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
@@ -53,6 +51,10 @@ class FetchErrorLogLimit(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         kind, prefix = FETCH_ERROR_SOURCES.get(record.name, ("", None))
         if prefix is None or not str(record.msg).startswith(prefix):
+            return True
+        if record.levelno > logging.WARNING:  # the web's failure, not the crawler's
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        if self.limit < 0:
             return True
         if self.logged[kind] < self.limit:
             self.logged[kind] += 1

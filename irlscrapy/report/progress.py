@@ -1,5 +1,13 @@
 """Live progress for a crawl: a periodic line, and a summary when the spider closes.
 
+Both count *responses* (Scrapy's ``response_received_count``, what
+``CLOSESPIDER_PAGECOUNT`` counts) and split them: pages the spider parsed, robots.txt
+responses (``robotstxt/response_count``) and responses HttpErrorMiddleware kept from the
+spider (``httperror/response_ignored_count``: a status it does not handle). The rate is
+responses per second over the crawling time: from the spider's opening to the start of
+its close (:data:`irlscrapy.closing.spider_closing`; without it, the end of the close),
+so a close's tail does not lower it; no progress line is logged once the close began.
+
 The line's figures are :func:`irlscrapy.report.figures.crawl_figures`, the status
 endpoint's; on the IRL scheduler it adds the frontier: URLseen's pending URLs, BEAST's
 URLs and queues, URLs waiting for DNS, the workbench's URLs, hosts and IPs (and how many
@@ -21,6 +29,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from irlscrapy import defaults
+from irlscrapy.closing import spider_closing
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.report.meter import BAR_WIDTH, bar
 
@@ -28,13 +37,16 @@ logger = logging.getLogger(__name__)
 
 
 class CrawlProgress:
-    """Logs pages and links per second, what is scheduled, and RSS every
-    ``IRL_PROGRESS_INTERVAL`` seconds; logs a summary of the whole crawl at the end."""
+    """Logs responses (pages parsed, robots.txt, HTTP errors) and links per second, what is
+    scheduled, and RSS every ``IRL_PROGRESS_INTERVAL`` seconds; logs a summary of the
+    whole crawl at the end."""
 
     def __init__(self, crawler: Crawler, interval: float) -> None:
         self.crawler = crawler
         self.interval = interval
         self.started = 0.0
+        #: when the spider started closing (0: it has not)
+        self.closing_at = 0.0
         #: time, pages, links at the previous line
         self._last: tuple[float, float, float] = (0.0, 0, 0)
         #: CLOSESPIDER_PAGECOUNT: with a page budget the line opens with a progress bar
@@ -49,6 +61,7 @@ class CrawlProgress:
             raise NotConfigured("IRL_PROGRESS_INTERVAL is 0")
         ext = cls(crawler, interval)
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(ext.spider_closing, signal=spider_closing)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         return ext
 
@@ -67,11 +80,9 @@ class CrawlProgress:
         self._last = (now, pages, links)
         rate = (pages - pages0) / dt
         logger.info(
-            "progress: %s%d pages (%.1f/s), %d links (%.0f/s), %d scheduled, %d in flight, "
-            "RSS %.0f MB%s",
+            "progress: %s%s, %d links (%.0f/s), %d scheduled, %d in flight, RSS %.0f MB%s",
             progress_bar(pages, self.page_budget, rate),
-            pages,
-            rate,
+            responses_part(figures, rate),
             links,
             (links - links0) / dt,
             figures.get("scheduled", 0),
@@ -80,30 +91,39 @@ class CrawlProgress:
             _frontier_part(figures) + _agent_part(figures),
         )
 
+    def spider_closing(self) -> None:
+        self.closing_at = time.monotonic()
+        if self._loop is not None and self._loop.running:
+            self._loop.stop()
+
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._loop is None:
             return  # the spider never opened (irlscrapy.openfailure said why)
         if self._loop.running:
             self._loop.stop()
-        elapsed = max(time.monotonic() - self.started, 1e-9)
+        now = time.monotonic()
+        crawling = max((self.closing_at or now) - self.started, 1e-9)
+        closing = now - self.closing_at if self.closing_at else 0.0
         stats = self.crawler.stats
         assert stats is not None
-        pages = stats.get_value("response_received_count", 0)
-        links = stats.get_value("irl/spider/links", 0)
+        figures = crawl_figures(self.crawler, self._process)
         statuses = {
             k.rsplit("/", 1)[1]: v
             for k, v in stats.get_stats().items()
             if k.startswith("downloader/response_status_count/")
         }
         logger.info(
-            "summary (%s): %d pages in %.1f s (%.1f pages/s); %d links extracted; "
+            "summary (%s): in %.1f s of crawling%s, %s%s; %d links extracted; "
             "%d duplicate requests filtered; %d robots.txt-forbidden; status counts %s; "
             "peak RSS %.0f MB",
             reason,
-            pages,
-            elapsed,
-            pages / elapsed,
-            links,
+            crawling,
+            f" (then {closing:.1f} s closing)" if closing else "",
+            responses_part(figures, figures["pages"] / crawling),
+            f"; CLOSESPIDER_PAGECOUNT {self.page_budget:,} counts responses"
+            if self.page_budget > 0
+            else "",
+            figures["links"],
             stats.get_value("dupefilter/filtered", 0),
             # Scrapy's RobotsTxtMiddleware counts Requests; the IRL frontier counts URLs
             # (robotstxt/forbidden too, for Requests it refuses): irl/robots/disallowed
@@ -116,13 +136,27 @@ class CrawlProgress:
         )
 
 
+def responses_part(figures: dict[str, float], rate: float) -> str:
+    """The responses received (what CLOSESPIDER_PAGECOUNT counts) and what they were:
+    ``3012 responses (96.2/s): 1825 pages parsed, 1185 robots.txt, 2 HTTP errors not
+    parsed``."""
+    responses = figures["pages"]
+    robots, ignored = figures["robots_responses"], figures["ignored_responses"]
+    parsed = max(responses - robots - ignored, 0)
+    return (
+        f"{responses:.0f} responses ({rate:.1f}/s): {parsed:.0f} pages parsed, "
+        f"{robots:.0f} robots.txt, {ignored:.0f} HTTP errors not parsed"
+    )
+
+
 def progress_bar(done: float, budget: int, rate: float, width: int = BAR_WIDTH) -> str:
-    """``[#####-----] 50% of 3,000, ETA 12 s `` towards a page budget; "" without one."""
+    """``[#####-----] 50% of 3,000 responses, ETA 12 s; `` towards CLOSESPIDER_PAGECOUNT
+    (which counts responses, robots.txt included); "" without one."""
     if budget <= 0:
         return ""
     share = min(max(done / budget, 0.0), 1.0)
     eta = f", ETA {(budget - done) / rate:.0f} s" if rate > 0 and done < budget else ""
-    return f"{bar(share, width)} {share:.0%} of {budget:,}{eta}; "
+    return f"{bar(share, width)} {share:.0%} of {budget:,} responses{eta}; "
 
 
 def _frontier_part(figures: dict[str, float]) -> str:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ from scrapy.http import Response
 from twisted.internet import task
 
 from irlscrapy import defaults
+from irlscrapy.closing import spider_closing
 from irlscrapy.mediatype import media_type
 from irlscrapy.recovery import Recoveries, recovered
 from irlscrapy.report.figures import crawl_figures
@@ -118,7 +120,14 @@ class CrawlRecorder:
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
         crawler.signals.connect(ext.response_received, signal=signals.response_received)
         crawler.signals.connect(ext.state_closed, signal=state_closed)
+        if ext.report_dir is not None:
+            crawler.signals.connect(ext.spider_closing, signal=spider_closing)
         return ext
+
+    def spider_closing(self) -> None:
+        """The close began: import the renderer (matplotlib: a second or more) on a
+        thread while the engine waits for its last downloads, rather than after."""
+        threading.Thread(target=_load_renderer, name="report-import", daemon=True).start()
 
     # -- recording -----------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
@@ -222,10 +231,16 @@ class CrawlRecorder:
             self._render(self.records.parent, self.report_dir)
 
     def _render(self, state_dir: Path, out: Path) -> None:
-        from irlscrapy.report.render import write_report
+        from irlscrapy.report.render import write_report  # matplotlib: see spider_closing
 
         try:
             # the crawl's own files are closed; this process may still hold the lock
             self.report = write_report(state_dir, out, check_lock=False)
         except Exception:  # the crawl is done; its report must not fail it
             logger.exception("the crawl report could not be written to %s", out)
+
+
+def _load_renderer() -> None:
+    from irlscrapy.report.render import load_plotting
+
+    load_plotting()

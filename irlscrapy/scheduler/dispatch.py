@@ -411,6 +411,14 @@ class Dispatcher:
         if item is not None:
             self.frontier.finished(item)
 
+    def fetch_cut(self, request: Request) -> None:
+        """The download of ``request`` was cut, the spider closing: its host and IP are
+        released (it left the downloader) and its URL stays admitted, not done, so a
+        resumed crawl fetches it."""
+        token = request.meta.get(FETCH_KEY)
+        if token is not None:
+            self.ledger.cut(token)
+
     def finish_pages(self) -> None:
         """Pages no middleware reported done (a failure raised by a downloader
         middleware's process_response goes to the request's errback only) are done once

@@ -413,6 +413,11 @@ class IRLScheduler(BaseScheduler):
         """The request failed for good (no retry follows): no page, nothing to hand over."""
         self.page_done(request)
 
+    def fetch_cut(self, request: Request) -> None:
+        """The download was cut as the spider closed: not fetched, so not done."""
+        if self.dispatcher is not None:
+            self.dispatcher.fetch_cut(request)
+
     @stops_when_disk_is_full(default=None)
     def page_done(self, request: Request) -> None:
         """The spider has handled the response of ``request``."""

@@ -5,6 +5,7 @@ A fetch is named by a *token* (an int, carried in the request's meta under
 
     hand_out -> in flight --end--> released, page pending --page_done--> done
                                          (or finished: the engine is done with it)
+                                         (or cut: no page, not done)
 
 ``end`` is when the host and IP are released (the request left the downloader, or ended
 before reaching it); ``page_done`` when the spider has handled the page, its links
@@ -100,6 +101,11 @@ class FetchLedger(Generic[State, Item]):
         fetch is still in flight)."""
         fetch = self._pages.pop(token, None)
         return None if fetch is None else fetch.item
+
+    def cut(self, token: int) -> None:
+        """The download of the released fetch ``token`` was cut (the spider was
+        closing): no page comes, and its URL is not done (it stays admitted)."""
+        self._pages.pop(token, None)
 
     def finished(self, running: Container[Any]) -> list[Item]:
         """The items of pages pending whose request is not in ``running`` (the requests

@@ -8,7 +8,9 @@ the host, redirects followed up to ``REDIRECT_HOPS`` as RFC 9309 asks) and turns
 answer into the frontier's :meth:`~irlscrapy.scheduler.pipeline.Frontier.robots_known`.
 The fetch holds its host until the outcome is known (its rules, or its retry or
 redirect queued), so no URL of the host slips out in between; then ``end(token)``
-releases it.
+releases it. Its retries are the robots cache's alone (``IRL_ROBOTS_RETRIES``, after
+``IRL_ROBOTS_RETRY_DELAY``): the Request carries ``dont_retry``, so Scrapy's
+RetryMiddleware does not retry it on top.
 
 For dashboards and extensions written for Scrapy's RobotsTxtMiddleware (which the
 add-on turns off) it counts the same stats, ``robotstxt/request_count``,
@@ -28,6 +30,7 @@ from scrapy.http import Response
 from scrapy.utils.asyncio import run_in_thread
 from twisted.python.failure import Failure
 
+from irlscrapy.internals import DownloadCut
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.robots import (
     MAX_WILDCARD_RULES,
@@ -71,6 +74,8 @@ class RobotsFetches:
                 ROBOTS_KEY: fetch.host,
                 "handle_httpstatus_list": ROBOTS_STATUSES,
                 "redirect_ttl": REDIRECT_HOPS,
+                # the robots cache retries it (IRL_ROBOTS_RETRIES), RetryMiddleware never
+                "dont_retry": True,
             },
             dont_filter=True,
         )
@@ -94,6 +99,8 @@ class RobotsFetches:
     def failed(self, failure: Failure) -> None:
         response = getattr(failure.value, "response", None)
         request = failure.request  # type: ignore[attr-defined]
+        if failure.check(DownloadCut):
+            return  # the crawl is closing: robots.txt is fetched next run
         if response is not None:
             self._outcome(request, response.status, response.body)
         elif failure.check(IgnoreRequest) and request.meta.get("redirect_times"):

@@ -121,6 +121,8 @@ class BroadSpider(Spider):
             # Scrapy builds HttpProxyMiddleware, and settings before they are frozen.
             info = spider.invitro.start()
             atexit.register(spider.invitro.stop)
+            # nothing is fetched once the spider has closed: the web winds down meanwhile
+            crawler.signals.connect(spider.invitro.terminate, signal=signals.spider_closed)
             crawler.signals.connect(spider.invitro.stop, signal=signals.engine_stopped)
             spider.seed_urls = list(info["seeds"])
             for name, value in info["settings"].items():

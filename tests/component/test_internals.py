@@ -168,3 +168,50 @@ def test_the_proxy_from_the_environment_is_forgotten_before_a_request_is_stored(
     middleware.process_request(own)
     forget_environment_proxy(own)
     assert own.meta["proxy"] == "http://mine.invalid:8080"
+
+
+def test_the_engine_still_closes_its_slot_first_and_keeps_its_download_handlers() -> None:
+    """on_engine_closing wraps ``_slot.close``, which must still be what
+    close_spider_async awaits first; download_handlers reads the downloader's
+    ``handlers._handlers``."""
+    out = _run(
+        "from scrapy.utils.reactor import install_reactor\n"
+        "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
+        "import inspect\n"
+        "from scrapy import Spider\n"
+        "from scrapy.core.engine import ExecutionEngine, _Slot\n"
+        "from scrapy.utils.test import get_crawler\n"
+        "source = inspect.getsource(ExecutionEngine.close_spider_async)\n"
+        "body = source[source.index('Closing spider'):]\n"
+        "print(inspect.iscoroutinefunction(_Slot.close), body.index('self._slot.close()') "
+        "< body.index('self.downloader.close()'))\n"
+        "engine = ExecutionEngine(get_crawler(Spider), lambda _: None)\n"
+        "print(type(engine.downloader.handlers._handlers).__name__)\n"
+    )
+    assert out == "True True\ndict"
+
+
+def test_a_download_cut_by_the_handler_fails_with_download_cut_at_once() -> None:
+    """A server that accepts and never answers: cut_downloads ends the download (a
+    DownloadCut, an IgnoreRequest) long before its DOWNLOAD_TIMEOUT."""
+    out = _run(
+        HANDLER_PROLOGUE + "import socket, time\n"
+        "from twisted.internet import reactor\n"
+        "from scrapy import Request\n"
+        "from scrapy.exceptions import IgnoreRequest\n"
+        "from scrapy.utils.defer import deferred_from_coro\n"
+        "from irlscrapy.internals import DownloadCut\n"
+        "silent = socket.socket(); silent.bind(('127.0.0.1', 0)); silent.listen(1)\n"
+        "h = PoliteHTTPDownloadHandler(get_crawler(Spider, {'DOWNLOAD_TIMEOUT': 30}))\n"
+        "url = 'http://127.0.0.1:%d/' % silent.getsockname()[1]\n"
+        "d = deferred_from_coro(h.download_request(Request(url)))\n"
+        "began = time.monotonic()\n"
+        "reactor.callLater(0.5, lambda: print('cut', h.cut_downloads()))\n"
+        "def ended(failure):\n"
+        "    print(type(failure.value).__name__, isinstance(failure.value, IgnoreRequest),\n"
+        "          time.monotonic() - began < 5, h.cut_downloads())\n"
+        "    reactor.stop()\n"
+        "d.addErrback(ended)\n"
+        "reactor.run()\n"
+    )
+    assert out == "cut 1\nDownloadCut True True 0"

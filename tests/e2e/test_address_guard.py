@@ -42,7 +42,7 @@ def test_no_request_reaches_a_refused_address(
     assert len(records) > 50, "the allowed hosts are crawled"
     outside = [r for r in records if ipaddress.ip_address(r["ip"]) not in ALLOWED]
     assert not outside, outside[:5]
-    assert "'irl/guard/refused_hosts'" in result.stderr
+    assert "'irl/guard/refused_lookups'" in result.stderr
     assert "address guard: " in result.stderr  # one log line per refused host
 
 

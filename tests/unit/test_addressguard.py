@@ -96,6 +96,6 @@ def test_a_host_refused_is_counted_and_the_first_logged(caplog: pytest.LogCaptur
         guard.refusal("b.example", "127.0.0.1", stats)
         assert guard.refusal("c.example", "8.8.8.8", stats) is None
     assert why == "address guard: a.example resolves to 10.0.0.1, a private address"
-    assert stats.values == {"irl/guard/refused_hosts": 2}
+    assert stats.values == {"irl/guard/refused_lookups": 2}
     [line] = [r.getMessage() for r in caplog.records]
     assert line.startswith(f"{why} (IRL_ALLOW_PRIVATE_ADDRESSES) (counted in irl/guard/")

@@ -8,7 +8,7 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from irlscrapy.report.figures import Throughput, crawl_figures
-from irlscrapy.report.progress import progress_bar
+from irlscrapy.report.progress import progress_bar, responses_part
 from irlscrapy.report.status import _sparkline_svg
 
 
@@ -52,16 +52,27 @@ def test_sparkline_svg_scales_to_the_peak() -> None:
 
 def test_progress_bar_towards_the_page_budget() -> None:
     assert progress_bar(10, 0, 5.0) == ""  # no budget, no bar
-    assert progress_bar(500, 1000, 50.0, width=10) == "[#####-----] 50% of 1,000, ETA 10 s; "
-    assert progress_bar(0, 1000, 0.0, width=4) == "[----] 0% of 1,000; "
-    assert progress_bar(1200, 1000, 9.0, width=4) == "[####] 100% of 1,000; "  # overshoot
+    assert (
+        progress_bar(500, 1000, 50.0, width=10) == "[#####-----] 50% of 1,000 responses, ETA 10 s; "
+    )
+    assert progress_bar(0, 1000, 0.0, width=4) == "[----] 0% of 1,000 responses; "
+    assert progress_bar(1200, 1000, 9.0, width=4) == "[####] 100% of 1,000 responses; "
+
+
+def test_responses_are_split_into_pages_parsed_robots_txt_and_ignored() -> None:
+    figures = {"pages": 3012.0, "robots_responses": 1185.0, "ignored_responses": 2.0}
+    assert responses_part(figures, 96.25) == (
+        "3012 responses (96.2/s): 1825 pages parsed, 1185 robots.txt, 2 HTTP errors not parsed"
+    )
 
 
 def test_before_the_crawl_starts_the_figures_are_the_counters_and_rss() -> None:
     crawler = get_crawler(Spider)  # no engine until the crawl starts
     assert crawler.stats is not None
     crawler.stats.set_value("response_received_count", 7)
+    crawler.stats.set_value("robotstxt/response_count", 2)
     figures = crawl_figures(crawler)
-    assert figures["pages"] == 7
+    assert figures["pages"] == 7 and figures["robots_responses"] == 2
+    assert figures["ignored_responses"] == 0
     assert figures["rss_bytes"] > 0
     assert "downloader_active" not in figures

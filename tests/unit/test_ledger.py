@@ -1,7 +1,8 @@
 """The fetch ledger against a model (a dict of token -> phase), under Hypothesis: every
 token is in flight, pending its page, or done; end() and page_done() act once; finished()
-takes the pending pages whose requests the engine no longer holds, and only those; the
-fetches downloading are those in flight less the robots.txt fetches that left."""
+takes the pending pages whose requests the engine no longer holds, and only those; a
+page cut (its download cut as the spider closed) is never done; the fetches downloading
+are those in flight less the robots.txt fetches that left."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ class LedgerMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.ledger: FetchLedger[str, str] = FetchLedger()
-        self.phase: dict[int, str] = {}  # token -> "flight" | "page" | "done"
+        self.phase: dict[int, str] = {}  # token -> "flight" | "page" | "done" | "cut"
         self.running: set[str] = set()  # the requests the engine holds
         self.robots: set[int] = set()  # robots.txt fetches
         self.left: set[int] = set()  # robots.txt fetches out of the downloader, in flight
@@ -66,6 +67,14 @@ class LedgerMachine(RuleBasedStateMachine):
             self.phase[token] = "done"
         else:
             assert item is None
+
+    @precondition(lambda self: self.phase)
+    @rule(data=st.data())
+    def cut(self, data: st.DataObject) -> None:
+        token = data.draw(st.sampled_from(sorted(self.phase)))
+        self.ledger.cut(token)
+        if self.phase[token] == "page":
+            self.phase[token] = "cut"  # its URL stays admitted: never done
 
     @rule()
     def finished(self) -> None:

@@ -26,7 +26,9 @@ the IPv4 address inside it), every address that is not globally routable:
 comma-separated list of networks (``127.0.0.0/8,10.1.0.0/16``) allows those only. The
 in-vitro web's preset allows 127.0.0.0/8 (its hosts live there) and nothing else.
 
-Each host refused is counted in ``irl/guard/refused_hosts``, and the first is logged
+Each refusal is counted in ``irl/guard/refused_lookups`` (an event: a host whose URLs
+keep coming is resolved and refused again, each time with the URLs waiting for it), and
+the first is logged
 (:mod:`irlscrapy.tally`); the frontier counts its URLs (``irl/guard/refused_urls``).
 """
 
@@ -141,14 +143,14 @@ class AddressGuard:
     def refusal(self, host: str, ip: str, stats: Any) -> str | None:
         """Why the crawl must not connect to ``host``, resolved to ``ip`` (the reason its
         URLs are refused with), or None when it may. A refusal is counted in ``stats``
-        (``irl/guard/refused_hosts``); the first is logged."""
+        (``irl/guard/refused_lookups``); the first is logged."""
         kind = self.refuses(ip)
         if kind is None:
             return None
         why = f"{GUARD_REFUSAL} {host} resolves to {ip}, a {kind} address"
         if self.first_refused is None:
             self.first_refused = (host, ip, kind)
-        tally(logger, stats, "irl/guard/refused_hosts", "%s (IRL_ALLOW_PRIVATE_ADDRESSES)", why)
+        tally(logger, stats, "irl/guard/refused_lookups", "%s (IRL_ALLOW_PRIVATE_ADDRESSES)", why)
         return why
 
     @staticmethod

@@ -7,8 +7,9 @@ Theory of operation
 -------------------
 :class:`HostResolver` asks ONE question per call: the first A record of a name, with
 its TTL. It asks the nameservers of ``IRL_DNS_SERVERS`` through twisted.names
-(:mod:`.dnsclient`), else the *system* resolver: ``getaddrinfo`` in the reactor's
-thread pool, the call that Python, curl, browsers and Scrapy's own
+(:mod:`.dnsclient`), else the *system* resolver: ``getaddrinfo`` on daemon threads
+(:mod:`.lookupthreads`; not the reactor's thread pool, whose queue the process's exit
+waits for), the call that Python, curl, browsers and Scrapy's own
 CachingThreadedResolver make, so /etc/hosts, nsswitch, search domains and container or
 VPN DNS behave as users expect. (twisted.names' ``createResolver`` reads resolv.conf
 and /etc/hosts only, and would resolve differently from the rest of the machine.) A
@@ -35,7 +36,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from scrapy.resolver import CachingHostnameResolver
-from twisted.internet import defer, threads
+from twisted.internet import defer
 from twisted.internet._resolver import GAIResolver
 from twisted.internet.base import BlockingResolver, ThreadedResolver
 from twisted.internet.defer import Deferred
@@ -46,6 +47,7 @@ from twisted.python.failure import Failure
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
 from irlscrapy.scheduler.hosts.dnsclient import PooledPortResolver
+from irlscrapy.scheduler.hosts.lookupthreads import LookupThreads
 from irlscrapy.workers import installed_reactor
 
 __all__ = [
@@ -145,7 +147,8 @@ class HostResolver:
     """One name -> one IPv4 address, from explicit nameservers or the system resolver.
 
     :meth:`query` asks once and fails only with :class:`DNSLookupFailed`.
-    ``in_thread(f, *args) -> Deferred`` runs getaddrinfo (default: the reactor's pool).
+    ``in_thread(f, *args) -> Deferred`` runs getaddrinfo (default: a
+    :class:`~.lookupthreads.LookupThreads`, emptied by :meth:`close`).
     """
 
     def __init__(
@@ -160,6 +163,7 @@ class HostResolver:
         self._reactor = reactor  # None: the global reactor, imported when first needed
         self._in_thread = in_thread
         self._client: Any = None
+        self._threads: LookupThreads | None = None
         self._unexpected: set[str] = set()
 
     @classmethod
@@ -196,10 +200,14 @@ class HostResolver:
         )
 
     def close(self) -> None:
-        """Close the nameserver client's UDP ports (a later query opens new ones)."""
+        """Close the nameserver client's UDP ports and drop the system lookups not
+        started (a later query opens new ones)."""
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._threads is not None:
+            self._threads.close()
+            self._threads = None
 
     def _first_a(self, result: Any, host: str) -> Answer:
         for rr in result[0]:
@@ -248,4 +256,6 @@ class HostResolver:
         return result
 
     def _pool(self, f: Callable[..., Any], *args: Any) -> Deferred[Any]:
-        return threads.deferToThreadPool(self.reactor, self.reactor.getThreadPool(), f, *args)
+        if self._threads is None:
+            self._threads = LookupThreads(self.reactor)
+        return self._threads(f, *args)

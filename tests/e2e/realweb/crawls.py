@@ -59,7 +59,7 @@ _STAT = re.compile(r"^[{ ]'([^']+)': (-?[0-9][0-9.e+-]*|'[^']*')[,}]$", re.M)
 _DUMP = "Dumping Scrapy stats:"
 #: A progress line (irlscrapy.report.progress) and the IRL scheduler's frontier in it.
 _PROGRESS = re.compile(
-    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) .*progress: .*?(\d+) pages .* (\d+) in flight"
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) .*progress: .*?(\d+) responses .* (\d+) in flight"
 )
 _FRONTIER = {
     "urlseen": re.compile(r"URLseen ([\d,]+) pending"),
