@@ -9,11 +9,9 @@ there is room (``capacity`` URLs, counting those waiting for DNS):
 
 - a URL of a host not seen yet waits while the host is resolved, once, asynchronously;
   when the address comes, the host's visit state joins the workbench under it. A host
-  whose DNS fails is dropped with its waiting URLs (stats ``irl/dns/dropped_lookups`` and
-  ``irl/dns/dropped_urls``); so is a host the address guard refuses
-  (:mod:`irlscrapy.scheduler.hosts.addressguard`; ``irl/guard/refused_lookups``,
-  ``refused_urls``). Lookups, not hosts: a host whose URLs keep coming is looked up, and
-  dropped or refused, again;
+  whose DNS fails is dropped with its waiting URLs (stats ``irl/dns/dropped_lookups``, a
+  host looked up again counted again, and ``irl/dns/dropped_urls``); so is a host the address
+  guard refuses (:mod:`irlscrapy.scheduler.hosts.addressguard`; ``irl/guard/refused_*``);
 - with a horizon (:mod:`irlscrapy.scheduler.frontier.horizon`), RAM holds about what the
   crawler fetches within it, overall and per host, so BEAST's order (the budgets)
   decides what is crawled; :meth:`admit` goes past the overall target only when the
