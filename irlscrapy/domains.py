@@ -71,18 +71,29 @@ class PayLevelDomains:
 _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
 
-def url_host(url: str) -> str:
-    """The host of an absolute http(s) URL (see the module docstring); "" for a URL with
-    no authority (``data:``, ``mailto:``)."""
+def _authority(url: str) -> tuple[int, int] | None:
+    """Where the authority of an absolute URL starts and ends (after ``://``, up to the
+    first ``/``, ``?`` or ``#``); None for a URL with no authority."""
     colon = url.find("://")
     if colon < 0:
-        return ""
+        return None
     start = colon + 3
     end = len(url)
     for sep in "/?#":
         cut = url.find(sep, start)
         if 0 <= cut < end:
             end = cut
+    return start, end
+
+
+def url_host(url: str) -> str:
+    """The host of an absolute http(s) URL (see the module docstring); "" for a URL with
+    no authority (``data:``, ``mailto:``)."""
+    bounds = _authority(url)
+    if bounds is None:
+        return ""
+    start, end = bounds
+    colon = start - 3
     host = url[start:end].rpartition("@")[2].lower()
     if ":" in host:  # (the common case, no port and no trailing dot, does no more)
         name, _, port = host.rpartition(":")
@@ -110,15 +121,10 @@ def canonical_authority(url: str) -> str:
     docstring says where); a URL already so spelt (the common case) is returned as is."""
     if _PLAIN_AUTHORITY.match(url):
         return url
-    colon = url.find("://")
-    if colon < 0:
+    bounds = _authority(url)
+    if bounds is None:
         return url
-    start = colon + 3
-    end = len(url)
-    for sep in "/?#":
-        cut = url.find(sep, start)
-        if 0 <= cut < end:
-            end = cut
+    start, end = bounds
     at = url.rfind("@", start, end) + 1 or start
     host = url_host(url)
     if url[at:end] == host:
