@@ -28,7 +28,6 @@ from scrapy.crawler import Crawler
 from scrapy.utils.defer import deferred_from_coro
 
 from irlscrapy import defaults
-from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.internals import (
     PoliteHTTPDownloadHandler,
     crawl_engine,
@@ -52,24 +51,23 @@ def close_spider(crawler: Crawler, reason: str) -> None:
 
 
 class CloseCutoff:
-    def __init__(self, crawler: Crawler, grace: float, clock: Any) -> None:
-        """``clock``: an IReactorTime (the reactor, or a task.Clock in tests)."""
+    def __init__(self, crawler: Crawler, grace: float, clock: Any, resumable: bool) -> None:
+        """``clock``: an IReactorTime (the reactor, or a task.Clock in tests);
+        ``resumable``: the crawl's state outlives it (JOBDIR or IRL_STATE_DIR)."""
         self.crawler = crawler
         self.grace = grace
         self.clock = clock
+        self.resumable = resumable
         self._cut: Any = None  # the IDelayedCall of the cut
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CloseCutoff:
-        grace = defaults.get(crawler.settings, "IRL_CLOSE_GRACE")
-        if grace < 0:
-            raise ConfigurationError(
-                f"IRL_CLOSE_GRACE is {grace}: it must be 0 or more seconds (the downloads "
-                "in flight when a close begins run this long before they are cut)"
-            )
+        settings = crawler.settings
+        grace = defaults.get(settings, "IRL_CLOSE_GRACE")  # (>= 0: irlscrapy.startcheck)
+        resumable = bool(settings.get("JOBDIR") or defaults.get(settings, "IRL_STATE_DIR"))
         from twisted.internet import reactor
 
-        cutoff = cls(crawler, grace, reactor)
+        cutoff = cls(crawler, grace, reactor, resumable)
         crawler.signals.connect(cutoff.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(cutoff.spider_closed, signal=signals.spider_closed)
         return cutoff
@@ -93,9 +91,12 @@ class CloseCutoff:
         if cut:
             logger.info(
                 "closing: cut %d download(s) still in flight IRL_CLOSE_GRACE (%.1f s) after "
-                "the close began; a crawl resumed with the same JOBDIR fetches their URLs",
+                "the close began%s",
                 cut,
                 self.grace,
+                "; a crawl resumed with the same JOBDIR fetches their URLs"
+                if self.resumable
+                else "",
             )
             assert self.crawler.stats is not None
             self.crawler.stats.inc_value("irl/close/downloads_cut", cut)
