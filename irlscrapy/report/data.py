@@ -31,7 +31,19 @@ POLITENESS_SETTINGS = (
     "ROBOTSTXT_OBEY",
 )
 #: Timeline counters the summary sums over runs (and agents); ``p`` follows the third.
-TOTALS = ("pages", "unique_urls", "duplicates", "links", "requests", "download_errors", "bytes")
+#: ``pages`` counts responses, robots.txt included (what CLOSESPIDER_PAGECOUNT counts);
+#: ``pages_parsed`` is what is left of them without robots.txt and HTTP errors.
+TOTALS = (
+    "pages",
+    "unique_urls",
+    "duplicates",
+    "links",
+    "requests",
+    "download_errors",
+    "bytes",
+    "robots_responses",
+    "ignored_responses",
+)
 #: Timeline dicts of counts the report sums over runs (and agents).
 COUNTS = ("status", "content_types", "robots")
 
@@ -80,6 +92,9 @@ def totals(timelines: Sequence[list[dict[str, Any]]]) -> dict[str, Any]:
     summary: dict[str, Any] = {name: total(name) for name in TOTALS[:3]}
     summary["p"] = analysis.overall_uniqueness(summary["unique_urls"], summary["duplicates"])
     summary.update((name, total(name)) for name in TOTALS[3:])
+    summary["pages_parsed"] = max(
+        summary["pages"] - summary["robots_responses"] - summary["ignored_responses"], 0
+    )
     return summary
 
 

@@ -129,7 +129,9 @@ def _plots(data: dict[str, Any], out: Path) -> None:
                 label=f"restart of {agent}" if agent and j == 0 else None,
             )
     ax.set_title("Download rate (Fig. 6)")
-    fig.legend(loc="upper right")
+    # one legend for both axes, inside the plot (a figure legend overlaps the right axis)
+    lines = [*ax.get_legend_handles_labels()[0], *right.get_legend_handles_labels()[0]]
+    ax.legend(lines, [line.get_label() for line in lines], loc="best")
     fig.savefig(out / PNG_RATE, dpi=100)
 
     fig = _figure(Figure, 4)
@@ -191,6 +193,37 @@ def time_unit(span: float) -> tuple[str, float]:
 
 
 # -- HTML ------------------------------------------------------------------------------
+#: What each summary figure counts, in the order the summary shows them (``report.json``
+#: keeps the keys); a figure not named here follows, under its key.
+SUMMARY_LABELS = {
+    "pages": "responses (robots.txt included: what CLOSESPIDER_PAGECOUNT counts)",
+    "pages_parsed": "pages parsed by the spider",
+    "robots_responses": "robots.txt responses",
+    "ignored_responses": "HTTP errors not parsed",
+    "requests": "requests sent",
+    "download_errors": "downloads failed",
+    "bytes": "bytes received",
+    "links": "links extracted",
+    "unique_urls": "new URLs (URLseen)",
+    "duplicates": "URLs seen before (URLseen)",
+    "p": "p: new URLs / URLs checked",
+    "seconds_crawling": "seconds crawling",
+    "runs": "runs",
+    "finish_reason": "finish reason",
+    "plds": "PLDs known to STAR",
+    "crawled_plds": "PLDs crawled",
+    "spam_pages": "pages of spam farms",
+    "spam_share": "share of spam pages",
+}
+
+
+def summary_keys(summary: dict[str, Any]) -> list[str]:
+    """The summary's figures in the order the report shows them."""
+    return [k for k in SUMMARY_LABELS if k in summary] + [
+        k for k in summary if k not in SUMMARY_LABELS
+    ]
+
+
 def _html(data: dict[str, Any], stats: StatsTable) -> str:
     e = html.escape
     s = data["summary"]
@@ -236,8 +269,8 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
     parts.append(
         _table(
             ("figure", "value"),
-            [(k, _fmt(v)) for k, v in s.items()],
-            keys=list(s),
+            [(SUMMARY_LABELS.get(k, k), _fmt(s[k])) for k in summary_keys(s)],
+            keys=summary_keys(s),
             table_id="summary",
         )
     )

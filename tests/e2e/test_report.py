@@ -15,7 +15,13 @@ from typing import Any
 
 import pytest
 
-from irlscrapy.report.render import PNG_DELAYS, PNG_PLDS, PNG_RATE, PNG_UNIQUENESS
+from irlscrapy.report.render import (
+    PNG_DELAYS,
+    PNG_PLDS,
+    PNG_RATE,
+    PNG_UNIQUENESS,
+    SUMMARY_LABELS,
+)
 from tests.reportdirs import TWO_AGENTS, write_two_agents
 
 from .conftest import QUICK_IRL, ROOT, crawl_tiny, side_by_side
@@ -100,7 +106,11 @@ def test_summary_sums_both_runs_and_marks_the_restart(resumed: dict[str, Any]) -
         summary["unique_urls"] / (summary["unique_urls"] + summary["duplicates"])
     )
     html = resumed["html"]
-    assert f"<tr data-key='pages'><th>pages</th><td>{summary['pages']:,}</td></tr>" in html
+    label = SUMMARY_LABELS["pages"]
+    assert f"<tr data-key='pages'><th>{label}</th><td>{summary['pages']:,}</td></tr>" in html
+    parsed = summary["pages"] - summary["robots_responses"] - summary["ignored_responses"]
+    assert summary["pages_parsed"] == parsed > 0
+    assert summary["robots_responses"] > 0
     assert summary["finish_reason"] == "closespider_pagecount"
     # the in-vitro web's ground truth, counted by the spider in each run
     spam = first.get("invitro/spam_pages", 0) + second.get("invitro/spam_pages", 0)

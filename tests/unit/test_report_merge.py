@@ -30,7 +30,7 @@ from irlscrapy.report.analysis import (
 from irlscrapy.report.merge import agents_data
 from irlscrapy.report.plds import Block, PLDTables, Ranking, merged_chunks
 from irlscrapy.report.reader import read_crawls
-from irlscrapy.report.render import PNG_PLDS, PNG_RATE, write_agents_report
+from irlscrapy.report.render import PNG_PLDS, PNG_RATE, SUMMARY_LABELS, write_agents_report
 from irlscrapy.scheduler.hosts.delays import Politeness
 from tests.reportdirs import (
     SETTINGS,
@@ -265,7 +265,8 @@ def test_two_agents_report_names_them_and_marks_each_ones_restarts(
     assert "One crawl of 2 agents" in html
     for agent, job in zip("ab", two_agents, strict=True):
         assert f"<tr data-key='{agent}'><th>{agent}</th><td><code>{job}</code></td>" in html
-    assert "<tr data-key='pages'><th>pages</th><td>500</td></tr>" in html
+    label = SUMMARY_LABELS["pages"]
+    assert f"<tr data-key='pages'><th>{label}</th><td>500</td></tr>" in html
     # the stats table has a column per agent
     assert "<tr><th>stat</th><th>a</th><th>b</th></tr>" in html
     assert "<tr><th>response_received_count</th><td>50</td><td>150</td></tr>" in html
