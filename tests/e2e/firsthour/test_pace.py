@@ -30,7 +30,7 @@ WALL_TIME_RATIO_BAR = 1.3
 #: sum of 70 such draws is within 0.8 x of its mean by more than 10 standard deviations.
 PACE_FLOOR = 0.8
 CRAWL_TIMEOUT = 290  # under pytest's 300 s
-PROGRESS_LINE = re.compile(r"\[irlscrapy\.report\.progress\] INFO: .*pages/s")
+PROGRESS_LINE = re.compile(r"\[irlscrapy\.report\.progress\] INFO: progress: .* responses \(")
 #: Log lines stamped to the millisecond (Scrapy's default stamp is to the second).
 TIMED_LOG_FORMAT = "%(created).3f [%(name)s] %(levelname)s: %(message)s"
 #: When a page of the site came (200 or 404; robots.txt's fetch is no page), in such a log.
