@@ -55,6 +55,14 @@ def test_any_priority_above_scrapys_default_is_the_project_setting_its_pace(
     assert pace_of(project({"DOWNLOAD_DELAY": 3}, priority)).host_delay == 3.0
 
 
+def test_an_irl_delay_present_at_any_priority_is_the_users() -> None:
+    """irlscrapy's defaults never enter Scrapy's settings: one found there, even at
+    Scrapy's default priority (a harness patching Scrapy's default settings), was set."""
+    pace = pace_of(project({"IRL_HOST_DELAY": 0, "IRL_IP_DELAY": 0}, "default"))
+    assert pace.source == USER
+    assert (pace.host_delay, pace.ip_delay) == (0.0, 0.0)
+
+
 def test_scrapys_own_default_delay_is_not_the_projects_pace() -> None:
     settings = project({})
     assert settings.getpriority("DOWNLOAD_DELAY") == 0  # the add-on leaves it alone

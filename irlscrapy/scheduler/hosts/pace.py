@@ -86,9 +86,14 @@ class Pace:
 
 def is_set(settings: Any, name: str) -> bool:
     """Did the user (or a project, spider, add-on or command line) set ``name``, rather
-    than Scrapy's defaults?"""
+    than Scrapy's defaults? An ``IRL_*`` setting is set wherever it is present, at any
+    priority: irlscrapy's defaults live in :mod:`irlscrapy.defaults`, never in Scrapy's
+    settings, so whatever put it there chose it (a harness that writes into Scrapy's
+    default settings module, say)."""
     priority = settings.getpriority(name)
-    return priority is not None and priority > SETTINGS_PRIORITIES["default"]
+    if priority is None:
+        return False
+    return name.startswith("IRL_") or priority > SETTINGS_PRIORITIES["default"]
 
 
 def scrapy_jitter(settings: Any) -> float:
