@@ -151,7 +151,8 @@ DIFFERENCES: dict[str, tuple[str, str]] = {
     "ipv6-loopback": (
         "IPv6 loopback",
         "The address guard refuses the IPv6 loopback (`::1`) unless "
-        "`IRL_ALLOW_PRIVATE_ADDRESSES` allows it (`127.0.0.0/8` does not).",
+        "`IRL_ALLOW_PRIVATE_ADDRESSES` allows it (`127.0.0.0/8` does not); a crawl whose "
+        "every URL is so refused ends `irlscrapy_all_refused`.",
     ),
 }
 
@@ -219,10 +220,11 @@ CLASSIFICATION: tuple[Rule, ...] = (
         r"caught_times",
     ),
     Rule(
-        r"::test_ipv6_default_name_resolver$",
+        r"::test_(ipv6_default_name_resolver|caching_hostname_resolver_ipv6)$",
         "ipv6-loopback",
-        "http://[::1] is refused by the address guard, not by the resolver",
-        r"IRL_ALLOW_PRIVATE_ADDRESSES",
+        "http://[::1] is refused by the address guard, not by the resolver; its only URL "
+        "refused, the crawl ends irlscrapy_all_refused, not finished",
+        r"IRL_ALLOW_PRIVATE_ADDRESSES|'Spider closed \(finished\)' in",
     ),
     Rule(
         r"test_crawler_subprocess\.py::\w+::test_reactorless_|::test_no_reactor$",
