@@ -21,6 +21,7 @@ from irlscrapy.invitro.process import InVitroProcess
 from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
 from irlscrapy.oracle.groundtruth import CrawlPolicy
 from irlscrapy.scheduler.frontier.traps import TrapLimits
+from irlscrapy.spiders.broad import MAX_PAGE_BYTES
 
 SEED = 0
 #: What the IRL scheduler with its defaults fetches: RFC 9309 and the trap limits.
@@ -324,18 +325,26 @@ def read_log(path: Path) -> list[dict[str, Any]]:
 RETRYABLE = {0, 500, 502, 503, 504, 522, 524, 408, 429}
 
 
-def assert_repeats_are_retries(records: list[dict[str, Any]]) -> None:
+def assert_repeats_are_retries(
+    records: list[dict[str, Any]], timeout: float = TINY_DOWNLOAD_TIMEOUT
+) -> None:
     """Every URL gets at most one final answer; repeats are retries of failures only.
 
     Scrapy tries a request 3 times (RETRY_TIMES=2), and Twisted's connection pool re-sends
     a GET once more when a reused keep-alive connection is reset, so a URL that always
-    resets is seen up to 6 times.
+    resets is seen up to 6 times. The server logs the status a reply began with, so two
+    replies are no answer to the crawler, which cuts them and may retry: one still being
+    sent when the crawl's DOWNLOAD_TIMEOUT (``timeout``) ran out, and one larger than the
+    broad spider's DOWNLOAD_MAXSIZE (Scrapy cancels it; the cancel can surface as a lost
+    connection, which RetryMiddleware retries).
     """
     attempts: dict[str, list[int]] = {}
     for r in records:
         url = request_url(r)
         if r["path"] not in ROBOTS_PATHS and r["kind"] != "dns-error" and url is not None:
-            attempts.setdefault(url, []).append(r["status"])
+            timed_out = r["t_end"] is not None and r["t_end"] - r["t_start"] >= timeout
+            cut = timed_out or r["bytes"] > MAX_PAGE_BYTES
+            attempts.setdefault(url, []).append(0 if cut else r["status"])
     repeated = 0
     for url, statuses in attempts.items():
         final = [s for s in statuses if s not in RETRYABLE]
