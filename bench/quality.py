@@ -1,42 +1,46 @@
 """Crawl quality: what STAR does against spam farms, measured at the in-vitro server.
 
-    python bench/quality.py                          # the spam web, 100,000 pages a variant
-    python bench/quality.py --pages 20000 --variants star,off
+    python bench/quality.py                          # the spam web, 20,000 and 100,000 pages
+    python bench/quality.py --pages 1000000 --variants star      # resumable; hours
+    python bench/quality.py --seed 1 --variants star,constant    # another web of the profile
     python bench/quality.py --report                 # the figures from the saved state
     python bench/quality.py --calibrate              # breadth-first on the web's graph
+    python bench/quality.py --standing               # the farms' ranks by other scores
 
-**Long, and resumable.** The four variants at 100,000 pages took 45 minutes on a
-2-core machine (stock Scrapy's the longest), and their figures 8 more; longer runs
-take hours. Each crawls with a JOBDIR of its own under ``--state`` (default
-``bench/results/quality-<profile>/<variant>/``), the in-vitro server's request log
-beside it. Stopped at any point (Ctrl-C, a lost session), the same command resumes
-every unfinished variant from its JOBDIR; a variant whose log holds ``--pages`` page
-requests is done and is not crawled again. ``--fresh`` starts over.
+**Long, and resumable.** Four variants at 100,000 pages take about an hour on a 2-core
+machine (stock Scrapy's the longest), and their figures some minutes more; 1,000,000
+pages take hours a variant. Each crawls with a JOBDIR of its own under ``--state``
+(default ``bench/results/quality-<profile>-<seed>/<variant>/``), the in-vitro server's
+request log beside it. Stopped at any point (Ctrl-C, a lost session), the same command
+resumes every unfinished variant from its JOBDIR; a variant whose log holds the largest
+of ``--pages`` page requests is done and is not crawled again. ``--fresh`` starts over.
+The figures are read at every size of ``--pages`` from the same crawls (the requests up
+to the n-th page).
 
-Variants (issue 19), the same spider and web, stopped at the same number of page
-downloads:
+Variants, the same spider and web, stopped at the same number of page downloads; every
+IRL variant is ``scrapy crawl broad`` with the project's settings and the defaults, only
+``IRL_BUDGETS`` varied (issue 37):
 
-``star``      ``scrapy crawl broad`` as shipped (the add-on; ``IRL_BUDGETS = "star"``),
-              ``IRL_STAR_TOP_DOMAINS`` = ``--top`` (about 0.1% of the PLDs STAR sees:
-              the figures print the share);
-``off``       the same with ``IRL_BUDGETS = "off"``: no per-PLD limit in a BEAST queue,
-              a plain FIFO frontier with the same politeness; it isolates what budgets
-              add (the control of the bars);
-``constant``  ``IRL_BUDGETS = "constant"``: every PLD B0 (for information);
-``bfo``       stock Scrapy breadth-first (``ADDONS={}``, DEPTH_PRIORITY=1, FIFO queues,
-              ScrapyPriorityQueue, a JOBDIR too).
+``star``        as shipped (``IRL_BUDGETS = "star"``, the ``share`` budget function);
+``star-paper``  labelled, not the headline: ``IRL_STAR_BUDGET_FUNCTION = "paper"``, the
+                paper's fixed top 10,000 (the default before issue 37);
+``off``         ``IRL_BUDGETS = "off"``: no per-PLD limit in a BEAST queue, a plain FIFO
+                frontier with the same politeness;
+``constant``    ``IRL_BUDGETS = "constant"``: every PLD B0;
+``bfo``         stock Scrapy breadth-first (``ADDONS={}``, DEPTH_PRIORITY=1, FIFO queues,
+                ScrapyPriorityQueue, a JOBDIR too).
 
-The bars (one run, ``--pages`` 100,000 or more):
+The bars (issue 37; :func:`bars`):
 
-- calibration: ``bfo``'s spam share is at least 30%;
-- ``star``'s spam share is at most 1/10 of ``bfo``'s, at most 1/3 of ``off``'s, and
-  below 5%;
-- Fig. 7(b): ``star``'s mean pages per PLD rise with the true in-degree bucket,
-  monotone from bucket 4-7 upwards allowing one inversion;
-- Spearman's rank correlation of true in-degree and pages over the PLDs ``star``
-  crawled (at least one page) is at least 0.5, and above ``off``'s;
-- the 100 most-linked legitimate PLDs (:func:`leaders`) are all reached, and their
-  median pages are at least 5x the median crawled PLD's.
+- calibration, 100,000 pages: ``bfo``'s spam share is at least 30%;
+- 100,000 pages: ``star``'s spam share at most 1/10 of ``bfo``'s and 1/2 of
+  ``constant``'s; 20,000 pages: at most ``constant``'s; 1,000,000 pages: below 5%;
+- 100,000 pages: the ten most-linked legitimate PLDs get at least 1.3x the pages under
+  ``star`` that they get under ``constant``;
+- Fig. 7(b): over the buckets of at least 20 legitimate PLDs, ``star``'s mean pages per
+  PLD rise with the true in-degree bucket, with at most one inversion; Spearman's rank
+  correlation of true in-degree and pages over the PLDs ``star`` crawled (at least one
+  page) is at least 0.5.
 
 Everything is measured from the server's request log against the web's own ground
 truth: the spam flag of each host, each PLD's true in-degree (distinct PLDs linking to
@@ -73,16 +77,15 @@ from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
 from irlscrapy.oracle.groundtruth import CrawlPolicy, crawl_levels, followed_links
 
-PAGES = 100_000
+#: Sizes the figures and bars are read at (a 1,000,000-page run: ``--pages``).
+SIZES = (20_000, 100_000)
 PROFILE = "spam"
 SEED = 0
-#: IRL_STAR_TOP_DOMAINS of ``star``: about 0.1% of the PLDs a 100,000-page crawl of the
-#: spam web sees (the figures print the share).
-TOP_DOMAINS = 10
 #: B0, IRL_BEAST_BUDGET's default: how many pages a budget can hold a spam PLD to.
 DEFAULT_BUDGET = int(defaults.BY_NAME["IRL_BEAST_BUDGET"].default)
 VARIANTS: dict[str, dict[str, Any]] = {
-    "star": {"IRL_BUDGETS": "star"},
+    "star": {},
+    "star-paper": {"IRL_STAR_BUDGET_FUNCTION": "paper"},
     "off": {"IRL_BUDGETS": "off"},
     "constant": {"IRL_BUDGETS": "constant"},
     "bfo": {
@@ -97,6 +100,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
 }
 LEADERS = 100
+#: Fig. 7(b)'s bar reads the buckets that hold at least this many legitimate PLDs.
+FIG7B_MIN_LEGIT = 20
 #: Table VIII's rows: the legitimate PLDs of highest true in-degree.
 TABLE_ROWS = 10
 #: One crawl process runs at most this long before it is stopped and resumed.
@@ -183,15 +188,22 @@ def leaders(web: InVitroWeb, true_in: np.ndarray, count: int = LEADERS) -> list[
 
 
 def figures(
-    variant: str, records: list[dict[str, Any]], web: InVitroWeb, true_in: np.ndarray
+    variant: str,
+    records: list[dict[str, Any]],
+    web: InVitroWeb,
+    true_in: np.ndarray,
+    all_links: dict[str, list[str]],
 ) -> dict[str, Any]:
+    """The figures of one variant's first pages (``records``); ``all_links``: the links
+    of every page the variant downloaded (:func:`page_links`), a superset."""
     pages = [r for r in records if is_page(r)]
     spam = sum(1 for r in pages if r["spam"])
     # A budget can only hold back a PLD that has more URLs than its budget: how many
     # spam PLDs got more pages than B0 shows whether budgets had anything to do.
     spam_per_pld = Counter(r["pld"] for r in pages if r["spam"])
     per_pld = Counter(r["pld"] for r in pages)
-    links = page_links(records, web)
+    urls = {request_url(r) for r in pages}
+    links = {url: targets for url, targets in all_links.items() if url in urls}
     found = {r["pld"] for r in pages if r["status"] == 200 and r["pld"]}
     found.update(pld(url_host(link)) for targets in links.values() for link in targets)
     ids = {name: web.pld_id(name) for name in found}
@@ -201,11 +213,19 @@ def figures(
     )
     degrees = np.array([true_in[ids[name]] for name in population])
     crawled = np.array([per_pld.get(name, 0) for name in population])
+    legit = np.array([(ids[name] or 0) < web.profile.legit_plds for name in population])
     table: dict[str, list[int]] = {}
-    for degree, count in zip(degrees.tolist(), crawled.tolist(), strict=True):
+    legit_in: Counter[str] = Counter()
+    for degree, count, is_legit in zip(
+        degrees.tolist(), crawled.tolist(), legit.tolist(), strict=True
+    ):
         table.setdefault(bucket(degree), []).append(count)
-    fig7b = {k: (len(table[k]), sum(table[k]) / len(table[k])) for k in sorted(table, key=_low)}
-    rising = [mean for name, (_, mean) in fig7b.items() if _low(name) >= 4]
+        legit_in[bucket(degree)] += is_legit
+    fig7b = {
+        k: (len(table[k]), sum(table[k]) / len(table[k]), legit_in[k])
+        for k in sorted(table, key=_low)
+    }
+    rising = [mean for _, mean, n_legit in fig7b.values() if n_legit >= FIG7B_MIN_LEGIT]
     leader_names = leaders(web, true_in)
     contacted = {r["pld"] for r in records}
     leader_pages = [per_pld.get(name, 0) for name in leader_names]
@@ -235,7 +255,7 @@ def figures(
         if some.sum() > 1
         else float("nan"),
         "fig7b": fig7b,
-        "fig7b_inversions_from_4": inversions(rising),
+        "fig7b_inversions": inversions(rising),
         "leaders_reached": sum(1 for name in leader_names if name in contacted),
         "leaders_not_reached": [n for n in leader_names if n not in contacted],
         "leaders_median_pages": float(np.median(leader_pages)),
@@ -244,6 +264,7 @@ def figures(
             (name, int(true_in[web.pld_id(name) or 0]), per_pld.get(name, 0))
             for name in leader_names[:TABLE_ROWS]
         ],
+        "top10_pages": sum(per_pld.get(name, 0) for name in leader_names[:TABLE_ROWS]),
         "depths": {
             str(level): {"pages": n, "spam_share": s / n}
             for level, (n, s) in sorted(by_depth.items())
@@ -277,18 +298,16 @@ def served_pages(workdir: Path) -> int:
     return count
 
 
-def crawl(variant: str, workdir: Path, pages: int, top: int, profile: str) -> None:
+def crawl(variant: str, workdir: Path, pages: int, profile: str, seed: int) -> None:
     """Crawl ``variant`` until its server log holds ``pages`` page requests, resuming
     from its JOBDIR (a crawl that ended by itself before that is done too)."""
     workdir.mkdir(parents=True, exist_ok=True)
     settings: dict[str, Any] = dict(VARIANTS[variant])
-    if variant != "bfo":
-        settings["IRL_STAR_TOP_DOMAINS"] = top
     while (done := served_pages(workdir)) < pages:
         print(f"# {variant}: {done:,} of {pages:,} pages served; crawling", flush=True)
         before = done
         _, log = crawl_broad_web(
-            workdir, pages, settings, SEED, jobdir=True, profile=profile, wall=CRAWL_WALL_S
+            workdir, pages, settings, seed, jobdir=True, profile=profile, wall=CRAWL_WALL_S
         )
         if served_pages(workdir) == before:
             sys.exit(f"{variant}: the crawl served no page; its log:\n{log[-3000:]}")
@@ -313,7 +332,7 @@ def print_tables(results: list[dict[str, Any]]) -> None:
     for b in buckets:
         cells = ""
         for r in results:
-            n, mean = r["fig7b"].get(b, (0, float("nan")))
+            n, mean, _ = r["fig7b"].get(b, (0, float("nan"), 0))
             cells += f"{mean:>14.2f} ({n:>5})"
         print(f"# {b:>12}{cells}")
     print("# Table VIII: the most-linked legitimate PLDs, pages")
@@ -356,15 +375,52 @@ def calibrate(web: InVitroWeb, pages: int) -> None:
              spam_share=spam_depth[depth] / per_depth[depth])  # fmt: skip
 
 
+def standing(web: InVitroWeb) -> None:
+    """Issue 37, item 2, on the web's own PLD graph: the farm PLDs' in-degree ranks when a
+    linking PLD counts once (STAR), by its own standing, or by PageRank."""
+    n, legit_plds = web.total_plds, web.profile.legit_plds
+    pairs = [(pid, target) for pid in range(n) for target in web.out_plds(pid)]
+    source, target = (np.array(column) for column in zip(*pairs, strict=True))
+    degree = np.bincount(target, minlength=n).astype(np.float64)
+    out = np.bincount(source, minlength=n).astype(np.float64)
+    rank = np.full(n, 1.0 / n)
+    for _ in range(50):
+        rank = 0.15 / n + 0.85 * np.bincount(
+            target, weights=rank[source] / out[source], minlength=n
+        )
+    scores = {
+        "in-degree (each linking PLD once)": degree,
+        "linking PLDs weighed by log2(1 + in-degree)": np.bincount(
+            target, weights=np.log2(1 + degree[source]), minlength=n
+        ),
+        "linking PLDs of in-degree >= 5 only": np.bincount(
+            target, weights=(degree[source] >= 5).astype(np.float64), minlength=n
+        ),
+        "PageRank (damping 0.85)": rank,
+    }
+    for name, score in scores.items():
+        order = np.empty(n, dtype=np.int64)
+        order[np.argsort(-score, kind="stable")] = np.arange(1, n + 1)
+        farms = order[legit_plds:]
+        emit("quality", "farm_rank", int(np.median(farms)), "median rank", score=name,
+             best=int(farms.min()), worst=int(farms.max()), plds=n)  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="Long and resumable: each variant keeps a JOBDIR under --state; run the "
         "same command again to go on where it stopped.",
     )
-    parser.add_argument("--pages", type=int, default=PAGES, help="page downloads per variant")
+    parser.add_argument(
+        "--pages",
+        type=lambda text: sorted(int(n) for n in text.split(",")),
+        default=list(SIZES),
+        help="page downloads to report at, comma-separated; each variant crawls to the "
+        f"largest (default {','.join(map(str, SIZES))})",
+    )
     parser.add_argument("--profile", default=PROFILE, help="in-vitro profile (spam)")
-    parser.add_argument("--top", type=int, default=TOP_DOMAINS, help="IRL_STAR_TOP_DOMAINS")
+    parser.add_argument("--seed", type=int, default=SEED, help="the web's seed (0)")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--state", type=Path, help="state directory (bench/results/...)")
     parser.add_argument("--report", action="store_true", help="no crawl: the saved state")
@@ -372,62 +428,82 @@ def main() -> None:
     parser.add_argument(
         "--calibrate", action="store_true", help="no crawl: breadth-first on the web's graph"
     )
+    parser.add_argument(
+        "--standing", action="store_true", help="no crawl: the farms' ranks by other scores"
+    )
     args = parser.parse_args()
     variants = args.variants.split(",")
     unknown = set(variants) - set(VARIANTS)
     if unknown:
         parser.error(f"unknown variants {sorted(unknown)}; choose from {list(VARIANTS)}")
-    web = InVitroWeb(get_profile(args.profile), SEED)
+    web = InVitroWeb(get_profile(args.profile), args.seed)
     if args.calibrate:
-        calibrate(web, args.pages)
+        calibrate(web, args.pages[-1])
         return
-    state = args.state or RESULTS / f"quality-{args.profile}"
+    if args.standing:
+        standing(web)
+        return
+    state = args.state or RESULTS / f"quality-{args.profile}-{args.seed}"
     if args.fresh and state.exists():
         shutil.rmtree(state)
-    emit("quality", "setup", args.pages, "pages", top_domains=args.top, seed=SEED,
+    emit("quality", "setup", args.pages[-1], "pages", seed=args.seed, sizes=args.pages,
          profile=args.profile, variants=variants, state=str(state))  # fmt: skip
     if not args.report:
         for variant in variants:
-            crawl(variant, state / variant, args.pages, args.top, args.profile)
+            crawl(variant, state / variant, args.pages[-1], args.profile, args.seed)
     true_in = web.true_indegree()
-    results = []
+    by_size: dict[int, list[dict[str, Any]]] = {size: [] for size in args.pages}
     for variant in variants:
-        records, crawl_log = saved(state / variant, args.pages)
-        result = figures(variant, records, web, true_in)
-        if variant != "bfo":
-            result["star_plds_seen"] = _stat(crawl_log, "irl/star/plds")
-            result["top_share_of_plds_seen"] = args.top / max(result["star_plds_seen"], 1)
-        emit("quality", "variant", variant, "", **result)
-        results.append(result)
-    print_tables(results)
-    bars(results)
+        records, crawl_log = saved(state / variant, args.pages[-1])
+        links = page_links(records, web)
+        for size in args.pages:
+            first = first_pages(records, size)
+            if sum(1 for r in first if is_page(r)) < size:
+                print(f"# {variant}: fewer than {size:,} pages crawled; not reported")
+                continue
+            result = figures(variant, first, web, true_in, links)
+            result["size"] = size
+            if variant != "bfo" and size == args.pages[-1]:
+                result["star_plds_seen"] = _stat(crawl_log, "irl/star/plds")
+            emit("quality", "variant", variant, "", **result)
+            by_size[size].append(result)
+    for size, results in by_size.items():
+        if results:
+            print(f"# ---- at {size:,} pages ----")
+            print_tables(results)
+            bars(results, size)
 
 
-def bars(results: list[dict[str, Any]]) -> None:
+def bars(results: list[dict[str, Any]], size: int) -> None:
+    """Issue 37's bars that apply at ``size`` pages, for the variants crawled."""
     by = {r["variant"]: r for r in results}
-    if "bfo" in by:
-        emit("quality", "bar_calibration", by["bfo"]["spam_share"] >= 0.30, "met",
-             bfo=by["bfo"]["spam_share"])  # fmt: skip
-    star = by.get("star")
+    star, constant, bfo = by.get("star"), by.get("constant"), by.get("bfo")
+    if bfo is not None and size >= 100_000:
+        emit("quality", "bar_calibration", bfo["spam_share"] >= 0.30, "met", size=size,
+             bfo=bfo["spam_share"])  # fmt: skip
     if star is None:
         return
     share = star["spam_share"]
-    if "bfo" in by:
-        emit("quality", "bar_spam_vs_bfo", share <= by["bfo"]["spam_share"] / 10, "met",
-             star=share, bfo=by["bfo"]["spam_share"])  # fmt: skip
-    if "off" in by:
-        emit("quality", "bar_spam_vs_off", share <= by["off"]["spam_share"] / 3, "met",
-             star=share, off=by["off"]["spam_share"])  # fmt: skip
-        emit("quality", "bar_spearman", star["spearman_crawled"] >= 0.5
-             and star["spearman_crawled"] > by["off"]["spearman_crawled"], "met",
-             star=star["spearman_crawled"], off=by["off"]["spearman_crawled"])  # fmt: skip
-    emit("quality", "bar_spam_below_5_percent", share < 0.05, "met", star=share)
-    emit("quality", "bar_fig7b_rises", star["fig7b_inversions_from_4"] <= 1, "met",
-         inversions=star["fig7b_inversions_from_4"])  # fmt: skip
-    emit("quality", "bar_leaders", star["leaders_reached"] == LEADERS
-         and star["leaders_median_pages"] >= 5 * star["median_crawled_pages"], "met",
-         reached=star["leaders_reached"], leaders_median=star["leaders_median_pages"],
-         median_crawled=star["median_crawled_pages"])  # fmt: skip
+    if size >= 1_000_000:
+        emit("quality", "bar_spam_below_5_percent", share < 0.05, "met", size=size, star=share)
+    if constant is not None and size < 100_000:
+        emit("quality", "bar_spam_vs_constant", share <= constant["spam_share"], "met",
+             size=size, star=share, constant=constant["spam_share"])  # fmt: skip
+    if size < 100_000:
+        return
+    if bfo is not None:
+        emit("quality", "bar_spam_vs_bfo", share <= bfo["spam_share"] / 10, "met", size=size,
+             star=share, bfo=bfo["spam_share"])  # fmt: skip
+    if constant is not None:
+        emit("quality", "bar_spam_vs_constant", share <= constant["spam_share"] / 2, "met",
+             size=size, star=share, constant=constant["spam_share"])  # fmt: skip
+        emit("quality", "bar_top10_vs_constant", star["top10_pages"]
+             >= 1.3 * constant["top10_pages"], "met", size=size, star=star["top10_pages"],
+             constant=constant["top10_pages"])  # fmt: skip
+    emit("quality", "bar_fig7b_rises", star["fig7b_inversions"] <= 1, "met", size=size,
+         inversions=star["fig7b_inversions"])  # fmt: skip
+    emit("quality", "bar_spearman", star["spearman_crawled"] >= 0.5, "met", size=size,
+         star=star["spearman_crawled"])  # fmt: skip
 
 
 def _stat(log: str, name: str) -> int:

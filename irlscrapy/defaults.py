@@ -15,6 +15,7 @@ from typing import Any
 from irlscrapy.distributed.settings import MULTI_AGENT_SETTINGS
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.settingspec import Setting
+from irlscrapy.star.budgets import PAPER_TOP_SHARE
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -184,18 +185,31 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "IRL_STAR_BUDGET_FUNCTION",
-        "paper",
+        "share",
         "str",
         "name or import path",
-        "F(in-degree, rank): paper (linear in rank from IRL_STAR_MAX_BUDGET down to "
-        "IRL_BEAST_BUDGET), constant, proportional, logarithmic, or an import path",
+        "F(in-degree, rank): share (linear in rank from IRL_STAR_MAX_BUDGET down to "
+        "IRL_BEAST_BUDGET over the top IRL_STAR_TOP_SHARE of the PLDs seen), paper (the "
+        "same over the top IRL_STAR_TOP_DOMAINS), constant, proportional, logarithmic, or "
+        "an import path",
+    ),
+    Setting(
+        "IRL_STAR_TOP_SHARE",
+        PAPER_TOP_SHARE,
+        "float",
+        "share of the PLDs seen",
+        "the PLDs that share raises above IRL_BEAST_BUDGET: the paper's 10,000 of its 89.7 "
+        "million PLDs (0.011%); at least one PLD, at most IRL_STAR_TOP_DOMAINS",
+        maximum=1.0,
     ),
     Setting(
         "IRL_STAR_TOP_DOMAINS",
         10_000,
         "int",
         "PLDs",
-        "the PLDs ranked by in-degree (the paper's 10,000); every other PLD has IRL_BEAST_BUDGET",
+        "the PLDs ranked by in-degree (the paper's 10,000; about 200 bytes of RAM each): "
+        "the most that can get a budget other than IRL_BEAST_BUDGET",
+        minimum=1,
     ),
     Setting(
         "IRL_STAR_MAX_BUDGET",

@@ -11,7 +11,7 @@ PLDs of highest in-degree get budgets interpolated linearly by rank between 10,0
 Only a bounded set of PLDs can differ from ``B0`` here: the ``top`` PLDs of highest
 in-degree, kept exactly by :class:`TopDomains` in RAM (about 200 bytes each). Every
 budget function is evaluated over that set (its in-degree and rank); every PLD outside
-it has ``B0``. For the paper's function this is exact; for the degree-valued ones
+it has ``B0``. For ``share`` and the paper's function this is exact; for the degree-valued ones
 (proportional, logarithmic) it means the top set must be as large as the PLDs meant to
 rise above ``B0`` (``IRL_STAR_TOP_DOMAINS``). So RAM never grows with the PLDs of the
 crawl (IRLbot met 89 million), and a lookup is one dict access.
@@ -31,12 +31,35 @@ Budget functions, chosen by ``IRL_STAR_BUDGET_FUNCTION``; each is ``F(in_degree,
 scale)`` for a ranked PLD (rank 1 = highest in-degree) and returns pages per BEAST
 queue, clipped to ``[1, scale.maximum]``:
 
-- ``paper``: ``maximum`` at rank 1 down to ``default`` at rank ``top``, linear in rank;
+- ``share`` (the default): the paper's line over the crawl's own top set. The
+  ``scale.crawl_top`` PLDs of highest in-degree, ``IRL_STAR_TOP_SHARE`` of the PLDs the
+  crawl has seen (at least 1, at most ``top``), get ``maximum`` at rank 1 down to
+  ``default`` at rank ``crawl_top``, linear in rank; every other PLD gets ``default``;
+- ``paper``: the same line over a fixed count, ``maximum`` at rank 1 down to ``default``
+  at rank ``top`` (``IRL_STAR_TOP_DOMAINS``);
 - ``constant``: ``default`` for every PLD (STAR's ranking without its effect);
 - ``proportional``: ``default * in_degree``;
 - ``logarithmic``: ``default * (1 + log2(in_degree))``;
 - an import path (``package.module.function`` or ``package.module:function``) to a
   function of the same signature.
+
+Why ``share`` and not the paper's count (issue 37). IRLbot's top 10,000 were 10,000 of
+the 89.7 million PLDs of its graph: 0.011%, sites that tens of thousands of other PLDs
+link to. The same count on a crawl that has seen 25,000 PLDs is 40% of them, and gives
+rank 100 a budget of 9,901: on the in-vitro ``spam`` web the farms, whose comment spam
+on a quarter of the legitimate sites ranks them near 100, got budgets near the maximum
+and a broad crawl more spam than stock Scrapy's (BENCHMARKS.md, issue 37). A share of
+the PLDs seen means the same at every size: it is the paper's function at the paper's
+scale (``PAPER_TOP_SHARE`` x 89.7 million = 10,000) and raises only the few PLDs that
+stand out from the rest on a small crawl. Rank, not in-degree, is what the share
+bounds: an in-degree threshold (``d >= k x`` the median, say) is a fixed price a farm
+can pay in links, while under the share it must outrank all but a sliver of the web.
+
+Why plain in-degree, each linking PLD counted once whatever its own standing: weighing
+a link by its source's in-degree was measured on the ``spam`` web's own graph
+(``python bench/quality.py --standing``) and moves the farms' median rank from 130 to
+120-132 (the comment spam sits on PLDs like any others); PageRank moves them up, to
+54-75, because a farm's PLDs link to each other. Neither buys anything here.
 
 Where budgets come from (``IRL_BUDGETS``, :func:`budget_sources`): ``star``, the ranking
 and the function above; ``constant``, ``B0`` for every PLD (STAR still counts in-degrees,
@@ -58,12 +81,18 @@ import numpy as np
 
 from irlscrapy.exceptions import ConfigurationError
 
+#: IRL_STAR_TOP_SHARE's default: the paper's top set, 10,000 of the 89,652,630 PLDs of
+#: IRLbot's PLD graph (seeds/003 section VIII).
+PAPER_TOP_SHARE = 10_000 / 89_652_630
+
 
 @dataclass(frozen=True)
 class BudgetScale:
     default: int  # B0: a PLD outside the ranking
     maximum: int  # the largest budget any function may give
-    top: int  # PLDs ranked
+    top: int  # PLDs ranked (IRL_STAR_TOP_DOMAINS): the most that can differ from B0
+    top_share: float = PAPER_TOP_SHARE  # IRL_STAR_TOP_SHARE, for ``share``
+    plds: int = 0  # PLDs the crawl has seen, at the refresh that ranked them
 
     def __post_init__(self) -> None:
         if self.default < 1:
@@ -74,16 +103,36 @@ class BudgetScale:
             )
         if self.top < 1:
             raise ConfigurationError(f"IRL_STAR_TOP_DOMAINS must be >= 1 (got {self.top})")
+        if not 0 < self.top_share <= 1:
+            raise ConfigurationError(f"IRL_STAR_TOP_SHARE must be in (0, 1] (got {self.top_share})")
+
+    @property
+    def crawl_top(self) -> int:
+        """The ranks ``share`` raises above ``default``: ``top_share`` of the PLDs seen,
+        at least 1 and at most ``top``."""
+        return max(1, min(self.top, round(self.top_share * self.plds)))
 
 
 BudgetFunction = Callable[[int, int, BudgetScale], float]
 
 
+def share(in_degree: int, rank: int, scale: BudgetScale) -> float:
+    """The default: :func:`paper`'s line over ``scale.crawl_top`` ranks, the crawl's
+    own top share; ``default`` below them."""
+    return _linear(rank, scale.crawl_top, scale)
+
+
 def paper(in_degree: int, rank: int, scale: BudgetScale) -> float:
     """IRLbot's: linear in rank, ``maximum`` at rank 1, ``default`` at rank ``top``."""
-    if scale.top == 1:
+    return _linear(rank, scale.top, scale)
+
+
+def _linear(rank: int, top: int, scale: BudgetScale) -> float:
+    if rank > top:
+        return scale.default
+    if top == 1:
         return scale.maximum
-    step = (scale.maximum - scale.default) / (scale.top - 1)
+    step = (scale.maximum - scale.default) / (top - 1)
     return scale.maximum - (rank - 1) * step
 
 
@@ -100,6 +149,7 @@ def logarithmic(in_degree: int, rank: int, scale: BudgetScale) -> float:
 
 
 FUNCTIONS: dict[str, BudgetFunction] = {
+    "share": share,
     "paper": paper,
     "constant": constant,
     "proportional": proportional,

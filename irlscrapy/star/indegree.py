@@ -51,6 +51,7 @@ edges and 89 million PLDs.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -159,6 +160,7 @@ class PLDInDegree:
             default=defaults.get(settings, "IRL_BEAST_BUDGET"),
             maximum=defaults.get(settings, "IRL_STAR_MAX_BUDGET"),
             top=defaults.get(settings, "IRL_STAR_TOP_DOMAINS"),
+            top_share=defaults.get(settings, "IRL_STAR_TOP_SHARE"),
         )
         refresh = defaults.get(settings, "IRL_STAR_REFRESH")
         memory = defaults.get(settings, "IRL_STAR_DRUM_MEMORY")
@@ -356,7 +358,8 @@ class PLDInDegree:
         if last:
             indegree.ack(last)
         self._named &= {entry.key for entry in ranked}
-        table = budgets(ranked, self.function, self.scale)
+        scale = dataclasses.replace(self.scale, plds=indegree.stored_keys)
+        table = budgets(ranked, self.function, scale)
         self._write_leaders(ranked, table)
         return ranked, table
 

@@ -3,6 +3,7 @@ stream, across refreshes and close/reopen; budgets follow the ranking."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from pathlib import Path
@@ -15,7 +16,7 @@ from twisted.internet import defer
 
 from irlscrapy.domains import domain_key
 from irlscrapy.star import indegree as reputation_module
-from irlscrapy.star.budgets import BudgetScale, budget, paper
+from irlscrapy.star.budgets import BudgetFunction, BudgetScale, budget, paper, share
 from irlscrapy.star.indegree import PLDInDegree
 
 PLDS = [f"d{i}.com" for i in range(12)]
@@ -33,9 +34,11 @@ class Clock:
         return self.now
 
 
-def make(clock: Clock, scale: BudgetScale, stats: Any = None) -> PLDInDegree:
+def make(
+    clock: Clock, scale: BudgetScale, stats: Any = None, function: BudgetFunction = paper
+) -> PLDInDegree:
     return PLDInDegree(
-        paper,
+        function,
         scale,
         memory=1 << 20,
         refresh_seconds=3600.0,
@@ -52,20 +55,24 @@ steps = st.lists(st.one_of(pages, st.just("refresh"), st.just("reopen")), min_si
 
 
 @settings(max_examples=60, deadline=None)
-@given(stream=steps)
-def test_in_degrees_and_pages_equal_a_brute_force_count(stream: list[Any]) -> None:
-    scale = BudgetScale(default=10, maximum=1_000, top=len(PLDS))
+@given(stream=steps, function=st.sampled_from([paper, share]))
+def test_in_degrees_and_pages_equal_a_brute_force_count(
+    stream: list[Any], function: BudgetFunction
+) -> None:
+    """...and the budgets are the function's over that ranking; ``share``'s over the
+    PLDs seen (crawled or linked to) at the refresh."""
+    scale = BudgetScale(default=10, maximum=1_000, top=len(PLDS), top_share=0.25)
     clock = Clock()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp)
-        rep = make(clock, scale)
+        rep = make(clock, scale, function=function)
         rep.open(path)
         sources: dict[str, set[str]] = {}  # target -> linking PLDs
         crawled: dict[str, int] = {}
         for step in [*stream, "refresh"]:
             if step == "reopen":
                 rep.close()
-                rep = make(clock, scale)
+                rep = make(clock, scale, function=function)
                 rep.open(path)
             elif step == "refresh":
                 rep.refresh()
@@ -85,8 +92,9 @@ def test_in_degrees_and_pages_equal_a_brute_force_count(stream: list[Any]) -> No
                 got = {e.name: (e.in_degree, e.pages) for e in rep.ranked}
                 assert got == expected
                 order = sorted(expected, key=lambda p: (-expected[p][0], domain_key(p)))
+                seen = dataclasses.replace(scale, plds=len(set(sources) | set(crawled)))
                 for rank, pld in enumerate(order, 1):
-                    want = budget(paper, expected[pld][0], rank, scale)
+                    want = budget(function, expected[pld][0], rank, seen)
                     assert rep.budget_of(domain_key(pld)) == want
         assert rep.budget_of(domain_key("never-linked.com")) == scale.default
         rep.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -24,6 +25,7 @@ from irlscrapy.star.budgets import (
     logarithmic,
     paper,
     proportional,
+    share,
 )
 
 PAPER = BudgetScale(default=10, maximum=10_000, top=10_000)
@@ -57,6 +59,61 @@ class TestPaperFunction:
         assert budget(paper, 5, 1, BudgetScale(10, 500, 1)) == 500
 
 
+class TestShareFunction:
+    """The default: the paper's line over the top IRL_STAR_TOP_SHARE of the PLDs seen."""
+
+    def test_at_the_papers_scale_it_is_the_papers_function(self) -> None:
+        irlbot = dataclasses.replace(PAPER, plds=89_652_630)  # seeds/003 VIII
+        assert irlbot.crawl_top == 10_000
+        for rank in (1, 2, 100, 5_000, 9_999, 10_000):
+            assert budget(share, 1, rank, irlbot) == budget(paper, 1, rank, PAPER)
+
+    def test_a_small_crawl_raises_only_its_own_top(self) -> None:
+        """Issue 37: at 25,000 PLDs seen the paper's count gave rank 100 (where the spam
+        web's farms ranked) a budget of 9,901; the share raises three ranks."""
+        small = dataclasses.replace(PAPER, plds=25_000)
+        assert small.crawl_top == 3
+        assert budget(paper, 40, 100, small) == 9_901
+        assert [budget(share, 40, r, small) for r in (1, 2, 3, 4, 100)] == [
+            10_000,
+            5_005,
+            10,
+            10,
+            10,
+        ]
+
+    def test_one_plds_at_least_and_the_ranked_at_most(self) -> None:
+        assert dataclasses.replace(PAPER, plds=0).crawl_top == 1
+        assert budget(share, 1, 1, dataclasses.replace(PAPER, plds=0)) == 10_000
+        huge = BudgetScale(default=10, maximum=10_000, top=50, top_share=0.5, plds=10**9)
+        assert huge.crawl_top == 50
+
+    def test_the_share_is_validated(self) -> None:
+        for bad in (0.0, -0.1, 1.5):
+            with pytest.raises(ConfigurationError, match="IRL_STAR_TOP_SHARE"):
+                BudgetScale(default=10, maximum=50, top=10, top_share=bad)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    plds=st.integers(0, 10**9),
+    top=st.integers(1, 20_000),
+    top_share=st.floats(1e-6, 1.0),
+    maximum=st.integers(10, 10_000),
+)
+def test_share_falls_with_rank_from_the_maximum_to_the_default(
+    plds: int, top: int, top_share: float, maximum: int
+) -> None:
+    scale = BudgetScale(default=10, maximum=maximum, top=top, top_share=top_share, plds=plds)
+    raised = scale.crawl_top
+    assert 1 <= raised <= top and raised <= max(1, round(top_share * plds))
+    assert budget(share, 1, 1, scale) == maximum
+    ranks = sorted({1, 2, raised - 1, raised, raised + 1, top} - {0})
+    values = [budget(share, 1, rank, scale) for rank in ranks]
+    assert values == sorted(values, reverse=True)
+    assert all(budget(share, 1, r, scale) == 10 for r in ranks if r >= max(raised, 2))
+
+
 class TestOtherFunctions:
     def test_constant(self) -> None:
         assert {budget(constant, d, r, PAPER) for d, r in [(1, 1), (10**6, 1), (3, 9)]} == {10}
@@ -79,7 +136,7 @@ class TestOtherFunctions:
         assert budget_function("irlscrapy.star.budgets:proportional") is proportional
 
     def test_bad_names_are_explained(self) -> None:
-        with pytest.raises(ConfigurationError, match="choose one of paper, constant"):
+        with pytest.raises(ConfigurationError, match="choose one of share, paper, constant"):
             budget_function("pagerank")
         with pytest.raises(ConfigurationError, match="no_such_module"):
             budget_function("no_such_module.f")
