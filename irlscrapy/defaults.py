@@ -200,6 +200,7 @@ SETTINGS: tuple[Setting, ...] = (
         "share of the PLDs seen",
         "the PLDs that share raises above IRL_BEAST_BUDGET: the paper's 10,000 of its 89.7 "
         "million PLDs (0.011%); at least one PLD, at most IRL_STAR_TOP_DOMAINS",
+        minimum=1e-9,  # above 0: any share this small raises one PLD
         maximum=1.0,
     ),
     Setting(

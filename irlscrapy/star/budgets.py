@@ -33,8 +33,8 @@ queue, clipped to ``[1, scale.maximum]``:
 
 - ``share`` (the default): the paper's line over the crawl's own top set. The
   ``scale.crawl_top`` PLDs of highest in-degree, ``IRL_STAR_TOP_SHARE`` of the PLDs the
-  crawl has seen (at least 1, at most ``top``), get ``maximum`` at rank 1 down to
-  ``default`` at rank ``crawl_top``, linear in rank; every other PLD gets ``default``;
+  crawl has seen (at least 1, at most ``top``), get budgets from ``maximum`` at rank 1
+  down, linear in rank, to one step above ``default``; every other PLD gets ``default``;
 - ``paper``: the same line over a fixed count, ``maximum`` at rank 1 down to ``default``
   at rank ``top`` (``IRL_STAR_TOP_DOMAINS``);
 - ``constant``: ``default`` for every PLD (STAR's ranking without its effect);
@@ -46,14 +46,15 @@ queue, clipped to ``[1, scale.maximum]``:
 Why ``share`` and not the paper's count (issue 37). IRLbot's top 10,000 were 10,000 of
 the 89.7 million PLDs of its graph: 0.011%, sites that tens of thousands of other PLDs
 link to. The same count on a crawl that has seen 25,000 PLDs is 40% of them, and gives
-rank 100 a budget of 9,901: on the in-vitro ``spam`` web the farms, whose comment spam
-on a quarter of the legitimate sites ranks them near 100, got budgets near the maximum
-and a broad crawl more spam than stock Scrapy's (BENCHMARKS.md, issue 37). A share of
-the PLDs seen means the same at every size: it is the paper's function at the paper's
-scale (``PAPER_TOP_SHARE`` x 89.7 million = 10,000) and raises only the few PLDs that
-stand out from the rest on a small crawl. Rank, not in-degree, is what the share
-bounds: an in-degree threshold (``d >= k x`` the median, say) is a fixed price a farm
-can pay in links, while under the share it must outrank all but a sliver of the web.
+rank 100 a budget of 9,901: on the in-vitro ``spam`` web the farms, whose bought links
+on 40% of the legitimate PLDs rank them near 100, got budgets near the maximum and a
+broad crawl more spam than stock Scrapy's (BENCHMARKS.md, issue 37). A share of the
+PLDs seen means the same at every size: at the paper's scale it is the paper's function
+(``PAPER_TOP_SHARE`` x 89.7 million = 10,000 PLDs, budgets within a page of the
+paper's), and on a small crawl it raises only the few PLDs that stand out from all the
+rest. Rank, not in-degree, is what the share bounds: an in-degree threshold (``d >= k
+x`` the median, say) is a fixed price a farm can pay in links, while under the share it
+must outrank all but a sliver of the crawl's PLDs.
 
 Why plain in-degree, each linking PLD counted once whatever its own standing: weighing
 a link by its source's in-degree was measured on the ``spam`` web's own graph
@@ -117,22 +118,21 @@ BudgetFunction = Callable[[int, int, BudgetScale], float]
 
 
 def share(in_degree: int, rank: int, scale: BudgetScale) -> float:
-    """The default: :func:`paper`'s line over ``scale.crawl_top`` ranks, the crawl's
-    own top share; ``default`` below them."""
-    return _linear(rank, scale.crawl_top, scale)
+    """The default: the ``scale.crawl_top`` PLDs of highest in-degree (the crawl's own
+    top share) get ``maximum`` at rank 1 down, linear in rank, to the step above
+    ``default``; every other PLD gets ``default``. (At the paper's scale this is
+    :func:`paper` to within one page: rank 10,000 gets 11 rather than 10.)"""
+    top = scale.crawl_top
+    if rank > top:
+        return scale.default
+    return scale.maximum - (rank - 1) * (scale.maximum - scale.default) / top
 
 
 def paper(in_degree: int, rank: int, scale: BudgetScale) -> float:
     """IRLbot's: linear in rank, ``maximum`` at rank 1, ``default`` at rank ``top``."""
-    return _linear(rank, scale.top, scale)
-
-
-def _linear(rank: int, top: int, scale: BudgetScale) -> float:
-    if rank > top:
-        return scale.default
-    if top == 1:
+    if scale.top == 1:
         return scale.maximum
-    step = (scale.maximum - scale.default) / (top - 1)
+    step = (scale.maximum - scale.default) / (scale.top - 1)
     return scale.maximum - (rank - 1) * step
 
 

@@ -62,6 +62,8 @@ def test_every_default_is_a_value_its_own_declaration_takes() -> None:
         ("IRL_BEAST_BUDGET", "0", "IRL_BEAST_BUDGET=0: must be 1 or more"),
         ("IRL_STATUS_PORT", "70000", "IRL_STATUS_PORT=70000: must be 65535 or less"),
         ("IRL_BUDGETS", "some", "IRL_BUDGETS=some: must be one of star, constant, off"),
+        ("IRL_STAR_TOP_SHARE", "0", "IRL_STAR_TOP_SHARE=0: must be 1e-09 or more"),
+        ("IRL_STAR_TOP_SHARE", "2", "IRL_STAR_TOP_SHARE=2: must be 1 or less"),
         ("IRL_IP_DELAY", {"fast": 1}, "IRL_IP_DELAY={'fast': 1}: must be a number"),
     ],
 )
