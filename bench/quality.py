@@ -24,6 +24,8 @@ IRL variant is ``scrapy crawl broad`` with the project's settings and the defaul
 ``star``        as shipped (``IRL_BUDGETS = "star"``, the ``share`` budget function);
 ``star-paper``  labelled, not the headline: ``IRL_STAR_BUDGET_FUNCTION = "paper"``, the
                 paper's fixed top 10,000 (the default before issue 37);
+``star-share-0.001``  labelled, not the headline: ``IRL_STAR_TOP_SHARE = 0.001``, nine
+                times the paper's share (what more raised PLDs do to the spam);
 ``off``         ``IRL_BUDGETS = "off"``: no per-PLD limit in a BEAST queue, a plain FIFO
                 frontier with the same politeness;
 ``constant``    ``IRL_BUDGETS = "constant"``: every PLD B0;
@@ -86,6 +88,7 @@ DEFAULT_BUDGET = int(defaults.BY_NAME["IRL_BEAST_BUDGET"].default)
 VARIANTS: dict[str, dict[str, Any]] = {
     "star": {},
     "star-paper": {"IRL_STAR_BUDGET_FUNCTION": "paper"},
+    "star-share-0.001": {"IRL_STAR_TOP_SHARE": 0.001},
     "off": {"IRL_BUDGETS": "off"},
     "constant": {"IRL_BUDGETS": "constant"},
     "bfo": {
