@@ -17,7 +17,8 @@ A *refresh* runs in its own low-priority worker thread (:class:`MergeThread`): m
 ``edges``; submit its new pairs to ``indegree`` and acknowledge ``edges`` (the order
 that loses nothing: the indegree journal holds them before the edge results go);
 merge ``indegree``; offer its totals to :class:`TopDomains` and acknowledge; rank and
-compute the budget table. The reactor thread then swaps the new table in, so
+compute the budget table (over the PLDs the ``indegree`` store holds, the PLDs seen, for
+the ``share`` function). The reactor thread then swaps the new table in, so
 :meth:`budget_of` (called for every unique URL on its way to BEAST) is one dict
 lookup. A refresh starts when the edge DRUM's fullest bucket is full or
 ``refresh_seconds`` after the previous one; pages are recorded meanwhile.
