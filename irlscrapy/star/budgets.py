@@ -59,7 +59,7 @@ must outrank all but a sliver of the crawl's PLDs.
 Why plain in-degree, each linking PLD counted once whatever its own standing: weighing
 a link by its source's in-degree was measured on the ``spam`` web's own graph
 (``python bench/quality.py --standing``) and moves the farms' median rank from 130 to
-120-132 (the comment spam sits on PLDs like any others); PageRank moves them up, to
+120-125 (the comment spam sits on PLDs like any others); PageRank moves them up, to
 54-75, because a farm's PLDs link to each other. Neither buys anything here.
 
 Where budgets come from (``IRL_BUDGETS``, :func:`budget_sources`): ``star``, the ranking
