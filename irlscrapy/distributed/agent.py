@@ -176,7 +176,8 @@ class Agent:
         one lease if a killed process with this id still holds it."""
         self.journal = self.router.journal = OutboxJournal(directory)
         self.journal.open()  # what it left is sent again: owners drop what they have
-        self.ownership.salt = marks.salt_of(directory)[1]  # (a handover cut short goes on)
+        # (a handover cut short goes on)
+        self.ownership.salt_kind, self.ownership.salt = marks.salt_of(directory)
         self._checkpoint_at = self.clock.seconds() + CHECKPOINT_S
         try:
             self._joined(self._join())
@@ -535,6 +536,7 @@ class Agent:
         self.router.own(self.ownership.routed_here)
         if lost and self.journal is not None:  # a new loss: a new salt to hand over under
             self.ownership.salt = marks.new_salt(self.journal.directory, "handoff")
+            self.ownership.salt_kind = "handoff"
             self.on_hand_off(lost)
 
     def hand_off(self, partitions: frozenset[int], keys: list[Outgoing]) -> None:

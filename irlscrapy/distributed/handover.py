@@ -147,6 +147,7 @@ class Departure:
         if directory is not None:  # (a leave cut short goes on under its salt)
             kind, salt = salt_of(directory)
             self.agent.ownership.salt = salt if kind == "leave" else new_salt(directory, "leave")
+            self.agent.ownership.salt_kind = "leave"
         self._say_at = self.clock.seconds() + SAY_EVERY_S
         logger.info(
             "Agent %s leaves the crawl: it finishes its fetches in flight, then hands its "

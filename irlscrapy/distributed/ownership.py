@@ -50,8 +50,17 @@ class Ownership:
         self.holds: frozenset[int] = frozenset()
         #: what Redis has of ``holds`` (None: nothing yet)
         self.published: frozenset[int] | None = None
-        #: the salt of the URLs it hands over now (irlscrapy.distributed.leavemarks)
-        self.salt = 0
+        #: the salt of the URLs it hands over now (irlscrapy.distributed.leavemarks), and
+        #: what for: "leave", "handoff" or "none"
+        self.salt, self.salt_kind = 0, "none"
+
+    @property
+    def kept_salt(self) -> int | None:
+        """The salt of URLs this agent sent and still holds: a leave's (nothing leaves
+        BEAST before the leave ends, so those that come back after a kill are here
+        still). None otherwise: a handoff's URLs left this agent when it forwarded
+        them, and those that come back (their new owner left) must be admitted."""
+        return self.salt if self.salt_kind == "leave" else None
 
     def start(self, members: list[str], held_before: frozenset[int]) -> frozenset[int]:
         """Ownership at the start, with what Redis says this agent held before (empty:

@@ -302,11 +302,13 @@ class Intake:
         agent, or its own: the URL may be coming back). So it is checked under its key
         xor the handover's salt, which admits it once per handover however often it
         comes (a handover a kill cut short sends again, with the same salt), and its
-        own key is only stored as seen. One under this agent's own salt is its own,
-        back from a leave a kill cut short: it holds it still, and drops it."""
+        own key is only stored as seen. One under this agent's own leave salt is its
+        own, back from a leave a kill cut short: it holds it still, and drops it. (One
+        it handed off to an agent that joined and has now left comes back under its
+        handoff salt: it went from here when forwarded, and is admitted.)"""
         handed = [i for i, aux in enumerate(auxes) if aux[0] == HANDED_OFF]
         if handed:
-            own = self.agent.ownership.salt if self.agent is not None else None
+            own = self.agent.ownership.kept_salt if self.agent is not None else None
             given, salts, stored = [], [], []
             for i in handed:
                 aux = auxes[i]

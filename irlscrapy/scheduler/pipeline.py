@@ -86,9 +86,9 @@ logger = logging.getLogger(__name__)
 
 #: Records admit() reads from BEAST per call, at most ...
 ADMIT_SLICE = 64
-#: ... and for at most this long (seconds): reading, deferring, journaling and asking
-#: DNS for new hosts cost up to ~0.3 ms a record, and the reactor must not wait long.
-ADMIT_SECONDS = 0.002
+#: ... and for about this long (seconds; the clock is read every ADMIT_CLOCK_EVERY
+#: records): a record costs up to ~0.3 ms, and the reactor must not wait long.
+ADMIT_SECONDS, ADMIT_CLOCK_EVERY = 0.002, 8
 #: Consecutive deferrals (across admit() calls) after which admission waits for a full
 #: host to take a URL; fewer when BEAST holds fewer records.
 DEFERRAL_RUN = 256
@@ -218,7 +218,7 @@ class Frontier:
         deadline = time.perf_counter() + ADMIT_SECONDS
         while (
             read < limit
-            and (read % 8 or time.perf_counter() < deadline)
+            and (read % ADMIT_CLOCK_EVERY or time.perf_counter() < deadline)
             and self.can_admit(hungry=hungry)
         ):
             popped = self.beast.pop()

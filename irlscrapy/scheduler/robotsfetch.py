@@ -137,10 +137,20 @@ class RobotsFetches:
 
 
 def scheme_of(state: VisitState) -> str:
-    """The scheme of a host's URLs (its robots.txt is fetched with it): that of its
-    first URL; an origin whose connections failed has its URLs held out of the host
-    (irlscrapy.scheduler.frontier.parking), so this is one that has not failed."""
+    """The scheme of a host's robots.txt fetch: http if any URL of the host it holds is
+    http, else that of its first URL. The rules are kept per host, so one origin must
+    answer for both: a host that serves https answers http with a redirect to it (which
+    the fetch follows), while one that serves no https refuses the tunnel, and its
+    robots.txt would read as unreachable, disallowing its http URLs too. (An https URL
+    could come first where host health has not seen its origin fail: an agent that
+    takes over a host with a retry among its URLs did, and refused the host's pages.)
+    An origin whose connections failed has its URLs held out of the host
+    (irlscrapy.scheduler.frontier.parking), so the first URL's is one that has not."""
+    first = ""
     for _, _, item in state.urls:
         if isinstance(item, tuple):
-            return item_url(item).partition(":")[0]
-    return "http"
+            scheme = item_url(item).partition(":")[0]
+            if scheme == "http":
+                return scheme
+            first = first or scheme
+    return first or "http"

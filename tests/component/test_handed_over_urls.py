@@ -1,6 +1,7 @@
 """URLs an agent hands over (irlscrapy.distributed.handover and .handoff) through the
 intake of their new owner, on a real URLseen: admitted once per handover's salt, even
-when URLseen knows them, and never under the owner's own salt."""
+when URLseen knows them, and never under the owner's own leave salt (it holds those
+still), but again under its handoff salt (those left it)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from types import SimpleNamespace
 from scrapy.utils.request import RequestFingerprinter
 from twisted.internet import defer, task
 
+from irlscrapy.distributed.ownership import Ownership
 from irlscrapy.dupefilters.identity import RequestIdentity
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.scheduler.intake import Intake, handed_off_aux, stored_aux
@@ -26,7 +28,7 @@ class _Waker:
         pass
 
 
-def _intake(path: Path) -> Intake:
+def _intake(path: Path, salt_kind: str = "leave") -> Intake:
     urlseen = DRUMDupeFilter(
         path, RequestIdentity(RequestFingerprinter()), memory=64 << 20,
         in_thread=lambda f, *a: defer.maybeDeferred(f, *a),
@@ -35,7 +37,9 @@ def _intake(path: Path) -> Intake:
     urlseen.open()
     intake = Intake(urlseen, None, None, _Waker(), dedup=True, persistent=False,  # type: ignore[arg-type]
                     log_unserializable=False)  # fmt: skip
-    intake.agent = SimpleNamespace(ownership=SimpleNamespace(salt=OWN_SALT))  # type: ignore[assignment]
+    ownership = Ownership("a", 16)
+    ownership.salt, ownership.salt_kind = OWN_SALT, salt_kind
+    intake.agent = SimpleNamespace(ownership=ownership)  # type: ignore[assignment]
     return intake
 
 
@@ -73,6 +77,26 @@ def test_a_url_handed_over_is_admitted_once_per_salt_even_if_seen(tmp_path: Path
         other = "http://h.com/own"
         intake.receive([other], [_handed(other, OWN_SALT)])
         assert _stored(intake) == [], "its own handover, back from a leave cut short"
+    finally:
+        intake.urlseen.close("finished")
+
+
+def test_a_url_handed_off_to_an_agent_that_left_comes_back_and_is_admitted(
+    tmp_path: Path,
+) -> None:
+    """An agent forwards a URL to one that joins (handoff salt); the joiner leaves before
+    it reads it, and the URL comes back under that salt: the agent no longer holds it
+    (a forward takes it out), so dropping it would lose it (seen in the join, kill -9
+    and leave e2e test)."""
+    intake = _intake(tmp_path, salt_kind="handoff")
+    try:
+        url = "http://h.com/forwarded"
+        intake.receive([url], [stored_aux(0, encode_link(url, 1, None, None))])
+        assert _stored(intake) == [url]
+        intake.receive([url], [_handed(url, OWN_SALT)])
+        assert _stored(intake) == [url]
+        intake.receive([url], [_handed(url, OWN_SALT)])
+        assert _stored(intake) == [], "once per salt"
     finally:
         intake.urlseen.close("finished")
 

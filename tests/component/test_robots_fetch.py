@@ -14,8 +14,10 @@ from scrapy import Request
 from scrapy.http import Response
 
 from irlscrapy.scheduler import robotsfetch
+from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.robots import MAX_WILDCARD_RULES, parse
 from irlscrapy.scheduler.hosts.robotscache import BIG_BODY, RobotsCache
+from irlscrapy.scheduler.items import RobotsFetch
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.scheduler.requestcodec import encode_link
 from irlscrapy.scheduler.robotsfetch import RobotsFetches
@@ -86,3 +88,20 @@ def test_a_robots_txt_of_too_many_wildcards_disallows_the_host_counted_and_logge
     assert frontier.stats.values["irl/robots/disallowed"] == 2  # both pages dropped
     assert len([r for r in caplog.records if "wildcard rules" in r.getMessage()]) == 1
     frontier.close()
+
+
+def test_the_robots_txt_of_a_host_is_fetched_over_http_when_any_of_its_urls_is_http() -> None:
+    """The rules are per host: a host serving no https refuses the tunnel, so an https
+    URL first in the queue (an agent took the host over with a retry first) must not
+    make robots.txt read as unreachable for the host's http pages."""
+    state = VisitState(HOST, "127.0.0.1")
+    fetches = RobotsFetches(None, Stats(), Signals(), lambda token: None)  # type: ignore[arg-type]
+
+    def url_of_request() -> str:
+        return fetches.request(state, RobotsFetch(HOST)).url
+
+    assert url_of_request() == f"http://{HOST}/robots.txt", "no URL yet: http"
+    state.urls.append((1, 0, (encode_link(f"https://{HOST}/a", 1, None, None), 0)))
+    assert url_of_request() == f"https://{HOST}/robots.txt", "only https URLs: https"
+    state.urls.append((1, 1, (encode_link(f"http://{HOST}/b", 1, None, None), 1)))
+    assert url_of_request() == f"http://{HOST}/robots.txt"
