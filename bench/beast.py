@@ -97,9 +97,9 @@ sys.path.insert(0, str(ROOT))
 from common import disk_usage  # noqa: E402
 
 from irlscrapy.domains import domain_key  # noqa: E402
-from irlscrapy.jsonfile import replace_json  # noqa: E402
-from irlscrapy.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan  # noqa: E402
 from irlscrapy.scheduler.frontier.beast import Beast  # noqa: E402
+from irlscrapy.storage.jsonfile import replace_json  # noqa: E402
+from irlscrapy.storage.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan  # noqa: E402
 
 PAGES, QUICK_PAGES = 10_000_000, 1_000_000
 ALPHA_END = 32

@@ -68,11 +68,11 @@ sys.path.insert(0, str(ROOT))
 from common import disk_usage, memory  # noqa: E402
 from drumstate import Progress, Ticker, snapshot  # noqa: E402
 
-from irlscrapy.dirlock import DirectoryLock  # noqa: E402
-from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM  # noqa: E402
-from irlscrapy.dupefilters.sizing import BUCKET_BUFFER, DrumSizes  # noqa: E402
 from irlscrapy.dupefilters.urlkey import url_keys  # noqa: E402
 from irlscrapy.exceptions import DirectoryLocked  # noqa: E402
+from irlscrapy.storage.dirlock import DirectoryLock  # noqa: E402
+from irlscrapy.storage.drum import CHECK_UPDATE, DRUM  # noqa: E402
+from irlscrapy.storage.drumsizing import BUCKET_BUFFER, DrumSizes  # noqa: E402
 
 MEMORY_CAP = 1 << 30  # the child cgroup's limit, page cache included
 DRUM_MEMORY = 64 << 20  # IRL_DRUM_MEMORY for the DRUM variants

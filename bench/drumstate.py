@@ -3,7 +3,7 @@
 Loading 10^9 keys takes longer than a session lasts, so the run keeps everything in a
 directory of its own and continues from it when started again::
 
-    LOCK           the run's lock (irlscrapy.dirlock), held by the parent and its children
+    LOCK           the run's lock (irlscrapy.storage.dirlock), held by the parent and its children
     progress.json  the run's parameters and how far it got (replaced whole, by rename)
     drum/          the DRUM being loaded: DRUM's own directory, which resumes itself
     span-start/    drum/ as the warm-up left it (closed): its runs and LevelDB tables
@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from irlscrapy.jsonfile import replace_json
+from irlscrapy.storage.jsonfile import replace_json
 
 #: The names of files never changed once written: DRUM's runs, LevelDB's tables.
 WRITE_ONCE_SUFFIXES = (".run", ".ldb")

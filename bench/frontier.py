@@ -119,7 +119,7 @@ Issue 22, part 2; each is kept in the state and must be the same on every resume
   count and seconds are figures; the seconds are in the reactor CPU).
 - ``--mmap-threshold BYTES``: glibc's fixed mmap threshold (``M_MMAP_THRESHOLD``, which
   the merge thread pins when it starts) at BYTES instead of
-  ``irlscrapy.glibcheap.MMAP_THRESHOLD`` (128 KiB): allocations of BYTES or more, the
+  ``irlscrapy.storage.glibcheap.MMAP_THRESHOLD`` (128 KiB): allocations of BYTES or more, the
   merges' large arrays, get a mapping of their own, unmapped when freed.
 - ``--arena-max N``: glibc's ``M_ARENA_MAX`` (fewer malloc arenas for the threads).
 - ``--leveldb-no-mmap``: LevelDB reads its tables with pread instead of read-only maps:
@@ -162,15 +162,15 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import defer, task
 from twisted.python.failure import Failure
 
-from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import DirectoryLocked
-from irlscrapy.jsonfile import replace_json
 from irlscrapy.links import Links
 from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.report.reactorlag import ReactorLag, new_histogram, percentile
 from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.storage.dirlock import DirectoryLock
+from irlscrapy.storage.jsonfile import replace_json
 
 BENCH_NAME = "frontier"
 URLSEEN_TARGET = 10_000_000  # unique discovered URLs (see "Unique URLs")
@@ -200,7 +200,7 @@ STOCK_BYTES_PER_URL = 2_898
 RSS_BAR = 400_000_000  # bytes ("400 MB", as BENCHMARKS.md counts MB): issue 4, and 10^8
 RSS_BAR_STAR = 350_000_000  # issue 22 at 10^7, STAR on
 HWM_BAR_STAR = 450_000_000  # issue 22: VmHWM at 10^7, STAR on
-PAGE_BUDGET_S = 0.002  # DESIGN.md's performance model: 2 ms per page, everything included
+PAGE_BUDGET_S = 0.002  # docs/architecture.md, section 6: 2 ms per page, everything included
 REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MB = 1e6
@@ -224,7 +224,7 @@ class FrontierSpider(Spider):
 class IdleEngine:
     """Stands in for ``crawler.engine``: an engine that runs no spider. Scrapy 2.19 raises
     RuntimeError on reading ``Crawler.engine`` before a crawl starts, and the scheduler's
-    waker (irlscrapy/internals.py, ``EngineWaker._nextcall``) and ``IRLScheduler._fatal``
+    waker (irlscrapy/runtime/internals.py, ``EngineWaker._nextcall``) and ``IRLScheduler._fatal``
     read it, expecting None; with this they find an engine with no slot and no spider,
     which both treat as "nothing to wake"."""
 
@@ -507,7 +507,7 @@ def apply_options(options: dict[str, Any], state: Path) -> list[Any]:
     """Set up the memory options before the scheduler is built; what to keep open."""
     kept: list[Any] = []  # databases to close at the end
     if options.get("mmap_threshold"):
-        import irlscrapy.glibcheap as glibcheap
+        import irlscrapy.storage.glibcheap as glibcheap
 
         glibcheap.MMAP_THRESHOLD = int(options["mmap_threshold"])
     if options.get("arena_max"):
@@ -742,7 +742,7 @@ class Driver:
         """Read URLseen's key count at the end of each delivery of its results, when no
         merge runs (see "Unique URLs"); with --trim-after-drain, also give the heap
         back to the OS there, on the reactor."""
-        from irlscrapy.glibcheap import release_free_memory
+        from irlscrapy.storage.glibcheap import release_free_memory
 
         intake = self.scheduler.intake
         drained = intake.drained

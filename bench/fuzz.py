@@ -67,8 +67,8 @@ sys.path.insert(0, str(REPO))
 
 from irlscrapy import domains
 from irlscrapy.dupefilters import urlkey
-from irlscrapy.glibcheap import release_free_memory
 from irlscrapy.spiders import extract
+from irlscrapy.storage.glibcheap import release_free_memory
 from tests.fuzz import hostile
 from tests.fuzz.surfaces import Surfaces
 

@@ -259,7 +259,8 @@ CLASSIFICATION: tuple[Rule, ...] = (
 KNOCK_ON = (
     "knock-on: garbage an earlier failing test left (unclosed files, running subprocesses) "
     "is finalized by the add-on's full collection when this test's spider opens "
-    "(irlscrapy/gctuning.py), and pytest turns its ResourceWarnings into this test's failure"
+    "(irlscrapy/runtime/gctuning.py), and pytest turns its ResourceWarnings into this "
+    "test's failure"
 )
 
 

@@ -98,9 +98,9 @@ from irlscrapy.invitro.serve import TEST_WEB_SETTINGS
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.audit import ROBOTS_PATHS
 from irlscrapy.oracle.groundtruth import CrawlPolicy, reachable, split_url
-from irlscrapy.recordfile import scan
 from irlscrapy.scheduler.frontier.traps import TrapLimits
 from irlscrapy.scheduler.requestcodec import payload_url
+from irlscrapy.storage.recordfile import scan
 
 BENCH_NAME = "tiny"
 PROFILE = TINY.name

@@ -20,7 +20,7 @@ settings still win):
   (``meta["irl_duplicate_of"]``).
 - ``DOWNLOAD_HANDLERS`` for http and https: Scrapy's HTTP/1.1 handler without Twisted's
   silent re-send of a request whose reused connection failed (that re-send reaches the
-  server with no delay: a politeness violation; see irlscrapy/internals.py); with
+  server with no delay: a politeness violation; see irlscrapy/runtime/internals.py); with
   ``IRL_WARC_DIR`` or ``IRL_CONTENT_DEDUP`` it also hands every response, as received,
   to the WARC writer and content dedup (irlscrapy/warc/handler.py, recorder.py).
   Scrapy's HttpCompressionMiddleware is replaced, at its own order, by
@@ -51,8 +51,8 @@ settings still win):
   (``irl/scheduler/idle_with_work_windows``; ``IRL_IDLE_WATCH_INTERVAL``);
   CloseCutoff, which ends the downloads still in flight ``IRL_CLOSE_GRACE`` seconds
   after the spider starts closing, where Scrapy would wait up to ``DOWNLOAD_TIMEOUT``
-  for each (irlscrapy/closing.py);
-  Scrapy's SpiderState is replaced by irlscrapy.spiderstate's subclass, which writes
+  for each (irlscrapy/runtime/closing.py);
+  Scrapy's SpiderState is replaced by irlscrapy.state.spiderstate's subclass, which writes
   ``JOBDIR/spider.state`` whole or not at all (Scrapy's is left empty by a full disk);
   a project that sets Scrapy's in EXTENSIONS keeps it.
 - ``COOKIES_ENABLED`` off: a broad crawl has no sessions, and a cookie jar per domain
@@ -85,16 +85,16 @@ ROBOTS_MIDDLEWARE = "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware"
 SCRAPY_DECOMPRESSION = "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware"
 DECOMPRESSION_MIDDLEWARE = "irlscrapy.middlewares.decompression.HttpCompressionMiddleware"
 SCRAPY_SPIDER_STATE = "scrapy.extensions.spiderstate.SpiderState"
-SPIDER_STATE_EXTENSION = "irlscrapy.spiderstate.SpiderState"
+SPIDER_STATE_EXTENSION = "irlscrapy.state.spiderstate.SpiderState"
 DECOMPRESSION_ORDER = 590  # irlscrapy.middlewares.decompression.ORDER
 STAR_MIDDLEWARE = "irlscrapy.middlewares.star.StarMiddleware"
 STAR_ORDER = 950  # irlscrapy.middlewares.star.ORDER (not imported: keep this light)
-GC_TUNING_EXTENSION = "irlscrapy.gctuning.GCTuning"
+GC_TUNING_EXTENSION = "irlscrapy.runtime.gctuning.GCTuning"
 STATUS_EXTENSION = "irlscrapy.report.status.StatusServer"
 RECORDER_EXTENSION = "irlscrapy.report.timeline.CrawlRecorder"
 RECORDER_ORDER = 1000  # built last: at spider_closed it runs (and logs) after the others
 IDLE_WATCH_EXTENSION = "irlscrapy.report.idlewatch.IdleWatch"
-CLOSE_CUTOFF_EXTENSION = "irlscrapy.closing.CloseCutoff"
+CLOSE_CUTOFF_EXTENSION = "irlscrapy.runtime.closing.CloseCutoff"
 PROGRESS_EXTENSION = "irlscrapy.report.progress.CrawlProgress"
 PROGRESS_ORDER = 500
 

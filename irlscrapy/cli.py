@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 def _check(jobdir: Path, repair: bool) -> int:
     """``irlscrapy check`` (and ``repair``, which checks again after): 0 if the state
     directory is whole, else 1."""
-    from irlscrapy.statecheck import check_state, repair_state
+    from irlscrapy.state.check import check_state, repair_state
 
     def say(part: str) -> None:
         print(f"  reading {part}", file=sys.stderr)

@@ -28,7 +28,7 @@ from typing import Any
 import tldextract
 
 from irlscrapy import defaults
-from irlscrapy.services import shared
+from irlscrapy.runtime.crawlservices import shared
 
 #: Hosts whose PLD is remembered; a broad crawl meets each host many times in a row.
 #: A plain dict of strings, emptied when full: unlike functools.lru_cache's linked
@@ -53,7 +53,8 @@ class PayLevelDomains:
 
     @classmethod
     def of(cls, crawler: Any) -> PayLevelDomains:
-        """The crawl's (:mod:`irlscrapy.services`), per ``IRL_STAR_PRIVATE_SUFFIXES``."""
+        """The crawl's (:mod:`irlscrapy.runtime.crawlservices`), per
+        ``IRL_STAR_PRIVATE_SUFFIXES``."""
         private = defaults.get(crawler.settings, "IRL_STAR_PRIVATE_SUFFIXES")
         return shared(crawler, cls, lambda: ICANN if not private else cls(private=True))
 

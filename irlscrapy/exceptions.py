@@ -25,7 +25,7 @@ Hierarchy::
 Third-party errors are translated into these at one boundary per component, and every
 message says what to do next. :func:`disk_full` tells a write that failed for want of
 space from other errors, for the scheduler's stop (:mod:`irlscrapy.scheduler.diskfull`)
-and a refused start (:mod:`irlscrapy.openfailure`) alike.
+and a refused start (:mod:`irlscrapy.runtime.openfailure`) alike.
 """
 
 import errno
@@ -59,7 +59,7 @@ class DamagedState(IrlscrapyError):
     """A file of a state directory is damaged (cut short, overwritten, missing from a
     sequence): reading on would lose or invent state. The message is ``<file>: <what is
     wrong>``; a crawl that meets it stops before it fetches anything and points to
-    ``irlscrapy repair`` (:mod:`irlscrapy.openfailure`)."""
+    ``irlscrapy repair`` (:mod:`irlscrapy.runtime.openfailure`)."""
 
     def __init__(self, path: object, problem: str) -> None:
         super().__init__(f"{path}: {problem}")

@@ -16,10 +16,10 @@ the add-on), before any component reads a setting or writes a file:
 A refusal is a :class:`~irlscrapy.exceptions.ConfigurationError` whose message names
 each setting as the user wrote it (``IRL_HOST_DELAY=-1: must be 0 or more ...``); it is
 logged once as one ERROR line and the knock-on errors of the crawl it stops are kept
-out of the log (:func:`irlscrapy.openfailure.report_open_failure`). ``scrapy crawl``
+out of the log (:func:`irlscrapy.runtime.openfailure.report_open_failure`). ``scrapy crawl``
 exits 1. Once the settings pass, an irlscrapy error that a component raises while
 Scrapy builds the crawl is said in one line too
-(:func:`irlscrapy.openfailure.report_failed_start`).
+(:func:`irlscrapy.runtime.openfailure.report_failed_start`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from scrapy.utils.job import job_dir
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.openfailure import report_failed_start, report_open_failure
+from irlscrapy.runtime.openfailure import report_failed_start, report_open_failure
 
 #: The settings that name a directory the crawl writes to.
 DIRECTORIES = ("JOBDIR", "IRL_STATE_DIR", "IRL_WARC_DIR", "IRL_REPORT_DIR")

@@ -54,7 +54,7 @@ hrefs = st.one_of(
 
 
 def combined(old: int | None, value: int, combine: str) -> int:
-    """The value a DRUM stores after an update (irlscrapy.dupefilters.drummerge's
+    """The value a DRUM stores after an update (irlscrapy.storage.drummerge's
     ``combine``), on a plain dict's entry ``old`` (None: absent)."""
     if combine == "add":
         return (old or 0) + value

@@ -1,1 +1,1 @@
-"""Many agents, one crawl: Cho's exchange mode over Redis (DESIGN.md, Multi-agent)."""
+"""Many agents, one crawl: Cho's exchange mode over Redis (docs/architecture.md, section 5)."""

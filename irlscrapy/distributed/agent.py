@@ -82,8 +82,8 @@ from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
 from irlscrapy.distributed.tickio import TickIO, tick_io
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.tally import tally
-from irlscrapy.workers import NicedWorker
+from irlscrapy.runtime.troubles import tally
+from irlscrapy.runtime.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
 

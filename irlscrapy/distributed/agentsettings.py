@@ -1,4 +1,4 @@
-"""One agent's settings (irlscrapy.distributed.settings), read and checked, and the
+"""One agent's settings (irlscrapy.defaults.agents), read and checked, and the
 agent's fixed timings and bounds."""
 
 from __future__ import annotations

@@ -61,11 +61,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from twisted.internet import task
 
-from irlscrapy.closing import close_spider
 from irlscrapy.distributed.leavemarks import new_salt, salt_of
 from irlscrapy.distributed.partitions import assignment
 from irlscrapy.distributed.streams import Outgoing
-from irlscrapy.internals import spider_busy
+from irlscrapy.runtime.closing import close_spider
+from irlscrapy.runtime.internals import spider_busy
 from irlscrapy.scheduler.intake import handed_off_aux
 from irlscrapy.scheduler.items import unpack_record
 from irlscrapy.scheduler.requestcodec import payload_url

@@ -3,7 +3,7 @@
 A page's links are handed over (and the page marked done) as soon as the agent routes
 them; the foreign ones then wait in the outbox for their batch. So that a kill -9
 cannot lose them, every routed record is appended to this journal first (an
-:mod:`irlscrapy.recordfile`, flushed to the OS on return, as DRUM's journal).
+:mod:`irlscrapy.storage.recordfile`, flushed to the OS on return, as DRUM's journal).
 
 Generations ``outbox-<n>.rec``: appends go to the newest. A *checkpoint* starts a new
 generation and retires the older ones; they are deleted once every record routed before
@@ -29,7 +29,7 @@ import struct
 from collections.abc import Iterator
 from pathlib import Path
 
-from irlscrapy.recordfile import RecordWriter, repair, scan
+from irlscrapy.storage.recordfile import RecordWriter, repair, scan
 
 _PARTITION = struct.Struct(">H")
 

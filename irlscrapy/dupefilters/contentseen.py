@@ -1,6 +1,6 @@
 """ContentSeen: which downloaded bodies were downloaded before (exact duplicates).
 
-A DRUM (:mod:`irlscrapy.dupefilters.drum`) keyed by the first 64 bits of each body's
+A DRUM (:mod:`irlscrapy.storage.drum`) keyed by the first 64 bits of each body's
 SHA-1, valued by the time of the body's first capture. :meth:`ContentSeen.check` takes
 a batch of digests with their capture times and answers for each at once: new, or the
 time of the capture it repeats. The recorder's batches are small (what arrived while
@@ -20,7 +20,7 @@ Plain and synchronous; :class:`irlscrapy.warc.recorder.ExchangeRecorder` runs it
 worker thread.
 
 Files: ``<state dir>/contentseen/`` is the DRUM's directory (its files are listed in
-:mod:`irlscrapy.dupefilters.drum`).
+:mod:`irlscrapy.storage.drum`).
 
 Collisions: two different bodies with the same 64-bit prefix are taken for one; the
 chance that a crawl of n bodies meets any such pair is about n^2 / 2^65 (1 in 37 at a
@@ -40,7 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from irlscrapy.dupefilters.drum import DRUM, UPDATE
+from irlscrapy.storage.drum import DRUM, UPDATE
 
 #: One bucket of this many bytes of tuples (24 bytes each) is one merge: about 43,000
 #: new bodies, and ``pending`` holds at most that many entries (a few MB).

@@ -11,15 +11,15 @@ keys to DRUM as updates. When ``IRL_DRUM_MEMORY / 128`` keys are pending, they a
 merged in a worker thread while new keys go on arriving; the reactor never waits for a
 merge, except once at start-up for a merge a crash left unfinished.
 
-Files: ``<state dir>/urlseen/`` is a DRUM directory (see irlscrapy.dupefilters.drum),
-in the crawl's state directory (:mod:`irlscrapy.statedir`: ``IRL_STATE_DIR``, else
+Files: ``<state dir>/urlseen/`` is a DRUM directory (see irlscrapy.storage.drum),
+in the crawl's state directory (:mod:`irlscrapy.state.directory`: ``IRL_STATE_DIR``, else
 ``JOBDIR``, else a temporary directory removed when the crawl closes). Rerunning with
 the same directory resumes: every key whose ``request_seen`` returned False is still
 known, a kill -9 included.
 
 Stats: ``dupefilter/filtered`` (as Scrapy's RFPDupeFilter), ``irl/urlseen/merges``,
 ``irl/urlseen/keys`` (keys in the merged cache after each merge), and what its open
-mended after a kill (``irl/recovered/<kind>/urlseen``: :mod:`irlscrapy.recovery`).
+mended after a kill (``irl/recovered/<kind>/urlseen``: :mod:`irlscrapy.storage.recovery`).
 """
 
 from __future__ import annotations
@@ -39,14 +39,14 @@ from scrapy.utils.request import referer_str
 from twisted.internet import defer
 
 from irlscrapy import defaults
-from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM, UPDATE, ResultBatch
 from irlscrapy.dupefilters.identity import RequestIdentity
-from irlscrapy.dupefilters.mergethread import MergeThread
-from irlscrapy.dupefilters.sizing import DrumSizes
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.recovery import Recoveries
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.runtime.mergethread import MergeThread
+from irlscrapy.state.directory import StateDirectory
+from irlscrapy.storage.drum import CHECK_UPDATE, DRUM, UPDATE, ResultBatch
+from irlscrapy.storage.drumsizing import DrumSizes
+from irlscrapy.storage.recovery import Recoveries
 
 logger = logging.getLogger(__name__)
 #: The duplicates are logged where Scrapy's RFPDupeFilter logs them, so a project's

@@ -5,7 +5,7 @@ how the host answered.
 leaving the downloader (dropped by a middleware, or answered by one, such as a cache)
 releases its host and IP at once; ``request_left_downloader`` covers the rest. An
 exception that reaches it is final: the URL is done (no page, no links), but for a
-download cut because the spider was closing (:mod:`irlscrapy.closing`): that URL stays
+download cut because the spider was closing (:mod:`irlscrapy.runtime.closing`): that URL stays
 admitted, for a resume to fetch. A request the
 frontier refused (robots.txt, DNS) comes back through it to fail as Scrapy's own
 components would fail it: IgnoreRequest("Forbidden by robots.txt") and stat
@@ -39,7 +39,7 @@ from scrapy.exceptions import CannotResolveHostError, IgnoreRequest, NotConfigur
 from scrapy.http import Response
 from scrapy.utils.misc import load_object
 
-from irlscrapy.internals import DownloadCut
+from irlscrapy.runtime.internals import DownloadCut
 from irlscrapy.scheduler.hosts.addressguard import GUARD_REFUSAL
 from irlscrapy.scheduler.hosts.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import IRLScheduler

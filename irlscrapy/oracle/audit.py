@@ -2,7 +2,7 @@
 
 The server logs every request it served (``t_start``, ``t_end``, host, IP, path, status,
 bytes, kind; see :mod:`irlscrapy.invitro.httpserver`). :func:`audit` holds that log to
-the crawler's contracts (DESIGN.md section 3, Workbench):
+the crawler's contracts (irlscrapy.scheduler.frontier.workbench):
 
 - *host politeness*: a request to a host starts at least ``host_delay(host)`` after the
   previous request to that host ended; a request after the host's robots.txt is exempt

@@ -16,7 +16,7 @@ from typing import Any
 import psutil
 from scrapy.crawler import Crawler
 
-from irlscrapy.internals import crawl_engine
+from irlscrapy.runtime.internals import crawl_engine
 
 #: Running totals: figure name -> (Scrapy stat, meaning). Prometheus exposes them as
 #: counters, everything else as gauges.

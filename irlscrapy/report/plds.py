@@ -5,7 +5,7 @@ a time. No Scrapy import; tested in tests/unit/test_report_merge.py.
 Theory of operation
 -------------------
 A store yields its PLDs in ascending key order, in chunks
-(:meth:`irlscrapy.dupefilters.drum.DRUM.items`: bucket by bucket, a bucket being a range
+(:meth:`irlscrapy.storage.drum.DRUM.items`: bucket by bucket, a bucket being a range
 of keys, each key once). :func:`merged_chunks` merges several such streams into one
 stream of blocks in key order: each step takes from every stream the keys up to the
 smallest last key of their current chunks, so at least one chunk is used up per step,

@@ -5,7 +5,7 @@ Both count *responses* (Scrapy's ``response_received_count``, what
 responses (``robotstxt/response_count``) and responses HttpErrorMiddleware kept from the
 spider (``httperror/response_ignored_count``: a status it does not handle). The rate is
 responses per second over the crawling time: from the spider's opening to the start of
-its close (:data:`irlscrapy.closing.spider_closing`; without it, the end of the close),
+its close (:data:`irlscrapy.runtime.closing.spider_closing`; without it, the end of the close),
 so a close's tail does not lower it; no progress line is logged once the close began.
 
 The line's figures are :func:`irlscrapy.report.figures.crawl_figures`, the status
@@ -29,9 +29,9 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from irlscrapy import defaults
-from irlscrapy.closing import spider_closing
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.report.meter import BAR_WIDTH, bar
+from irlscrapy.runtime.closing import spider_closing
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class CrawlProgress:
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self._loop is None:
-            return  # the spider never opened (irlscrapy.openfailure said why)
+            return  # the spider never opened (irlscrapy.runtime.openfailure said why)
         if self._loop.running:
             self._loop.stop()
         now = time.monotonic()

@@ -2,10 +2,10 @@
 
 Theory of operation
 -------------------
-A :class:`irlscrapy.lagprobe.LagProbe` ticks every :data:`TICK_SECONDS` (10 ms) and
+A :class:`irlscrapy.runtime.lagprobe.LagProbe` ticks every :data:`TICK_SECONDS` (10 ms) and
 reports each tick's *lag*: how long after it was due it fired, as long as the longest
-piece of work that held the reactor thread in between. DESIGN.md's performance model
-allows ~50 ms.
+piece of work that held the reactor thread in between. The performance model
+(docs/architecture.md, section 6) allows ~50 ms.
 
 Samples go to a fixed histogram (:func:`new_histogram`): :data:`BUCKETS_PER_DECADE`
 log-spaced buckets per decade from :data:`LAG_LOW` (0.1 ms) to :data:`LAG_HIGH` (10 s),
@@ -29,8 +29,8 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 
-from irlscrapy.lagprobe import TICK_SECONDS, LagProbe
-from irlscrapy.workers import installed_reactor
+from irlscrapy.runtime.lagprobe import TICK_SECONDS, LagProbe
+from irlscrapy.runtime.workers import installed_reactor
 
 logger = logging.getLogger(__name__)
 

@@ -43,7 +43,6 @@ from typing import Any
 import numpy as np
 from scrapy.settings import Settings
 
-from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import DirectoryLocked, ReportError
 from irlscrapy.report.analysis import Sample
 from irlscrapy.report.layout import FORMAT, RECORDS_DIR, STATS, TIMELINE
@@ -51,6 +50,7 @@ from irlscrapy.report.meter import ProgressMeter
 from irlscrapy.report.plds import Chunk, PLDTables, Ranking, StarRecords, merged_chunks
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.star.indegree import PAGES_MASK, PLDInDegree
+from irlscrapy.storage.dirlock import DirectoryLock
 
 logger = logging.getLogger(__name__)
 

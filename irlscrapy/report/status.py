@@ -55,9 +55,9 @@ from twisted.web.server import Request, Site
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.openfailure import report_open_failure
 from irlscrapy.report.figures import AGENT_GAUGES, COUNTERS, GAUGES, Throughput, crawl_figures
-from irlscrapy.workers import installed_reactor
+from irlscrapy.runtime.openfailure import report_open_failure
+from irlscrapy.runtime.workers import installed_reactor
 
 logger = logging.getLogger(__name__)
 

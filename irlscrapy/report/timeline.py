@@ -33,9 +33,6 @@ from scrapy.http import Response
 from twisted.internet import task
 
 from irlscrapy import defaults
-from irlscrapy.closing import spider_closing
-from irlscrapy.mediatype import media_type
-from irlscrapy.recovery import Recoveries, recovered
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.report.layout import (
     FORMAT,
@@ -47,9 +44,12 @@ from irlscrapy.report.layout import (
     last_run,
     write_stats,
 )
+from irlscrapy.runtime.closing import spider_closing
+from irlscrapy.runtime.mediatype import media_type
 from irlscrapy.scheduler.hosts.pace import pace_of
 from irlscrapy.scheduler.keys import state_closed
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.state.directory import StateDirectory
+from irlscrapy.storage.recovery import Recoveries, recovered
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ class CrawlRecorder:
         self.crawler = crawler
         self.interval = interval
         self.report_dir = report_dir  # render the report here at close; None: don't
-        self.state = state  # the crawl's (irlscrapy.statedir)
+        self.state = state  # the crawl's (irlscrapy.state.directory)
         self.settings = settings
         self.clock = clock
         self.records: Path | None = None  # <state dir>/report while recording

@@ -9,7 +9,7 @@ nothing (what it would have stored is fetched again on resume: the page that fou
 is not done). A store that meets damage while it runs (:meth:`CrawlStop.failed`: a
 damaged LevelDB block read in a URLseen merge, say) closes the spider with reason
 ``irlscrapy_damaged_state`` and one line that points to ``irlscrapy check`` and
-``irlscrapy repair``, as damage met on open does (:mod:`irlscrapy.openfailure`); any
+``irlscrapy repair``, as damage met on open does (:mod:`irlscrapy.runtime.openfailure`); any
 other failure, with reason ``irlscrapy_error`` and its traceback.
 
 Each stop is a give-up, counted in the stat ``irl/given_up/<reason>`` (the close reason
@@ -30,8 +30,8 @@ from scrapy.crawler import Crawler
 from scrapy.utils.log import failure_to_exc_info
 from twisted.python.failure import Failure
 
-from irlscrapy.closing import close_spider
 from irlscrapy.exceptions import DamagedState, disk_full
+from irlscrapy.runtime.closing import close_spider
 
 logger = logging.getLogger(__name__)
 

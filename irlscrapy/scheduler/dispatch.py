@@ -49,7 +49,8 @@ from scrapy.utils.httpobj import urlparse_cached
 
 from irlscrapy import defaults
 from irlscrapy.domains import url_host, url_origin
-from irlscrapy.internals import EngineWaker, engine_requests
+from irlscrapy.runtime.internals import EngineWaker, engine_requests
+from irlscrapy.runtime.troubles import tally
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.services import HostServices
@@ -65,7 +66,6 @@ from irlscrapy.scheduler.requestcodec import (
     payload_kind,
 )
 from irlscrapy.scheduler.robotsfetch import RobotsFetches
-from irlscrapy.tally import tally
 
 logger = logging.getLogger(__name__)
 

@@ -58,19 +58,19 @@ from twisted.internet import task
 from twisted.python.failure import Failure
 
 from irlscrapy.domains import canonical_authority
-from irlscrapy.dupefilters.drum import ResultBatch
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, RequestCodecError
-from irlscrapy.internals import EngineWaker, forget_environment_proxy
 from irlscrapy.links import Links
+from irlscrapy.runtime.internals import EngineWaker, forget_environment_proxy
 from irlscrapy.scheduler.items import RobotsFetch
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, encode_request
 from irlscrapy.scheduler.startrequests import StartRequests
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.state.directory import StateDirectory
+from irlscrapy.storage.drum import ResultBatch
 
 if TYPE_CHECKING:
     from irlscrapy.distributed.agent import Agent

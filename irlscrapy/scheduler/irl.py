@@ -1,4 +1,4 @@
-"""``IRLScheduler``: Scrapy's SCHEDULER on the IRL frontier (DESIGN.md sections 2-3).
+"""``IRLScheduler``: Scrapy's SCHEDULER on the IRL frontier (docs/architecture.md, section 2).
 
 Use it with its dupefilter (the add-on ``irlscrapy.Addon`` sets both)::
 
@@ -16,17 +16,18 @@ from scrapy.crawler import Crawler
 from scrapy.http import Response
 from twisted.internet import defer
 
-from irlscrapy import defaults, faulthooks
+from irlscrapy import defaults
 from irlscrapy.distributed.agent import Agent
 from irlscrapy.distributed.handoff import Handoff
 from irlscrapy.distributed.handover import LEFT_REASON, Departure
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError, disk_full
-from irlscrapy.internals import EngineWaker, switch_off_downloader_delay
-from irlscrapy.lagprobe import LagProbe
 from irlscrapy.links import Links
-from irlscrapy.openfailure import UNWRITABLE, report_open_failure
-from irlscrapy.recovery import Recoveries
+from irlscrapy.runtime.crawlservices import provide, provided
+from irlscrapy.runtime.internals import EngineWaker, switch_off_downloader_delay
+from irlscrapy.runtime.lagprobe import LagProbe
+from irlscrapy.runtime.openfailure import UNWRITABLE, report_open_failure
+from irlscrapy.runtime.workers import installed_reactor
 from irlscrapy.scheduler.diskfull import CrawlStop, stops_when_disk_is_full
 from irlscrapy.scheduler.dispatch import Dispatcher, DispatchSettings
 from irlscrapy.scheduler.emptycrawl import EmptyCrawlCheck
@@ -36,12 +37,12 @@ from irlscrapy.scheduler.intake import Intake
 from irlscrapy.scheduler.keys import ADDRESS_KEY, FETCH_KEY, state_closed
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, resume
-from irlscrapy.services import provide, provided
 from irlscrapy.star.budgets import budget_mode, budget_sources
 from irlscrapy.star.indegree import PLDInDegree
 from irlscrapy.startcheck import check_settings
-from irlscrapy.statedir import StateDirectory
-from irlscrapy.workers import installed_reactor
+from irlscrapy.state.directory import StateDirectory
+from irlscrapy.storage import faulthooks
+from irlscrapy.storage.recovery import Recoveries
 
 
 class IRLScheduler(BaseScheduler):
@@ -62,8 +63,8 @@ class IRLScheduler(BaseScheduler):
     are unknown: :mod:`irlscrapy.scheduler.robotsfetch`), follows each fetch from
     hand-out to release to page done (:mod:`irlscrapy.scheduler.ledger`), keeps the
     no-idle promise, and wakes the engine when the next host becomes due
-    (:mod:`irlscrapy.internals`). This class wires them, opens and closes the state
-    directory (:mod:`irlscrapy.statedir`, which maps its files), and stops
+    (:mod:`irlscrapy.runtime.internals`). This class wires them, opens and closes the state
+    directory (:mod:`irlscrapy.state.directory`, which maps its files), and stops
     the crawl cleanly when the disk is full (:mod:`irlscrapy.scheduler.diskfull`).
 
     Differences from Scrapy's stock scheduler, by design:
@@ -84,8 +85,8 @@ class IRLScheduler(BaseScheduler):
     ``irl/urlseen/unique``, ``irl/frontier/*``, ``irl/robots/*``, ``irl/dns/*``,
     ``irl/guard/*``, ``irl/hosts/*`` (host health), ``irl/traps/*``,
     ``irl/governor/{cap,cuts}``, ``irl/recovered/*`` (what the open mended:
-    :mod:`irlscrapy.recovery`), ``irl/refused/*`` (an open refused:
-    :mod:`irlscrapy.openfailure`), ``irl/given_up/*`` (a stop:
+    :mod:`irlscrapy.storage.recovery`), ``irl/refused/*`` (an open refused:
+    :mod:`irlscrapy.runtime.openfailure`), ``irl/given_up/*`` (a stop:
     :mod:`irlscrapy.scheduler.diskfull`; a crawl whose every URL was refused:
     :mod:`irlscrapy.scheduler.emptycrawl`), and Scrapy's ``dupefilter/filtered``,
     ``offsite/filtered``, ``scheduler/unserializable``, ``scheduler/enqueued/memory``
@@ -157,7 +158,7 @@ class IRLScheduler(BaseScheduler):
 
     @classmethod
     def of(cls, crawler: Crawler) -> IRLScheduler | None:
-        """The crawl's IRL scheduler, if it runs one (:mod:`irlscrapy.services`): how a
+        """The crawl's IRL scheduler, if it runs one (:mod:`irlscrapy.runtime.crawlservices`): how a
         middleware hands over a page's ``Links`` (``IRLScheduler.of(crawler)
         .enqueue_links(links)``), fetch ends and host health. None: Scrapy's stock
         scheduler (or another) runs, and Links must become Requests."""
@@ -171,7 +172,7 @@ class IRLScheduler(BaseScheduler):
     # -- open / close --------------------------------------------------------------------
     def open(self, spider: Spider) -> defer.Deferred[None] | None:
         """Open the state and join the crawl; what the open mended is published to the
-        stats then (irlscrapy.recovery), and a refusal is said in one line."""
+        stats then (irlscrapy.storage.recovery), and a refusal is said in one line."""
         recoveries = Recoveries()
         try:
             try:

@@ -1,6 +1,6 @@
 """Requests and discovered links as bytes for the scheduler's disk queues, without pickle.
 
-Grammar (integers big-endian; every payload is one record of :mod:`irlscrapy.recordfile`,
+Grammar (integers big-endian; every payload is one record of :mod:`irlscrapy.storage.recordfile`,
 whose length and CRC catch truncation, so this codec checks kinds and versions only)::
 
     payload := kind: u8, version: u8 = 1, body

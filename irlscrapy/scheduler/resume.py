@@ -9,7 +9,7 @@ were not done), the URLs it parked, and the *restart skip* of the intake
 of its URLs were. :func:`resume` queues the first two again, once the scheduler has
 wired the frontier's callbacks (a URL refused on its way back must reach the engine).
 The URLs admitted again, and the restart hold, are recoveries
-(:mod:`irlscrapy.recovery`: ``irl/recovered/readmitted``, ``irl/recovered/restart_hold``).
+(:mod:`irlscrapy.storage.recovery`: ``irl/recovered/readmitted``, ``irl/recovered/restart_hold``).
 
 Invariant: *a URL that was admitted before the stop and is readmitted at open is
 fetched once in the resumed run, whichever path brought it (a Request, a page's
@@ -48,7 +48,6 @@ from typing import Any
 from irlscrapy import defaults
 from irlscrapy.domains import PayLevelDomains, domain_key
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.recovery import recovered
 from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal, journal_lost
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.scheduler.frontier.horizon import Horizon
@@ -59,7 +58,8 @@ from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 from irlscrapy.scheduler.items import unpack_record
 from irlscrapy.scheduler.pipeline import Frontier
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.state.directory import StateDirectory
+from irlscrapy.storage.recovery import recovered
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,8 @@ from scrapy.http import Response
 from scrapy.utils.asyncio import run_in_thread
 from twisted.python.failure import Failure
 
-from irlscrapy.internals import DownloadCut
+from irlscrapy.runtime.internals import DownloadCut
+from irlscrapy.runtime.troubles import tally
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.hosts.robots import (
     MAX_WILDCARD_RULES,
@@ -43,7 +44,6 @@ from irlscrapy.scheduler.hosts.robotscache import BIG_BODY
 from irlscrapy.scheduler.items import RobotsFetch, item_url
 from irlscrapy.scheduler.keys import FETCH_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.pipeline import Frontier
-from irlscrapy.tally import tally
 
 logger = logging.getLogger(__name__)
 

@@ -50,7 +50,7 @@ from irlscrapy.invitro.process import InVitroProcess, irlscrapy_root
 from irlscrapy.invitro.profiles import get_profile
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.links import Links
-from irlscrapy.openfailure import report_open_failure
+from irlscrapy.runtime.openfailure import report_open_failure
 from irlscrapy.spiders.extract import header_nofollow, links_in_slices, meta_nofollow
 
 MAX_PAGE_BYTES = 2 * 1024 * 1024

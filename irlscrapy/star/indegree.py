@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 For every crawled page, :meth:`PLDInDegree.record_page` takes its PLD and the PLDs it
-links to. Two DRUMs (:mod:`irlscrapy.dupefilters.drum`) do the rest in batches:
+links to. Two DRUMs (:mod:`irlscrapy.storage.drum`) do the rest in batches:
 
 - ``edges``: one check+update per unique (source PLD, target PLD) pair of a page, key
   :func:`edge_key`, value the target's key (so the refresh thread hashes nothing),
@@ -66,12 +66,9 @@ import numpy as np
 from twisted.internet import defer
 
 from irlscrapy import defaults
-from irlscrapy.cachedb import open_cache_db
 from irlscrapy.domains import domain_key
-from irlscrapy.dupefilters.drum import CHECK_UPDATE, DRUM, UPDATE
-from irlscrapy.dupefilters.mergethread import MergeThread
-from irlscrapy.dupefilters.sizing import DrumSizes
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.runtime.mergethread import MergeThread
 from irlscrapy.star.budgets import (
     BudgetFunction,
     BudgetScale,
@@ -82,6 +79,9 @@ from irlscrapy.star.budgets import (
     budgets,
     constant,
 )
+from irlscrapy.storage.cachedb import open_cache_db
+from irlscrapy.storage.drum import CHECK_UPDATE, DRUM, UPDATE
+from irlscrapy.storage.drumsizing import DrumSizes
 
 logger = logging.getLogger(__name__)
 

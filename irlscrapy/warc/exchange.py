@@ -7,7 +7,7 @@ What is recorded, and where it differs from the bytes on the wire
 Response (``WARC-Type: response``):
 
 - The status line and header lines are the bytes received (kept by the download
-  handler's parser, :func:`irlscrapy.internals.capture_heads`): original case, order,
+  handler's parser, :func:`irlscrapy.runtime.internals.capture_heads`): original case, order,
   repeats, spacing and continuation lines; nothing normalized.
 - The payload is the body as received *after* Twisted removed the chunked framing, and
   before any content decoding (a gzip body stays gzip, with its ``Content-Encoding``).

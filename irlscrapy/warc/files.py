@@ -36,7 +36,7 @@ Records are handed to the OS after each batch (:meth:`WarcFiles.flush`); nothing
 fsynced. After a kill -9, :meth:`WarcFiles.open` finds the ``.open`` files, cuts each
 after its last whole record (a torn gzip member is dropped, and its CDXJ lines with
 it) and renames them: every record the OS received before the kill is kept. Each file
-so closed is a recovery (``irl/recovered/warc_file``: :mod:`irlscrapy.recovery`).
+so closed is a recovery (``irl/recovered/warc_file``: :mod:`irlscrapy.storage.recovery`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.recovery import recovered
+from irlscrapy.storage.recovery import recovered
 from irlscrapy.warc.exchange import status_code
 
 logger = logging.getLogger(__name__)

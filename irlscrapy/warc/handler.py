@@ -1,11 +1,11 @@
 """``RecordingDownloadHandler``: the add-on's HTTP and HTTPS download handler.
 
-It is :class:`irlscrapy.internals.PoliteHTTPDownloadHandler` (Scrapy's HTTP/1.1 handler
+It is :class:`irlscrapy.runtime.internals.PoliteHTTPDownloadHandler` (Scrapy's HTTP/1.1 handler
 without Twisted's silent re-send). With ``IRL_WARC_DIR`` or ``IRL_CONTENT_DEDUP`` set,
 it also passes every response through the crawl's
 :class:`~irlscrapy.warc.recorder.ExchangeRecorder` as received, before any downloader
 middleware: the body still compressed, the head as it came off the wire
-(:func:`irlscrapy.internals.capture_heads`).
+(:func:`irlscrapy.runtime.internals.capture_heads`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.http import Request, Response
 
-from irlscrapy.internals import (
+from irlscrapy.runtime.internals import (
     PoliteHTTPDownloadHandler,
     ReceivedHead,
     capture_heads,

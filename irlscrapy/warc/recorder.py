@@ -50,7 +50,7 @@ Stats: ``irl/warc/records`` (responses and revisits), ``irl/warc/revisits``,
 ``irl/warc/head_rebuilt`` (responses whose received head did not reach the recorder),
 ``irl/content/unique``, ``irl/content/duplicates``; what opening the files mended
 (``irl/recovered/warc_file``, ``irl/recovered/<kind>/contentseen``:
-:mod:`irlscrapy.recovery`), and ``irl/given_up/warc_error`` when recording fails.
+:mod:`irlscrapy.storage.recovery`), and ``irl/given_up/warc_error`` when recording fails.
 """
 
 from __future__ import annotations
@@ -79,18 +79,18 @@ from twisted.python.failure import Failure
 
 import irlscrapy
 from irlscrapy import defaults
-from irlscrapy.closing import close_spider
 from irlscrapy.domains import host_name, url_host
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
-from irlscrapy.internals import ReceivedHead
-from irlscrapy.mediatype import media_type
-from irlscrapy.recovery import Recoveries
+from irlscrapy.runtime.closing import close_spider
+from irlscrapy.runtime.crawlservices import shared
+from irlscrapy.runtime.internals import ReceivedHead
+from irlscrapy.runtime.mediatype import media_type
+from irlscrapy.runtime.workers import NicedWorker
 from irlscrapy.scheduler.keys import ADDRESS_KEY, ROBOTS_KEY
-from irlscrapy.services import shared
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.state.directory import StateDirectory
+from irlscrapy.storage.recovery import Recoveries
 from irlscrapy.warc import exchange
 from irlscrapy.warc.files import Capture, WarcFiles
-from irlscrapy.workers import NicedWorker
 
 logger = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ FAILED_REASON = "warc_error"
 #: wake-up, whatever its size, and a response flagged by DuplicateContentMiddleware
 #: waits at most about this long (plus the batch's work) for its verdict.
 BATCH_SECONDS = 0.05
-#: The worker thread's nice value (:mod:`irlscrapy.workers`): on a saturated core
+#: The worker thread's nice value (:mod:`irlscrapy.runtime.workers`): on a saturated core
 #: it writes with what the reactor leaves.
 NICENESS = 10
 

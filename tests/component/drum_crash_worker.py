@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from irlscrapy.dupefilters.drum import CHECK, CHECK_UPDATE, DRUM, UPDATE
+from irlscrapy.storage.drum import CHECK, CHECK_UPDATE, DRUM, UPDATE
 
 KEY_SPACE = 3000
 DRUM_KWARGS = {

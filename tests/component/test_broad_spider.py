@@ -16,9 +16,9 @@ from scrapy.utils.test import get_crawler
 from irlscrapy import Links
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.middlewares.star import StarMiddleware
+from irlscrapy.runtime.crawlservices import provide
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.keys import ROBOTS_KEY
-from irlscrapy.services import provide
 from irlscrapy.spiders.broad import BroadSpider, parse_seeds
 from irlscrapy.spiders.extract import LINK_SLICE
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from irlscrapy.dupefilters.drum import DRUM, UPDATE
 from irlscrapy.exceptions import DirectoryLocked
+from irlscrapy.storage.drum import DRUM, UPDATE
 
 from .drum_crash_worker import DRUM_KWARGS, batch
 

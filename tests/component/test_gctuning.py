@@ -14,7 +14,7 @@ from scrapy.utils.test import get_crawler
 
 from irlscrapy.addon import GC_TUNING_EXTENSION
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.gctuning import GCTuning
+from irlscrapy.runtime.gctuning import GCTuning
 
 
 class Nothing(Spider):

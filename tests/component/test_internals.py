@@ -1,4 +1,4 @@
-"""irlscrapy's adapter to Scrapy's private parts (irlscrapy/internals.py) still fits.
+"""irlscrapy's adapter to Scrapy's private parts (irlscrapy/runtime/internals.py) still fits.
 
 These fail loudly when a Scrapy upgrade moves what the adapter touches. Each check runs
 in a child process: building an engine or a download handler installs a reactor.
@@ -12,7 +12,7 @@ import sys
 import pytest
 from twisted.internet import task
 
-from irlscrapy.internals import EngineWaker
+from irlscrapy.runtime.internals import EngineWaker
 
 #: A child's lines before it builds the HTTP download handler (which needs a reactor).
 HANDLER_PROLOGUE = (
@@ -20,7 +20,7 @@ HANDLER_PROLOGUE = (
     "install_reactor('twisted.internet.asyncioreactor.AsyncioSelectorReactor')\n"
     "from scrapy import Spider\n"
     "from scrapy.utils.test import get_crawler\n"
-    "from irlscrapy.internals import PoliteHTTPDownloadHandler\n"
+    "from irlscrapy.runtime.internals import PoliteHTTPDownloadHandler\n"
 )
 
 
@@ -79,7 +79,7 @@ def test_the_downloaders_delay_goes_off_for_host_slots_and_stays_for_the_project
         "from scrapy import Request, Spider\n"
         "from scrapy.core.engine import ExecutionEngine\n"
         "from scrapy.utils.test import get_crawler\n"
-        "from irlscrapy.internals import switch_off_downloader_delay\n"
+        "from irlscrapy.runtime.internals import switch_off_downloader_delay\n"
         "settings = {'DOWNLOAD_DELAY': 2, 'DOWNLOAD_SLOTS': {'own': {'delay': 3}}}\n"
         "crawler = get_crawler(Spider, settings)\n"
         "crawler.engine = ExecutionEngine(crawler, lambda _: None)\n"
@@ -153,7 +153,11 @@ def test_the_proxy_from_the_environment_is_forgotten_before_a_request_is_stored(
     from scrapy import Request
     from scrapy.downloadermiddlewares.httpproxy import HttpProxyMiddleware
 
-    from irlscrapy.internals import ENVIRONMENT_PROXY_KEY, PROXY_AUTH_KEY, forget_environment_proxy
+    from irlscrapy.runtime.internals import (
+        ENVIRONMENT_PROXY_KEY,
+        PROXY_AUTH_KEY,
+        forget_environment_proxy,
+    )
 
     monkeypatch.setenv("http_proxy", "http://user:secret@proxy.invalid:3128")
     middleware = HttpProxyMiddleware()
@@ -200,7 +204,7 @@ def test_a_download_cut_by_the_handler_fails_with_download_cut_at_once() -> None
         "from scrapy import Request\n"
         "from scrapy.exceptions import IgnoreRequest\n"
         "from scrapy.utils.defer import deferred_from_coro\n"
-        "from irlscrapy.internals import DownloadCut\n"
+        "from irlscrapy.runtime.internals import DownloadCut\n"
         "silent = socket.socket(); silent.bind(('127.0.0.1', 0)); silent.listen(1)\n"
         "h = PoliteHTTPDownloadHandler(get_crawler(Spider, {'DOWNLOAD_TIMEOUT': 30}))\n"
         "url = 'http://127.0.0.1:%d/' % silent.getsockname()[1]\n"

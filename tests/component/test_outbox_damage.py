@@ -11,7 +11,7 @@ import pytest
 
 from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.statecheck import check_state, repair_state
+from irlscrapy.state.check import check_state, repair_state
 
 RECORDS = 30
 

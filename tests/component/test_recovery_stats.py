@@ -1,5 +1,5 @@
 """What a crawl's open mends after a kill -9 reaches the crawl's stats
-(irlscrapy.recovery): the IRL scheduler's open counts each torn record file, and each
+(irlscrapy.storage.recovery): the IRL scheduler's open counts each torn record file, and each
 store whose first open was cut short, in ``irl/recovered/<kind>/<store>`` and logs one
 line per stat; URLseen under Scrapy's own scheduler does the same for its journal."""
 
@@ -43,7 +43,7 @@ def _run_irl(job: Path) -> Any:
 
 
 def _recovery_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "irlscrapy.recovery"]
+    return [r.getMessage() for r in caplog.records if r.name == "irlscrapy.storage.recovery"]
 
 
 def test_the_irl_schedulers_open_counts_what_it_mended_once_per_kind(

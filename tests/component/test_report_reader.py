@@ -17,12 +17,12 @@ from scrapy.http import Request, Response
 from scrapy.utils.test import get_crawler
 
 from irlscrapy.cli import main
-from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ReportError
 from irlscrapy.report.layout import cut_torn_line, last_run, write_stats
 from irlscrapy.report.reader import read_crawl
 from irlscrapy.report.render import PNG_PLDS, PNG_RATE, write_report
 from irlscrapy.report.timeline import CONTENT_TYPES, CrawlRecorder
+from irlscrapy.storage.dirlock import DirectoryLock
 
 
 class Clock:

@@ -34,7 +34,7 @@ from irlscrapy.scheduler.items import HEAD, Item
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, payload_url
 from irlscrapy.scheduler.resume import Found, FrontierSettings, open_frontier, resume
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.state.directory import StateDirectory
 
 from .frontierfixture import Stats
 

@@ -11,7 +11,7 @@ from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
 from irlscrapy.scheduler.irl import IRLScheduler
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.state.directory import StateDirectory
 from irlscrapy.warc.recorder import ExchangeRecorder
 
 SETTINGS = {

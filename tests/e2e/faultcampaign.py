@@ -5,7 +5,7 @@ figures the crash contract is held to.
 The interruptions:
 
 - ``start-up``: kill -9 while the state directory is being reopened
-  (irlscrapy.faulthooks pauses the crawl at ``state-open``, so it is known to die there);
+  (irlscrapy.storage.faulthooks pauses the crawl at ``state-open``, so it is known to die there);
 - ``merge``: kill -9 during a URLseen merge (``merge:urlseen``, the 3rd to 8th of the run);
 - ``resplit``: kill -9 during a BEAST re-split (``beast-resplit``, the first or second;
   always the first step: a new crawl's BEAST re-splits in its first seconds);

@@ -1,4 +1,4 @@
-"""A crawl closed by its cap does not wait on a hung download (irlscrapy/closing.py):
+"""A crawl closed by its cap does not wait on a hung download (irlscrapy/runtime/closing.py):
 the download is cut IRL_CLOSE_GRACE after the close begins, its errback gets a
 DownloadCut, no error is logged, and its URL, never fetched, is fetched when the crawl
 resumes with the same JOBDIR.

@@ -1,4 +1,4 @@
-"""Damaged state meets a clear answer (irlscrapy.statecheck, irlscrapy.openfailure).
+"""Damaged state meets a clear answer (irlscrapy.state.check, irlscrapy.runtime.openfailure).
 
 One crawl of the tiny web, killed with kill -9 midway, leaves a state directory with
 every kind of file (several URLseen journals, BEAST slots, admitted and parked
@@ -26,13 +26,13 @@ from pathlib import Path
 
 import pytest
 
-from irlscrapy.cachedb import open_leveldb
-from irlscrapy.dupefilters import drumcache
 from irlscrapy.exceptions import DamagedState
 from irlscrapy.scheduler.frontier import admitted
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.scheduler.frontier.parking import ParkedStore
-from irlscrapy.statecheck import check_state, repair_state
+from irlscrapy.state.check import check_state, repair_state
+from irlscrapy.storage import drumcache
+from irlscrapy.storage.cachedb import open_leveldb
 
 from .conftest import QUICK_IRL, ROOT, crawl_tiny, downloads, invitro_pid, tiny_crawl_args
 
@@ -47,7 +47,7 @@ MERGE_PAUSE = "merge:urlseen@10"
 @pytest.fixture(scope="module")
 def killed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The JOBDIR of a crawl killed with kill -9 while it merged URLseen (its test-only
-    pause, irlscrapy.faulthooks, held it there), its in-vitro server stopped."""
+    pause, irlscrapy.storage.faulthooks, held it there), its in-vitro server stopped."""
     work = tmp_path_factory.mktemp("killed")
     log, job, pause = work / "first.jsonl", work / "job", work / "paused"
     err = work / "first.err"
@@ -274,7 +274,7 @@ def test_a_crawl_on_damaged_state_says_so_in_one_line_and_resumes_once_repaired(
     assert resumed.wait(120) == 0
     stderr = (tmp_path / "resumed.err").read_text()
     assert "resuming from" in stderr and "summary (shutdown)" in stderr, stderr[-3000:]
-    # what the open mended after the kill: a stat, and one line (irlscrapy.recovery)
+    # what the open mended after the kill: a stat, and one line (irlscrapy.storage.recovery)
     assert "'irl/recovered/restart_hold': 1" in stderr, stderr[-3000:]
     assert stderr.count("held every host and IP for its delay") == 1
     assert "Traceback" not in stderr, stderr[-3000:]

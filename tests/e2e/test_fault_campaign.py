@@ -33,7 +33,7 @@ def test_ten_kills_and_a_sigint_lose_nothing_refetch_little_and_stay_polite(
     assert not any(found.twice), (seed, found.twice)  # no run fetches a page twice
     assert found.binding, "no host with a binding delay was asked in two runs: the check is empty"
     assert min(found.slacks)[0] >= 0, (seed, sorted(found.slacks)[:5])
-    # each run's open counts what it mended, one line per stat (irlscrapy.recovery)
+    # each run's open counts what it mended, one line per stat (irlscrapy.storage.recovery)
     last = runs[-1].err.read_text()
     assert "'irl/recovered/restart_hold': 1" in last, last[-3000:]
     for run in runs:

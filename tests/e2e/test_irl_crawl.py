@@ -2,7 +2,8 @@
 
 One crawl with politeness that binds (tau_h 0.2 s, tau_s 0.05 s: longer than the
 in-vitro server's response times) is checked against the ground truth and, from the
-server's own request log, against the politeness contract (DESIGN.md, Workbench).
+server's own request log, against the politeness contract
+(irlscrapy.scheduler.frontier.workbench).
 """
 
 from __future__ import annotations

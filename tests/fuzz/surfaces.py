@@ -56,7 +56,7 @@ from irlscrapy.domains import ICANN, url_host
 from irlscrapy.dupefilters.identity import RequestIdentity
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.links import Links
-from irlscrapy.mediatype import media_type
+from irlscrapy.runtime.mediatype import media_type
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth, retry_after_seconds

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import DirectoryLocked
+from irlscrapy.storage.dirlock import DirectoryLock
 
 
 def test_a_second_lock_is_refused_until_the_first_is_released(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from irlscrapy.dupefilters.drum import CHECK, CHECK_UPDATE, DRUM, UPDATE
 from irlscrapy.exceptions import ConfigurationError, DirectoryLocked, DrumFormatError
-from irlscrapy.recordfile import MAGIC
+from irlscrapy.storage.drum import CHECK, CHECK_UPDATE, DRUM, UPDATE
+from irlscrapy.storage.recordfile import MAGIC
 from tests.strategies import combined
 
 KEYS = st.integers(0, 2**64 - 1) | st.sampled_from([0, 1, 2, 2**63, 2**64 - 1, 12345])

@@ -1,4 +1,4 @@
-"""DRUM's disk cache as sorted runs (irlscrapy.dupefilters.drumcache): written and read
+"""DRUM's disk cache as sorted runs (irlscrapy.storage.drumcache): written and read
 back, found damaged at open, at a merge, by check and by repair, what a merge cut short
 left deleted, and a format 1 DRUM (chunks in LevelDB) upgraded at open."""
 
@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from irlscrapy.cachedb import open_leveldb
-from irlscrapy.dupefilters import drumcache, drumfiles, drumupgrade
-from irlscrapy.dupefilters.drum import DRUM
 from irlscrapy.exceptions import DamagedState, DrumFormatError
-from irlscrapy.recordfile import RecordWriter
+from irlscrapy.storage import drumcache, drumfiles, drumupgrade
+from irlscrapy.storage.cachedb import open_leveldb
+from irlscrapy.storage.drum import DRUM
+from irlscrapy.storage.recordfile import RecordWriter
 
 KEYS_ONLY = drumcache.run_record(None)
 VALUED = drumcache.run_record(np.dtype("<u8"))

@@ -1,4 +1,4 @@
-"""A DRUM's generation files checked on open, and mended (irlscrapy.dupefilters.drumfiles):
+"""A DRUM's generation files checked on open, and mended (irlscrapy.storage.drumfiles):
 a closed journal cut short, a journal missing from the run or the newest one deleted are
 DamagedState naming the file; short bucket files are rebuilt; after ``mend`` the DRUM
 opens and delivers the batches it kept."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from irlscrapy.dupefilters import drumfiles
-from irlscrapy.dupefilters.drum import DRUM
 from irlscrapy.exceptions import DamagedState
+from irlscrapy.storage import drumfiles
+from irlscrapy.storage.drum import DRUM
 
 
 def _two_closed_generations(path: Path) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, UPDATE, apply_sorted
+from irlscrapy.storage.drummerge import CHECK, CHECK_UPDATE, UPDATE, apply_sorted
 from tests.strategies import combined
 
 small_keys = st.integers(0, 12)

@@ -1,4 +1,4 @@
-"""irlscrapy.glibcheap: freed merge-sized arrays leave the RSS (on glibc).
+"""irlscrapy.storage.glibcheap: freed merge-sized arrays leave the RSS (on glibc).
 
 Each case runs in a fresh interpreter: the mmap threshold is process-wide and, once
 pinned, stays pinned.
@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from irlscrapy import glibcheap
+from irlscrapy.storage import glibcheap
 
 pytestmark = pytest.mark.skipif(glibcheap._LIBC is None, reason="the C library is not glibc")
 
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(glibcheap._LIBC is None, reason="the C library i
 #: Prints the RSS (MB) the freed arrays left behind.
 _SCRIPT = """
 import numpy as np
-from irlscrapy import glibcheap
+from irlscrapy.storage import glibcheap
 
 def rss_mb():
     with open("/proc/self/statm") as f:

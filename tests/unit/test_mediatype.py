@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from scrapy.http.headers import Headers
 
-from irlscrapy.mediatype import media_type
+from irlscrapy.runtime.mediatype import media_type
 
 
 @pytest.mark.parametrize(

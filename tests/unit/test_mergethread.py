@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from irlscrapy.dupefilters.mergethread import NICENESS, MergeThread
+from irlscrapy.runtime.mergethread import NICENESS, MergeThread
 from tests.workerthreads import RecordingReactor, where
 
 

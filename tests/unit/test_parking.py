@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.recordfile import scan
 from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore, missing_parked
+from irlscrapy.storage.recordfile import scan
 
 ORIGINS = st.sampled_from(["http://a.example", "https://a.example", "http://b.example:8080"])
 

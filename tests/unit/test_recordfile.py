@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from irlscrapy.exceptions import CorruptRecordFile
-from irlscrapy.recordfile import MAGIC, RecordWriter, repair, scan
+from irlscrapy.storage.recordfile import MAGIC, RecordWriter, repair, scan
 
 
 def _write(path: Path, payloads: list[bytes]) -> None:

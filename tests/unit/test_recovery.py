@@ -1,5 +1,5 @@
 """What opening state mends after a kill -9 is counted and told once per kind
-(irlscrapy.recovery): a DRUM's torn journal is ``irl/recovered/torn_tail/<store>`` = 1
+(irlscrapy.storage.recovery): a DRUM's torn journal is ``irl/recovered/torn_tail/<store>`` = 1
 and one log line; two kinds are two stats and two lines; the same kind twice is one
 line with its count. Collections nest, and outside one a recovery is logged at once."""
 
@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from irlscrapy.cachedb import open_leveldb
-from irlscrapy.dupefilters import drumfiles
-from irlscrapy.dupefilters.drum import DRUM
-from irlscrapy.recordfile import RecordWriter, repair
-from irlscrapy.recovery import Recoveries
 from irlscrapy.scheduler.frontier.beast import Beast
+from irlscrapy.storage import drumfiles
+from irlscrapy.storage.cachedb import open_leveldb
+from irlscrapy.storage.drum import DRUM
+from irlscrapy.storage.recordfile import RecordWriter, repair
+from irlscrapy.storage.recovery import Recoveries
 from tests.component.frontierfixture import Stats
 
 #: a record's head that claims 100 bytes, and 3 of them: what a kill -9 mid-append leaves
@@ -26,7 +26,7 @@ TORN = struct.pack(">II", 100, 0) + b"abc"
 
 
 def _lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "irlscrapy.recovery"]
+    return [r.getMessage() for r in caplog.records if r.name == "irlscrapy.storage.recovery"]
 
 
 def _torn_drum(path: Path) -> None:

@@ -1,5 +1,5 @@
 """Refusals and give-ups are stats: an open refused is ``irl/refused/<kind>``
-(irlscrapy.openfailure.refusal), a crawl stopped ``irl/given_up/<reason>``
+(irlscrapy.runtime.openfailure.refusal), a crawl stopped ``irl/given_up/<reason>``
 (irlscrapy.scheduler.diskfull.CrawlStop), each stop logged once."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from irlscrapy.exceptions import (
     DrumFormatError,
     IrlscrapyError,
 )
-from irlscrapy.openfailure import refusal
+from irlscrapy.runtime.openfailure import refusal
 from irlscrapy.scheduler.diskfull import CrawlStop
 
 

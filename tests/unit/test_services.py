@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from irlscrapy.services import provide, provided, shared
+from irlscrapy.runtime.crawlservices import provide, provided, shared
 
 
 class _Crawler:

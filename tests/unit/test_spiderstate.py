@@ -14,7 +14,7 @@ from scrapy.utils.conf import build_component_list
 from scrapy.utils.test import get_crawler
 
 from irlscrapy.addon import SCRAPY_SPIDER_STATE, SPIDER_STATE_EXTENSION, Addon
-from irlscrapy.spiderstate import SpiderState
+from irlscrapy.state.spiderstate import SpiderState
 
 
 def _spider() -> Spider:

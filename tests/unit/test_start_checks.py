@@ -1,5 +1,5 @@
 """What a crawl checks before it starts (irlscrapy.startcheck), what ``irlscrapy check``
-refuses (irlscrapy.statedir.not_a_state_directory), and the verdict on a crawl whose
+refuses (irlscrapy.state.directory.not_a_state_directory), and the verdict on a crawl whose
 every URL was refused (irlscrapy.scheduler.emptycrawl)."""
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from irlscrapy.scheduler.emptycrawl import ALL_REFUSED_REASON, EmptyCrawlCheck
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.keys import ROBOTS_KEY
 from irlscrapy.startcheck import check_directories, unwritable
-from irlscrapy.statecheck import check_state
-from irlscrapy.statedir import not_a_state_directory
+from irlscrapy.state.check import check_state
+from irlscrapy.state.directory import not_a_state_directory
 
 
 def test_a_directory_setting_that_names_a_file_is_refused_as_written(tmp_path: Path) -> None:

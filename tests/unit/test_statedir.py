@@ -9,9 +9,9 @@ import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import DirectoryLocked
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.state.directory import StateDirectory
+from irlscrapy.storage.dirlock import DirectoryLock
 
 
 def _locked(path: Path) -> bool:

@@ -9,7 +9,7 @@ from pathlib import Path
 import plyvel
 import pytest
 
-from irlscrapy.tablepages import TABLE_SUFFIX, release_table_pages, table_mappings
+from irlscrapy.storage.tablepages import TABLE_SUFFIX, release_table_pages, table_mappings
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="/proc/self/smaps: Linux")
 

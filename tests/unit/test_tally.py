@@ -1,4 +1,4 @@
-"""A refusal or give-up counted through irlscrapy.tally: every one is counted, the first
+"""A refusal or give-up counted through irlscrapy.runtime.troubles: every one is counted, the first
 of each stat logged, once per stats collector (a run)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from irlscrapy.tally import tally
+from irlscrapy.runtime.troubles import tally
 from tests.component.frontierfixture import Stats
 
 log = logging.getLogger("tests.tally")

@@ -18,7 +18,7 @@ PATHS = [
     "irlscrapy.scheduler.IRLScheduler",
     "irlscrapy.dupefilters.urlseen.DRUMDupeFilter",
     "irlscrapy.dupefilters.DRUMDupeFilter",
-    "irlscrapy.dupefilters.drum.DRUM",
+    "irlscrapy.storage.drum.DRUM",
     "irlscrapy.scheduler.dns.IRLResolver",
     "irlscrapy.middlewares.star.StarMiddleware",
     "irlscrapy.report.reactorlag.ReactorLag",
@@ -26,7 +26,7 @@ PATHS = [
     "irlscrapy.report.logflood.FetchErrorLogLimit",
     "irlscrapy.report.timeline.CrawlRecorder",
     "irlscrapy.report.status.StatusServer",
-    "irlscrapy.gctuning.GCTuning",
+    "irlscrapy.runtime.gctuning.GCTuning",
     addon.SCHEDULER,
     addon.DUPEFILTER,
     addon.RESOLVER,
@@ -46,7 +46,7 @@ def test_the_old_resolver_path_is_the_resolver() -> None:
 def test_drum_and_the_frontier_import_no_scrapy() -> None:
     code = (
         "import sys\n"
-        "import irlscrapy.dupefilters.drum, irlscrapy.scheduler.frontier.beast\n"
+        "import irlscrapy.storage.drum, irlscrapy.scheduler.frontier.beast\n"
         "print('scrapy' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

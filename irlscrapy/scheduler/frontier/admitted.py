@@ -17,7 +17,7 @@ RAM holds one small entry per live id (the segment its record is in), never the 
 the workbench holds those already.
 
 Format: *segments* ``admitted-<n>.rec`` in the state directory, read in order of ``n``,
-each an :mod:`irlscrapy.recordfile` of::
+each an :mod:`irlscrapy.storage.recordfile` of::
 
     record := "A" id: u64be slot: i64be offset: i64be domain: u64be item   admitted
             | "D" id: u64be                                                done
@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.recordfile import RecordWriter, first_gap, scan
+from irlscrapy.storage.recordfile import RecordWriter, first_gap, scan
 
 _ADMIT = struct.Struct(">cQqqQ")
 _DONE = struct.Struct(">cQ")

@@ -41,7 +41,7 @@ records popped since the position the caller gives :meth:`Beast.open` are popped
 
 Files under the directory::
 
-    slot-<s>.rec   queue s: an irlscrapy.recordfile of records  domain: u64be, payload
+    slot-<s>.rec   queue s: an irlscrapy.storage.recordfile of records  domain: u64be, payload
     qf-<n>.rec     QF, generation n (same records)
     state.json     {"version": 1, "reading": r, "j": j, "cycle_end": e, "qf": n,
                     "resplit": null | {"slot_sizes": {"<s>": bytes, ...}},
@@ -63,7 +63,7 @@ missed gone, and the caller's position (below) moves it to the slot really being
 ``cycle_end`` that lags behind ends the current cycle at the next slot change. A
 re-split records the sizes of the slot files it may append to, so one cut short by a
 crash is undone (slot files truncated back, the new QF removed) and done again on open
-(a recovery: :mod:`irlscrapy.recovery`; so is a first open a crash cut short). Where the
+(a recovery: :mod:`irlscrapy.storage.recovery`; so is a first open a crash cut short). Where the
 reader stood inside slot ``r`` is the caller's to remember (the scheduler journals each
 record it takes, with its position, see :attr:`Beast.position`) and to pass to
 :meth:`Beast.open`. On open, the per-domain (slot, fill) pairs and the counts are
@@ -94,12 +94,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
 
-from irlscrapy import faulthooks
 from irlscrapy.exceptions import ConfigurationError, DamagedState
-from irlscrapy.jsonfile import replace_json
-from irlscrapy.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan
-from irlscrapy.recovery import recovered
 from irlscrapy.scheduler.frontier.distinct import DistinctCount
+from irlscrapy.storage import faulthooks
+from irlscrapy.storage.jsonfile import replace_json
+from irlscrapy.storage.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan
+from irlscrapy.storage.recovery import recovered
 
 _DOMAIN = struct.Struct(">Q")
 _FILL_BITS = 32  # a (slot, fill) pair is slot << _FILL_BITS | fill

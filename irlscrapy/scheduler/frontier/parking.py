@@ -28,7 +28,7 @@ Invariants:
 
 Files under the state directory (DO NOT CHANGE: format version 1)::
 
-    parked-<n>.rec   an irlscrapy.recordfile of frontier records (see
+    parked-<n>.rec   an irlscrapy.storage.recordfile of frontier records (see
                      irlscrapy.scheduler.pipeline), generation n; the highest n is
                      appended to, the others are being replayed
     parked.json      {"holding": [n, ...]}: the generations that hold parked records
@@ -54,8 +54,8 @@ from pathlib import Path
 from typing import Any
 
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.jsonfile import replace_json
-from irlscrapy.recordfile import RecordWriter, repair, scan
+from irlscrapy.storage.jsonfile import replace_json
+from irlscrapy.storage.recordfile import RecordWriter, repair, scan
 
 LIST = "parked.json"
 

@@ -1,5 +1,5 @@
 """The address guard: a broad crawl never connects to a host that resolves to an
-address it must not reach (DESIGN.md section 3, Address guard).
+address it must not reach (docs/architecture.md, section 2).
 
 A broad crawler follows links chosen by strangers; a page that links to
 ``http://169.254.169.254/`` or to a name resolving to ``10.0.0.5`` would otherwise make
@@ -29,7 +29,7 @@ in-vitro web's preset allows 127.0.0.0/8 (its hosts live there) and nothing else
 Each refusal is counted in ``irl/guard/refused_lookups`` (an event: a host whose URLs
 keep coming is resolved and refused again, each time with the URLs waiting for it), and
 the first is logged
-(:mod:`irlscrapy.tally`); the frontier counts its URLs (``irl/guard/refused_urls``).
+(:mod:`irlscrapy.runtime.troubles`); the frontier counts its URLs (``irl/guard/refused_urls``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.tally import tally
+from irlscrapy.runtime.troubles import tally
 
 logger = logging.getLogger(__name__)
 

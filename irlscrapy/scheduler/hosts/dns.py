@@ -39,7 +39,7 @@ the buffer newer than disk.*
 
 Files under the directory given to open() (DO NOT CHANGE: format version 1)::
 
-    LOCK       exclusive flock holding the owner's pid (irlscrapy.dirlock)
+    LOCK       exclusive flock holding the owner's pid (irlscrapy.storage.dirlock)
     cache/     LevelDB:
                  b"!format"     -> b"1"
                  b"h" host      -> entry         host: lower-case name, UTF-8
@@ -71,9 +71,8 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from irlscrapy import defaults
-from irlscrapy.cachedb import open_cache_db
-from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.runtime.crawlservices import shared
 from irlscrapy.scheduler.hosts.resolver import (
     KINDS,
     Answer,
@@ -81,7 +80,8 @@ from irlscrapy.scheduler.hosts.resolver import (
     DNSLookupFailed,
     HostResolver,
 )
-from irlscrapy.services import shared
+from irlscrapy.storage.cachedb import open_cache_db
+from irlscrapy.storage.dirlock import DirectoryLock
 
 __all__ = [
     "DNSCache",
@@ -187,8 +187,8 @@ class DNSCache:
 
     @classmethod
     def of(cls, crawler: Any, reactor: Any = None) -> DNSCache:
-        """The crawler's one DNSCache (:mod:`irlscrapy.services`), built from its settings
-        on first use; ``reactor`` is used only by the call that builds it (None: the
+        """The crawler's one DNSCache (:mod:`irlscrapy.runtime.crawlservices`), built from
+        its settings on first use; ``reactor`` is used only by the call that builds it (None: the
         global reactor)."""
         return shared(crawler, cls, lambda: cls.from_crawler(crawler, reactor))
 

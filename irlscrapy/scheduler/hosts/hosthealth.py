@@ -27,7 +27,7 @@ After ``max_failures`` failures in a row the host or origin is *retired*: its st
 URLs are parked (``Frontier.retire``, :mod:`irlscrapy.scheduler.frontier.parking`: on disk,
 back to BEAST when the retirement ends, never lost) and it rests ``retire_delay``
 seconds; its count starts again. Retirements are counted (``irl/hosts/retired``,
-``irl/origins/retired``); the first of each is logged (:mod:`irlscrapy.tally`).
+``irl/origins/retired``); the first of each is logged (:mod:`irlscrapy.runtime.troubles`).
 
 A host that answers slowly on purpose (a delay attack) holds one downloader slot at
 most: the workbench lets one request per host (and per IP) be in flight, and
@@ -54,9 +54,9 @@ from typing import Any
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.runtime.troubles import tally
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.pipeline import Frontier
-from irlscrapy.tally import tally
 
 logger = logging.getLogger(__name__)
 

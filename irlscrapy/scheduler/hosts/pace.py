@@ -16,7 +16,7 @@ start of the next) comes from the first of these that applies:
    higher priority, as in Scrapy's downloader), and STAR never shortens it
    (``IRL_HOST_DELAY_MIN``, unset, is the delay itself). The workbench is then the one
    pacer: the scheduler switches the downloader's own delay off
-   (:func:`irlscrapy.internals.switch_off_downloader_delay`), or each host would wait
+   (:func:`irlscrapy.runtime.internals.switch_off_downloader_delay`), or each host would wait
    twice.
 3. Neither: ``IRL_HOST_DELAY``'s default (irlscrapy.defaults), a pace for a focused
    crawl of a few sites.

@@ -46,9 +46,9 @@ from twisted.python.failure import Failure
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
+from irlscrapy.runtime.workers import installed_reactor
 from irlscrapy.scheduler.hosts.dnsclient import PooledPortResolver
 from irlscrapy.scheduler.hosts.lookupthreads import LookupThreads
-from irlscrapy.workers import installed_reactor
 
 __all__ = [
     "KINDS",

@@ -45,7 +45,7 @@ disallowed URLs when it learns its rules, and at admission only while they are k
 
 Files under the directory given to open() (DO NOT CHANGE: format version 1)::
 
-    LOCK        exclusive flock holding the owner's pid (irlscrapy.dirlock)
+    LOCK        exclusive flock holding the owner's pid (irlscrapy.storage.dirlock)
     cache/      LevelDB:
                   b"!format"     -> b"1"
                   b"h" host      -> record          host: the workbench's host key, UTF-8
@@ -71,8 +71,6 @@ from pathlib import Path
 from typing import Any
 
 from irlscrapy import defaults
-from irlscrapy.cachedb import open_cache_db
-from irlscrapy.dirlock import DirectoryLock
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.hosts.robots import (
     ALLOW_ALL,
@@ -85,6 +83,8 @@ from irlscrapy.scheduler.hosts.robots import (
     outcome_of,
     parse,
 )
+from irlscrapy.storage.cachedb import open_cache_db
+from irlscrapy.storage.dirlock import DirectoryLock
 
 FORMAT_VERSION = b"1"
 _HOST_PREFIX = b"h"

@@ -17,7 +17,7 @@ from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth
 from irlscrapy.scheduler.hosts.pace import Pace, pace_of
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.statedir import StateDirectory
+from irlscrapy.state.directory import StateDirectory
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ line is that crawler's.
   user agent (the same parser both crawlers use, Protego), which means nothing but
   /robots.txt from a host that forbids the agent; and no page of a host before its
   robots.txt.
-- *politeness* (DESIGN.md section 3, Workbench): a request to a host starts at least
+- *politeness* (scheduler/frontier/workbench.py): a request to a host starts at least
   ``host_delay(host)`` after the previous request to that host ended (a request right
   after the host's robots.txt is exempt: the paper limits a robots.txt fetch by the IP
   delay only); a request to an IP starts at least ``ip_delay`` after the previous request

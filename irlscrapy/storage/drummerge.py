@@ -1,6 +1,6 @@
 """DRUM's merge kernel: apply pending tuples to one sorted run of the disk cache.
 
-Pure numpy; no I/O. The engine (:mod:`irlscrapy.dupefilters.drum`) calls it once per
+Pure numpy; no I/O. The engine (:mod:`irlscrapy.storage.drum`) calls it once per
 cache chunk with the pending tuples whose keys fall in that chunk's key range.
 
 Semantics, defined tuple by tuple in arrival order against a dict ``d`` (the model

@@ -14,7 +14,7 @@ killer's score count them while they are mapped, and a crawl operator watches RS
 :func:`release_table_pages` asks the kernel to page out (``madvise(MADV_PAGEOUT)``,
 Linux 5.4) every mapping of a ``.ldb`` file in the process: a clean file page leaves the
 mapping and is read again from the page cache, or the disk, at its next touch. The merge
-thread calls it after each merge (:mod:`irlscrapy.dupefilters.mergethread`), for the
+thread calls it after each merge (:mod:`irlscrapy.runtime.mergethread`), for the
 LevelDB stores read meanwhile (STAR's PLD names; DRUM's runs are read without a map).
 Reading ``/proc/self/maps`` costs far more than the advice (a millisecond or more with
 LevelDB's maps among the process's): a caller that releases often may read it once

@@ -1,6 +1,6 @@
-"""Every ``IRL_*`` setting: its default, type, unit and meaning. The one place they live,
-but for the multi-agent mode's, declared in :mod:`irlscrapy.distributed.settings` and
-joined here.
+"""Every ``IRL_*`` setting: its default, type, unit and meaning, in one table: this
+module's, with the multi-agent mode's joined from :mod:`irlscrapy.defaults.agents`
+(each declared as a :class:`irlscrapy.defaults.spec.Setting`).
 
 Components read them with :func:`get`, which applies the typed getter and this default,
 so a value of 0 set by the user always wins over the default (never ``if value:``).
@@ -12,9 +12,9 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-from irlscrapy.distributed.settings import MULTI_AGENT_SETTINGS
+from irlscrapy.defaults.agents import MULTI_AGENT_SETTINGS
+from irlscrapy.defaults.spec import Setting
 from irlscrapy.exceptions import ConfigurationError
-from irlscrapy.settingspec import Setting
 from irlscrapy.star.budgets import PAPER_TOP_SHARE
 
 SETTINGS: tuple[Setting, ...] = (
@@ -540,7 +540,7 @@ SETTINGS: tuple[Setting, ...] = (
         "bool",
         "on/off",
         "when the spider opens, freeze the objects built at start-up out of the cyclic GC "
-        "(shorter full collections); extension irlscrapy.gctuning.GCTuning, enabled by "
+        "(shorter full collections); extension irlscrapy.runtime.gctuning.GCTuning, enabled by "
         "the add-on",
     ),
     Setting(
@@ -550,7 +550,7 @@ SETTINGS: tuple[Setting, ...] = (
         "collections",
         "a full cyclic-GC collection after this many generation-1 collections (CPython: "
         "10), set when the spider opens; 0: leave CPython's; extension "
-        "irlscrapy.gctuning.GCTuning",
+        "irlscrapy.runtime.gctuning.GCTuning",
     ),
     *MULTI_AGENT_SETTINGS,
 )

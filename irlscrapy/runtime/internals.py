@@ -22,7 +22,7 @@
    private ``_slot.close``, and the download handlers it built
    (:func:`download_handlers`), through the downloader's private ``handlers._handlers``:
    downloads still in flight a moment after a close began are cut
-   (:mod:`irlscrapy.closing`), which needs both.
+   (:mod:`irlscrapy.runtime.closing`), which needs both.
 
 tests/component/test_internals.py fails loudly if a Scrapy upgrade moves any of them.
 
@@ -114,7 +114,7 @@ def switch_off_downloader_delay(crawler: Crawler) -> None:
     if not hasattr(downloader, "_delay"):
         raise IrlscrapyError(
             "this Scrapy version's downloader has no _delay; irlscrapy's adapter "
-            "(irlscrapy/internals.py) needs updating"
+            "(irlscrapy/runtime/internals.py) needs updating"
         )
     downloader._delay = 0.0
 
@@ -147,7 +147,7 @@ def engine_slot(crawler: Crawler) -> Any:
     except AttributeError:
         raise IrlscrapyError(
             "this Scrapy version has no ExecutionEngine._slot; irlscrapy's "
-            "adapter (irlscrapy/internals.py) needs updating"
+            "adapter (irlscrapy/runtime/internals.py) needs updating"
         ) from None
 
 
@@ -164,7 +164,7 @@ def on_engine_closing(crawler: Crawler, callback: Callable[[], None]) -> None:
     except AttributeError:
         raise IrlscrapyError(
             "this Scrapy version's engine slot has no close(); irlscrapy's adapter "
-            "(irlscrapy/internals.py) needs updating"
+            "(irlscrapy/runtime/internals.py) needs updating"
         ) from None
 
     async def closing() -> None:
@@ -185,7 +185,7 @@ def download_handlers(crawler: Crawler) -> list[Any]:
     except AttributeError:
         raise IrlscrapyError(
             "this Scrapy version's downloader has no handlers._handlers; irlscrapy's "
-            "adapter (irlscrapy/internals.py) needs updating"
+            "adapter (irlscrapy/runtime/internals.py) needs updating"
         ) from None
 
 
@@ -291,7 +291,7 @@ class PoliteHTTPDownloadHandler(HTTP11DownloadHandler):
         except AttributeError:
             raise IrlscrapyError(
                 "this Scrapy version's HTTP11DownloadHandler has no _pool; irlscrapy's "
-                "adapter (irlscrapy/internals.py) needs updating"
+                "adapter (irlscrapy/runtime/internals.py) needs updating"
             ) from None
 
 
@@ -336,7 +336,7 @@ def capture_heads(pool: Any) -> None:
     except AttributeError:
         raise IrlscrapyError(
             "this Scrapy version has no _LenientHTTP11ClientFactory/_LenientHTTPClientParser; "
-            "irlscrapy's adapter (irlscrapy/internals.py) needs updating"
+            "irlscrapy's adapter (irlscrapy/runtime/internals.py) needs updating"
         ) from None
 
     class HeadKeepingParser(base_parser):  # type: ignore[misc,valid-type]

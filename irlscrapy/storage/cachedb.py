@@ -19,7 +19,7 @@ from typing import Any
 import plyvel
 
 from irlscrapy.exceptions import ConfigurationError, DamagedState, IrlscrapyError
-from irlscrapy.recovery import recovered
+from irlscrapy.storage.recovery import recovered
 
 FORMAT_KEY = b"!format"
 BLOCK_CACHE = 4 << 20
@@ -35,7 +35,7 @@ def open_leveldb(path: Path, *, create: bool = True, **options: Any) -> plyvel.D
 
     A directory without ``CURRENT`` is a LevelDB being created (a kill -9 after its
     first ``MANIFEST`` and before ``CURRENT`` leaves that, and LevelDB creates it again:
-    a recovery, :mod:`irlscrapy.recovery`) unless it holds data: then it is damage,
+    a recovery, :mod:`irlscrapy.storage.recovery`) unless it holds data: then it is damage,
     which LevelDB would make worse by creating a new database and deleting the old
     tables (``irlscrapy repair`` recovers them)."""
     cut_short = False  # files of a creation a kill -9 cut short

@@ -2,7 +2,7 @@
 
 :func:`replace_json` writes the new document beside the file and renames it over the
 old one, so a reader finds the old document or the new one, never a mix. There is no
-fsync, as for :mod:`irlscrapy.recordfile`: a kill -9 is in scope, a power loss is not.
+fsync, as for :mod:`irlscrapy.storage.recordfile`: a kill -9 is in scope, a power loss is not.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Format 1 kept each bucket's cache in the DRUM's LevelDB as sorted chunks of at m
 ``n: u32le, keys: n * u64le, [values: n * value]``, and its key count under
 ``b"Mkeys"``. LevelDB's log and compactions wrote each key three to four times more
 than DRUM's own merges (issue 22, DRUM at a billion keys), so format 2 keeps a bucket's
-cache as one flat sorted run (:mod:`irlscrapy.dupefilters.drumcache`).
+cache as one flat sorted run (:mod:`irlscrapy.storage.drumcache`).
 
 :func:`upgrade` runs at open, once: each bucket's chunks, read in key order, become the
 bucket's run, which is recorded; then one transaction deletes the chunks and
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from irlscrapy.dupefilters.drumcache import RunWriter, encode_run, run_key, run_path
 from irlscrapy.exceptions import DrumFormatError
+from irlscrapy.storage.drumcache import RunWriter, encode_run, run_key, run_path
 
 CHUNK = b"C"
 RECLAIM = b"Mreclaim"

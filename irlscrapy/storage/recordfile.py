@@ -15,7 +15,7 @@ may lose what the OS had not written yet (no fsync: a documented non-goal). A ki
 during ``append`` can leave only a *torn tail*: the last record's head, whole, and
 less of its payload than the head says. It is ignored on read, and :func:`repair`
 truncates the file before it, so appends continue after the last whole record (a
-recovery, counted in ``irl/recovered/torn_tail/<store>``: :mod:`irlscrapy.recovery`).
+recovery, counted in ``irl/recovered/torn_tail/<store>``: :mod:`irlscrapy.storage.recovery`).
 Anything else is damage, and raises :class:`CorruptRecordFile` naming the byte offset:
 
 - a record whose CRC fails (a crash never leaves a record of full length with a bad
@@ -44,7 +44,7 @@ from typing import BinaryIO
 import numpy as np
 
 from irlscrapy.exceptions import CorruptRecordFile
-from irlscrapy.recovery import recovered
+from irlscrapy.storage.recovery import recovered
 
 MAGIC = b"IRLREC\x00\x01"
 _HEAD = struct.Struct(">II")
@@ -147,7 +147,7 @@ def repair(path: Path) -> int:
 
 def cut_torn_tail(path: Path, end: int) -> int:
     """Truncate ``path`` to ``end``, where its whole records end (a scan found it); a
-    torn record that goes is a recovery (:mod:`irlscrapy.recovery`). Return ``end``."""
+    torn record that goes is a recovery (:mod:`irlscrapy.storage.recovery`). Return ``end``."""
     size = path.stat().st_size
     if size != end:
         os.truncate(path, end)

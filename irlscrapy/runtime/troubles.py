@@ -12,7 +12,7 @@ one, so each run logs each kind once.
 which irlscrapy cannot call differently: it filters them by logger and lets a few of
 each kind through. What irlscrapy logs itself goes through :func:`tally` instead: no
 filter to install, and the stat is the count. What a crawl mends as it opens its state
-is told once per kind by :mod:`irlscrapy.recovery`.
+is told once per kind by :mod:`irlscrapy.storage.recovery`.
 
 Invariant: *a stat counted through :func:`tally` has at most one log line per stats
 collector*.

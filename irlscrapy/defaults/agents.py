@@ -1,9 +1,9 @@
-"""The multi-agent mode's ``IRL_*`` settings (joined to the others in irlscrapy.defaults,
-where components read them)."""
+"""The multi-agent mode's ``IRL_*`` settings (joined to the others in
+:mod:`irlscrapy.defaults`, where components read them)."""
 
 from __future__ import annotations
 
-from irlscrapy.settingspec import Setting
+from irlscrapy.defaults.spec import Setting
 
 MULTI_AGENT_SETTINGS: tuple[Setting, ...] = (
     Setting(

@@ -64,12 +64,7 @@ from typing import cast
 
 import plyvel
 
-from irlscrapy.cachedb import open_leveldb, read_through
-from irlscrapy.dirlock import DirectoryLock
-from irlscrapy.dupefilters import drumfiles
 from irlscrapy.exceptions import ConfigurationError, DamagedState
-from irlscrapy.jsonfile import replace_json
-from irlscrapy.recordfile import RecordWriter, salvage, scan
 from irlscrapy.scheduler.frontier.admitted import (
     AdmittedJournal,
     admitted_segments,
@@ -79,7 +74,12 @@ from irlscrapy.scheduler.frontier.admitted import (
 from irlscrapy.scheduler.frontier.beast import STATE_VERSION, missing_queue_files, read_state
 from irlscrapy.scheduler.frontier.parking import LIST as PARKED_LIST
 from irlscrapy.scheduler.frontier.parking import holding, missing_parked
-from irlscrapy.statedir import not_a_state_directory
+from irlscrapy.state.directory import not_a_state_directory
+from irlscrapy.storage import drumfiles
+from irlscrapy.storage.cachedb import open_leveldb, read_through
+from irlscrapy.storage.dirlock import DirectoryLock
+from irlscrapy.storage.jsonfile import replace_json
+from irlscrapy.storage.recordfile import RecordWriter, salvage, scan
 
 DRUMS = ("urlseen", "contentseen", "star/edges", "star/indegree")
 CACHES = ("dns/cache", "robots/cache")

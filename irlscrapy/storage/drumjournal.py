@@ -6,7 +6,7 @@ Grammar (little-endian; DO NOT CHANGE: part of DRUM format version 1)::
              keys: n * u64, ops: n * u8, [values: n * value],
              [aux_lengths: n * u32, aux_bytes]
 
-The record framing (length, CRC) is :mod:`irlscrapy.recordfile`'s.
+The record framing (length, CRC) is :mod:`irlscrapy.storage.recordfile`'s.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ every request in flight, a hung one up to ``DOWNLOAD_TIMEOUT``, while the crawl 
 nothing more. When the close begins CloseCutoff sends :data:`spider_closing` (the
 progress line stops there, and the crawl's rate is taken up to it), and
 ``IRL_CLOSE_GRACE`` seconds later ends the downloads still in flight
-(:meth:`irlscrapy.internals.PoliteHTTPDownloadHandler.cut_downloads`; stat
+(:meth:`irlscrapy.runtime.internals.PoliteHTTPDownloadHandler.cut_downloads`; stat
 ``irl/close/downloads_cut``). A cut download fails with
-:class:`irlscrapy.internals.DownloadCut`, an IgnoreRequest, so no error is logged and
+:class:`irlscrapy.runtime.internals.DownloadCut`, an IgnoreRequest, so no error is logged and
 the request's errback gets it. Its URL is not done: it stays admitted in the scheduler's
 journal, and a crawl resumed with the same JOBDIR fetches it.
 """
@@ -28,7 +28,7 @@ from scrapy.crawler import Crawler
 from scrapy.utils.defer import deferred_from_coro
 
 from irlscrapy import defaults
-from irlscrapy.internals import (
+from irlscrapy.runtime.internals import (
     PoliteHTTPDownloadHandler,
     crawl_engine,
     download_handlers,

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A store of 64-bit keys, optionally with a fixed-width numeric value each. Tuples
 ``<key, op, value, aux>`` arrive in batches (:meth:`DRUM.submit`); ``op`` is check,
-update or check+update (:mod:`irlscrapy.dupefilters.drummerge` defines their meaning).
+update or check+update (:mod:`irlscrapy.storage.drummerge` defines their meaning).
 Nothing is looked up at submit time: a batch is appended to the *journal* of the
 current *generation* and the call returns its sequence number. When the fullest of the
 ``k`` buckets (keys spread by their top bits) holds ``bucket_bytes`` of tuples, or when
@@ -14,7 +14,7 @@ starve), the generation is closed and merged:
 1. its journal is read once and its tuples are partitioned into ``k`` bucket files;
 2. bucket by bucket, the tuples are sorted by (key, arrival) and merged in one pass
    against that bucket's part of the disk cache, one sorted run of records in a flat
-   file (:mod:`irlscrapy.dupefilters.drumcache`), read ``segment_keys`` at a time; the
+   file (:mod:`irlscrapy.storage.drumcache`), read ``segment_keys`` at a time; the
    merged run is written beside it in the same pass and renamed into place, and each
    tuple's result lands in a result file at its arrival position;
 3. :meth:`DRUM.results` hands out the results batch by batch in arrival order, each
@@ -30,15 +30,15 @@ Files under the DRUM directory
 ------------------------------
 ::
 
-    LOCK                 exclusive flock; holds the owner's pid (irlscrapy.dirlock)
+    LOCK                 exclusive flock; holds the owner's pid (irlscrapy.storage.dirlock)
     cache/               LevelDB: the metadata below
     runs/<i>-<G>.run     bucket i's sorted run, holding generations below G (drumcache)
-    journal-<G>.rec      generation G's batches (irlscrapy.recordfile), one per record
+    journal-<G>.rec      generation G's batches (irlscrapy.storage.recordfile), one per record
     buckets-<G>/<i>.bin  generation G's tuples of bucket i (raw records; derived data)
     results-<G>.bin      generation G's results, one slot per tuple in arrival order
 
 Journal records hold one batch each; their payload grammar is in
-:mod:`irlscrapy.dupefilters.drumjournal`.
+:mod:`irlscrapy.storage.drumjournal`.
 
 LevelDB keys (big-endian integers; DO NOT CHANGE: format version 2)::
 
@@ -87,15 +87,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from irlscrapy import faulthooks
-from irlscrapy.cachedb import open_leveldb
-from irlscrapy.dirlock import DirectoryLock
-from irlscrapy.dupefilters import drumfiles, drumjournal
-from irlscrapy.dupefilters.drumcache import RUNS, RunStore, run_record
-from irlscrapy.dupefilters.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
-from irlscrapy.dupefilters.drumupgrade import reclaim, upgrade
 from irlscrapy.exceptions import ConfigurationError, DamagedState, DrumFormatError
-from irlscrapy.recordfile import RecordWriter
+from irlscrapy.storage import drumfiles, drumjournal, faulthooks
+from irlscrapy.storage.cachedb import open_leveldb
+from irlscrapy.storage.dirlock import DirectoryLock
+from irlscrapy.storage.drumcache import RUNS, RunStore, run_record
+from irlscrapy.storage.drummerge import CHECK, CHECK_UPDATE, COMBINES, UPDATE, apply_sorted
+from irlscrapy.storage.drumupgrade import reclaim, upgrade
+from irlscrapy.storage.recordfile import RecordWriter
 
 logger = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 told in one log line per kind.
 
 A kill -9 leaves state that the next open takes as it comes, losing nothing that was
-acknowledged: a record file's torn last record is cut (:mod:`irlscrapy.recordfile`), a
-DRUM's bucket files cut short are rebuilt (:mod:`irlscrapy.dupefilters.drumfiles`), a
+acknowledged: a record file's torn last record is cut (:mod:`irlscrapy.storage.recordfile`), a
+DRUM's bucket files cut short are rebuilt (:mod:`irlscrapy.storage.drumfiles`), a
 LevelDB or BEAST directory whose first open was cut short is made again, a BEAST
 re-split cut short is undone and done again, the URLs admitted to RAM whose pages were
 not done are queued again, every host waits its delay from the open (the restart

@@ -34,11 +34,11 @@ from typing import Any
 import numpy as np
 import plyvel
 
-from irlscrapy.cachedb import open_leveldb, read_through
-from irlscrapy.dupefilters import drumjournal
-from irlscrapy.dupefilters.drumcache import RUNS, damaged_runs, run_key, run_record
 from irlscrapy.exceptions import DamagedState
-from irlscrapy.recordfile import (
+from irlscrapy.storage import drumjournal
+from irlscrapy.storage.cachedb import open_leveldb, read_through
+from irlscrapy.storage.drumcache import RUNS, damaged_runs, run_key, run_record
+from irlscrapy.storage.recordfile import (
     MAGIC,
     RECORD_OVERHEAD,
     RecordWriter,
@@ -47,7 +47,7 @@ from irlscrapy.recordfile import (
     salvage,
     scan,
 )
-from irlscrapy.recovery import recovered
+from irlscrapy.storage.recovery import recovered
 
 _U64 = struct.Struct(">Q")
 

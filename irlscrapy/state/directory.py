@@ -3,10 +3,11 @@ in one place, shared by every component that writes there.
 
 The directory is ``IRL_STATE_DIR`` if set, else Scrapy's ``JOBDIR``, else a temporary
 directory made when the first component opens it. :meth:`StateDirectory.of` gives the
-crawler's one (:mod:`irlscrapy.services`). Each component that keeps files there opens
-it when it starts and closes it when it is done with them; the first open makes and
-locks the directory (one crawl at a time: ``LOCK``, :class:`irlscrapy.dirlock.DirectoryLock`),
-the last close unlocks it and removes it if it is temporary. What lives in it::
+crawler's one (:mod:`irlscrapy.runtime.crawlservices`). Each component that keeps files
+there opens it when it starts and closes it when it is done with them; the first open
+makes and locks the directory (one crawl at a time: ``LOCK``,
+:class:`irlscrapy.storage.dirlock.DirectoryLock`), the last close unlocks it and removes
+it if it is temporary. What lives in it::
 
     LOCK                 the lock of the crawl that holds it
     urlseen/             URLseen, the DRUM of URL keys (irlscrapy.dupefilters.urlseen)
@@ -38,8 +39,8 @@ from typing import Any
 from scrapy.utils.job import job_dir
 
 from irlscrapy import defaults
-from irlscrapy.dirlock import DirectoryLock
-from irlscrapy.services import shared
+from irlscrapy.runtime.crawlservices import shared
+from irlscrapy.storage.dirlock import DirectoryLock
 
 #: The directories a crawl makes in its state directory (the map above).
 CRAWL_STORES = ("urlseen", "beast", "dns", "robots", "star", "contentseen", "report", "agent")
@@ -70,7 +71,7 @@ class StateDirectory:
 
     @classmethod
     def of(cls, crawler: Any) -> StateDirectory:
-        """The crawler's one state directory (:mod:`irlscrapy.services`)."""
+        """The crawler's one state directory (:mod:`irlscrapy.runtime.crawlservices`)."""
         return shared(crawler, cls, lambda: cls.from_settings(crawler.settings))
 
     @classmethod
