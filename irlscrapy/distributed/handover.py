@@ -68,6 +68,7 @@ from irlscrapy.runtime.closing import close_spider
 from irlscrapy.runtime.internals import spider_busy
 from irlscrapy.scheduler.intake import handed_off_aux
 from irlscrapy.scheduler.items import unpack_record
+from irlscrapy.scheduler.peers import LEFT_REASON
 from irlscrapy.scheduler.requestcodec import payload_url
 
 if TYPE_CHECKING:
@@ -78,8 +79,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-#: Why the spider of an agent that left closes.
-LEFT_REASON = "agent_left"
 #: Seconds between two looks at whether the agent has settled ...
 SETTLE_POLL_S = 0.5
 #: ... and between two log lines saying what it still waits for.

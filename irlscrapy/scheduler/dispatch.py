@@ -119,6 +119,8 @@ class Dispatcher:
         spider: Spider,
         settings: DispatchSettings,
         governor: LoadGovernor | None,
+        *,
+        may_give_up: Callable[[], bool] = lambda: True,
     ) -> None:
         self.frontier = frontier
         self.intake = intake
@@ -139,7 +141,8 @@ class Dispatcher:
         self.progress_at = waker.clock.seconds()
         #: may a blocked finite crawl give up now? A multi-agent crawl's agent may only
         #: once every other agent is idle: until then the crawl makes progress elsewhere
-        self.may_give_up: Callable[[], bool] = lambda: True
+        #: (irlscrapy.scheduler.peers.Peers.may_give_up)
+        self.may_give_up = may_give_up
         #: has the crawl stopped taking work (a full disk)? Pages are not done then: their
         #: links may have been dropped
         self.stopped: Callable[[], bool] = lambda: False

@@ -46,7 +46,7 @@ import logging
 import struct
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 from scrapy import Request, Spider
@@ -72,10 +72,22 @@ from irlscrapy.scheduler.startrequests import StartRequests
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.drum import ResultBatch
 
-if TYPE_CHECKING:
-    from irlscrapy.distributed.agent import Agent
-
 logger = logging.getLogger(__name__)
+
+
+class Routing(Protocol):
+    """What the intake asks of the other agents of a multi-agent crawl: the part of
+    :class:`irlscrapy.scheduler.peers.Peers` it uses."""
+
+    shared: bool
+
+    def route_urls(self, urls: list[str], auxes: list[bytes]) -> tuple[list[str], list[bytes]]:
+        """The URLs (and aux bytes) that stay here; the others go to their owners."""
+
+    @property
+    def kept_salt(self) -> int | None:
+        """The salt of URLs this agent handed over and holds still (None: none)."""
+
 
 _AUX = struct.Struct(">Bi")
 #: Keys a URLseen batch of handed-over keys holds at most (receive_keys).
@@ -126,6 +138,7 @@ class Intake:
         dedup: bool,
         persistent: bool,
         log_unserializable: bool,
+        peers: Routing,
     ) -> None:
         self.urlseen = dupefilter
         self.link_rules = link_rules
@@ -156,9 +169,9 @@ class Intake:
         self._drain_task: Any = None  # the task.CooperativeTask draining URLseen results
         self.spider: Spider | None = None
         self.frontier: Frontier | None = None
-        #: the multi-agent mode's agent (irlscrapy.distributed.agent), set by the
-        #: scheduler: URLs of PLDs other agents own go to it instead of URLseen
-        self.agent: Agent | None = None
+        #: the other agents of a multi-agent crawl (irlscrapy.scheduler.peers): URLs of
+        #: PLDs they own go to them instead of URLseen
+        self.peers = peers
         #: (URLseen tag, its URLs stored) of the last batch found in the state on open
         self._stored_before_restart = (-1, 0)
         # set by open(): the dispatcher's side of the fetch lifecycle
@@ -169,7 +182,7 @@ class Intake:
         self._failed: Callable[[Failure, str], None] = lambda failure, what: None
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler, waker: EngineWaker) -> Intake:
+    def from_crawler(cls, crawler: Crawler, waker: EngineWaker, peers: Routing) -> Intake:
         settings = crawler.settings
         dupefilter_class = load_object(settings["DUPEFILTER_CLASS"])
         dedup = dupefilter_class is not BaseDupeFilter  # Scrapy's way to turn dedup off
@@ -189,6 +202,7 @@ class Intake:
             dedup=dedup,
             persistent=not StateDirectory.of(crawler).temporary,
             log_unserializable=settings.getbool("SCHEDULER_DEBUG"),
+            peers=peers,
         )
 
     def open(
@@ -276,7 +290,7 @@ class Intake:
     def _taken_once(self, request: Request) -> bool:
         """Is ``request`` a start request to take in once per state directory? Not in
         the multi-agent mode, where URLs go to their owners."""
-        return self.agent is None and self.start_requests.taken_once(request)
+        return not self.peers.shared and self.start_requests.taken_once(request)
 
     def _submit_start(self, request: Request, payload: bytes) -> None:
         key = self.start_requests.key(self.urlseen.identity.request_key(request))
@@ -285,9 +299,9 @@ class Intake:
 
     def _submit_request(self, request: Request, aux: bytes) -> None:
         """To URLseen, or (a GET of a PLD another agent owns) to its owner."""
-        if self.agent is not None and request.method == "GET" and not request.body:
+        if self.peers.shared and request.method == "GET" and not request.body:
             # (a GET's key is its URL's: the agent requires a URL-only fingerprinter)
-            mine, _ = self.agent.router.route_urls([request.url], [aux])
+            mine, _ = self.peers.route_urls([request.url], [aux])
             if not mine:
                 return
         self.urlseen.submit_requests([request], [aux])
@@ -308,7 +322,7 @@ class Intake:
         handoff salt: it went from here when forwarded, and is admitted.)"""
         handed = [i for i, aux in enumerate(auxes) if aux[0] == HANDED_OFF]
         if handed:
-            own = self.agent.ownership.kept_salt if self.agent is not None else None
+            own = self.peers.kept_salt
             given, salts, stored = [], [], []
             for i in handed:
                 aux = auxes[i]
@@ -418,8 +432,8 @@ class Intake:
             return
         head = _AUX.pack(TO_BEAST, priority)
         auxes = [head + payload for payload in payloads]
-        if self.agent is not None:
-            urls, auxes = self.agent.router.route_urls(urls, auxes)
+        if self.peers.shared:
+            urls, auxes = self.peers.route_urls(urls, auxes)
             if not urls:
                 return
         self.urlseen.submit_urls(urls, auxes)

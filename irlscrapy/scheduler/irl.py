@@ -17,11 +17,8 @@ from scrapy.http import Response
 from twisted.internet import defer
 
 from irlscrapy import defaults
-from irlscrapy.distributed.agent import Agent
-from irlscrapy.distributed.handoff import Handoff
-from irlscrapy.distributed.handover import LEFT_REASON, Departure
 from irlscrapy.domains import PayLevelDomains
-from irlscrapy.exceptions import ConfigurationError, IrlscrapyError, disk_full
+from irlscrapy.exceptions import IrlscrapyError, disk_full
 from irlscrapy.links import Links
 from irlscrapy.runtime.crawlservices import provide, provided
 from irlscrapy.runtime.internals import EngineWaker, switch_off_downloader_delay
@@ -35,6 +32,7 @@ from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
 from irlscrapy.scheduler.keys import ADDRESS_KEY, FETCH_KEY, state_closed
+from irlscrapy.scheduler.peers import LEFT_REASON, LocalCrawl, NoPeers, Peers, peers_from_crawler
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, resume
 from irlscrapy.star.budgets import budget_mode, budget_sources
@@ -107,7 +105,7 @@ class IRLScheduler(BaseScheduler):
         budgets: str = "star",
         indegree: PLDInDegree | None = None,
         governor: LoadGovernor | None = None,
-        agent: Agent | None = None,
+        peers: Peers | None = None,
     ) -> None:
         self.crawler = crawler
         self.stats = crawler.stats
@@ -121,8 +119,8 @@ class IRLScheduler(BaseScheduler):
         self.budgets = budgets  # IRL_BUDGETS: star, constant or off
         self.indegree = indegree  # STAR's in-degrees and budgets; None: STAR does not run
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
-        self.agent = agent  # this process's part in a multi-agent crawl; None: one process
-        self.departure: Departure | None = None  # how the agent leaves, if asked to
+        #: the other agents of a multi-agent crawl (irlscrapy.scheduler.peers)
+        self.peers: Peers = peers if peers is not None else NoPeers()
         self.stop = CrawlStop(crawler, lambda: state.path)
         self.frontier: Frontier | None = None
         self.dispatcher: Dispatcher | None = None
@@ -138,9 +136,10 @@ class IRLScheduler(BaseScheduler):
         settings = crawler.settings
         check_settings(settings, crawler.stats)
         reactor = installed_reactor()
+        peers = peers_from_crawler(crawler, reactor)
         scheduler = cls(
             crawler,
-            Intake.from_crawler(crawler, EngineWaker(crawler, reactor)),
+            Intake.from_crawler(crawler, EngineWaker(crawler, reactor), peers),
             HostServices.from_crawler(crawler),
             StateDirectory.of(crawler),
             FrontierSettings.from_settings(settings),
@@ -148,10 +147,10 @@ class IRLScheduler(BaseScheduler):
             budgets=budget_mode(defaults.get(settings, "IRL_BUDGETS")),
             indegree=PLDInDegree.from_settings(settings, crawler.stats, reactor.seconds),
             governor=LoadGovernor.from_settings(settings),
-            agent=Agent.from_crawler(crawler, reactor),
+            peers=peers,
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
-        if scheduler.agent is None:  # (another agent may fetch what this one cannot)
+        if not peers.shared:  # (another agent may fetch what this one cannot)
             scheduler.empty_crawl = EmptyCrawlCheck.connect(crawler, scheduler.hosts.guard)
         provide(crawler, scheduler, IRLScheduler)
         return scheduler
@@ -202,65 +201,21 @@ class IRLScheduler(BaseScheduler):
                     f"({exc.strerror}: {exc.filename}): a crawl needs to write there"
                 ) from exc
             raise
-        if self.agent is not None:
-            self._join_crawl()
-
-    def _join_crawl(self) -> None:
-        """The multi-agent mode: wire the agent to the intake, STAR and the dispatcher,
-        then join the crawl in Redis."""
-        agent, intake, dispatcher = self.agent, self.intake, self.dispatcher
-        indegree, frontier = self.indegree, self.frontier
-        assert agent is not None and dispatcher is not None and frontier is not None
-        if not self.urlseen.identity.url_only:
-            raise ConfigurationError(
-                "the multi-agent mode sends URLs to their owners, so requests must be keyed "
-                "by their URL: use Scrapy's default REQUEST_FINGERPRINTER_CLASS"
-            )
-        intake.agent = agent
-        agent.deliver_urls = intake.receive
-        agent.deliver_keys = intake.receive_keys
-        handoff = Handoff(agent, intake, frontier, self.crawler.stats, self.waker.clock)
-        agent.on_hand_off = handoff.begin
-        frontier.forward = handoff.forward
-        self.departure = Departure(
-            agent,
-            intake,
-            frontier,
-            dispatcher,
-            self.crawler,
-            self.waker.clock,
-            lambda: handoff.active,
-        )
-        agent.on_leave = self.departure.begin
-        if indegree is not None:
-            agent.deliver_edges = indegree.record_edges
-        agent.locally_idle = lambda: (
-            not (
-                dispatcher.has_pending_requests()
-                or len(dispatcher.ledger)
-                or frontier.parked.replay_waits  # (found while it said it was idle)
-                or handoff.active
-            )
-        )
-        agent.fetching = lambda: bool(len(dispatcher.ledger))
-        # (URLs behind an IP another agent holds are not given up: that agent is busy)
-        dispatcher.may_give_up = lambda: agent.others_done and not agent.leases.wanted
-        workbench = frontier.workbench
-        workbench.ip_delay = agent.leases.ip_delay(workbench.ip_delay)
-        agent.leases.attach(workbench, self.waker.wake)
-        agent.quiesce = self._quiesce
-        agent.on_fatal = lambda message: self.stop.give_up(message, "irlscrapy_agent_stopped")
+        assert self.frontier is not None and self.dispatcher is not None
         assert self.state.path is not None
-        agent.start(self.state.path / "agent")
-        handoff.attach()
-
-    def _quiesce(self, idle: bool) -> None:
-        """The agent says it is idle (True), or busy again: parked URLs wait meanwhile,
-        then go back to BEAST, and the engine is woken for them."""
-        assert self.frontier is not None
-        self.frontier.hold_parked(idle)
-        if not idle:
-            self.waker.wake()
+        self.peers.join(
+            LocalCrawl(
+                self.crawler,
+                self.intake,
+                self.frontier,
+                self.dispatcher,
+                self.indegree,
+                self.waker.clock,
+                self.waker.wake,
+                self.state.path / "agent",
+                self.stop.give_up,
+            )
+        )
 
     def _open(self, spider: Spider) -> None:
         state, hosts, indegree = self.state, self.hosts, self.indegree
@@ -302,6 +257,7 @@ class IRLScheduler(BaseScheduler):
             spider,
             self.dispatch_settings,
             self.governor,
+            may_give_up=self.peers.may_give_up,
         )
         frontier.on_ready, frontier.on_refused = dispatcher.ready, dispatcher.refused
         dispatcher.stopped = lambda: self.stop.stopped
@@ -330,8 +286,8 @@ class IRLScheduler(BaseScheduler):
             self.dispatcher.finish_pages()
         self.intake.close()
         self.waker.cancel()
-        if self.agent is not None:
-            stopping = self.agent.stop()
+        if self.peers.shared:
+            stopping = self.peers.stop()
             stopping.addBoth(lambda _: self._close(reason))
             return stopping
         return self._close(reason)
@@ -368,8 +324,8 @@ class IRLScheduler(BaseScheduler):
     def has_pending_requests(self) -> bool:
         if self._dispatcher().has_pending_requests():
             return True
-        agent = self.agent  # the crawl goes on until every agent is idle (agent.py)
-        return agent is not None and not self.stop.stopped and not agent.crawl_done
+        # the crawl goes on until every agent is idle
+        return self.peers.shared and not self.stop.stopped and not self.peers.crawl_done
 
     def __len__(self) -> int:
         return len(self._dispatcher())
@@ -383,7 +339,7 @@ class IRLScheduler(BaseScheduler):
 
     @stops_when_disk_is_full(default=None)
     def next_request(self) -> Request | None:
-        if self.departure is not None and self.departure.begun:
+        if self.peers.leaving:
             return None  # the agent leaves the crawl: it hands out nothing more
         return self._dispatcher().next_request()
 
@@ -397,8 +353,8 @@ class IRLScheduler(BaseScheduler):
     def record_page(self, source: str, targets: set[str]) -> None:
         """STAR: a crawled page of PLD ``source`` links to the PLDs ``targets``."""
         if self.indegree is not None:
-            if self.agent is not None:
-                targets = set(self.agent.router.route_edges(source, targets))
+            if self.peers.shared:
+                targets = set(self.peers.route_edges(source, targets))
             self.indegree.record_page(source, targets)
 
     def _left_downloader(self, request: Request, spider: Spider) -> None:
@@ -447,15 +403,13 @@ class IRLScheduler(BaseScheduler):
         """The frontier now, for the progress line and the status endpoint."""
         if self.dispatcher is None:
             return {}
-        agent = self.agent
-        return {**self.dispatcher.status(), **(agent_figures(agent) if agent is not None else {})}
+        return {**self.dispatcher.status(), **self.peers.figures()}
 
     def idle_status(self) -> dict[str, int] | None:
         """What the no-idle watch (irlscrapy.report.idlewatch) samples; None while
         stopped (disk full), closing (the rest waits for a rerun) or leaving a
         multi-agent crawl (the rest goes to other agents)."""
-        departing = self.departure is not None and self.departure.begun
-        if self.dispatcher is None or self.stop.stopped or departing:
+        if self.dispatcher is None or self.stop.stopped or self.peers.leaving:
             return None
         if not self.waker.engine_asks():
             return None
@@ -464,19 +418,3 @@ class IRLScheduler(BaseScheduler):
     def _dispatcher(self) -> Dispatcher:
         assert self.dispatcher is not None, "open() first"
         return self.dispatcher
-
-
-def agent_figures(agent: Agent) -> dict[str, int]:
-    """The agent's figures for the progress line and the status endpoint
-    (irlscrapy.report.figures)."""
-    failing = agent.failing_since
-    return {
-        "agent_partitions": len(agent.ownership.owned),
-        "agent_members": len(agent.ownership.members),
-        "agent_outbox": agent.outbox.records,
-        "agent_unsent_batches": len(agent.unsent),
-        "agent_redis_failing_seconds": (
-            0 if failing is None else int(agent.clock.seconds() - failing)
-        ),
-        **agent.leases.figures(),
-    }

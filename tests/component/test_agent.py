@@ -13,8 +13,8 @@ from twisted.python.failure import Failure
 
 from irlscrapy.distributed import agent as agent_module
 from irlscrapy.distributed.agentsettings import CHECKPOINT_S, TICK
+from irlscrapy.distributed.peering import AgentPeers
 from irlscrapy.distributed.streams import Batch, Exchange, Outgoing
-from irlscrapy.scheduler.irl import agent_figures
 from tests.redisserver import RedisServer
 
 from .agentfixture import AGE, PARTITIONS, advance, foreign_url, sent_urls
@@ -26,7 +26,7 @@ def test_a_busy_agent_sends_a_batch_by_age_and_keeps_its_journal_until_then(
     agent, clock = make_agent()
     url = foreign_url("ab")
     assert agent.router.route_urls([url], [b"aux"]) == ([], [])
-    figures = agent_figures(agent)
+    figures = AgentPeers(agent).figures()
     assert figures["agent_outbox"] == 1 and figures["agent_members"] == 2
     assert 0 < figures["agent_partitions"] < PARTITIONS
     advance(clock, CHECKPOINT_S + TICK)  # a checkpoint retired the file holding the URL
@@ -165,11 +165,11 @@ def test_what_redis_cannot_take_waits_on_disk_past_a_bound_and_all_of_it_arrives
         for url in urls:
             agent.router.route_urls([url], [b""])
             advance(clock, TICK)
-            held = agent_figures(agent)["agent_outbox"]
+            held = AgentPeers(agent).figures()["agent_outbox"]
             assert held <= 5  # RAM lets go past the bound
         assert agent.stats.values["irl/agent/spills"] >= 2
         assert agent.stats.values["irl/agent/redis_outages"] == 1  # one outage, many ticks
-        assert agent_figures(agent)["agent_redis_failing_seconds"] > 0
+        assert AgentPeers(agent).figures()["agent_redis_failing_seconds"] > 0
     finally:
         redis_server.start()
     advance(clock, TICK)  # this Redis keeps no data: the agent says so, and stops

@@ -12,6 +12,7 @@ from scrapy.utils.request import RequestFingerprinter
 from twisted.internet import defer, task
 
 from irlscrapy.distributed.ownership import Ownership
+from irlscrapy.distributed.peering import AgentPeers
 from irlscrapy.dupefilters.identity import RequestIdentity
 from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.scheduler.intake import Intake, handed_off_aux, stored_aux
@@ -35,11 +36,11 @@ def _intake(path: Path, salt_kind: str = "leave") -> Intake:
     )  # fmt: skip
     urlseen.batched = True
     urlseen.open()
-    intake = Intake(urlseen, None, None, _Waker(), dedup=True, persistent=False,  # type: ignore[arg-type]
-                    log_unserializable=False)  # fmt: skip
     ownership = Ownership("a", 16)
     ownership.salt, ownership.salt_kind = OWN_SALT, salt_kind
-    intake.agent = SimpleNamespace(ownership=ownership)  # type: ignore[assignment]
+    peers = AgentPeers(SimpleNamespace(ownership=ownership))  # type: ignore[arg-type]
+    intake = Intake(urlseen, None, None, _Waker(), dedup=True, persistent=False,  # type: ignore[arg-type]
+                    log_unserializable=False, peers=peers)  # fmt: skip
     return intake
 
 

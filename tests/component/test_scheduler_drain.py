@@ -12,6 +12,7 @@ from typing import Any
 from twisted.internet import defer, task
 
 from irlscrapy.scheduler.intake import Intake
+from irlscrapy.scheduler.peers import NoPeers
 
 
 class _URLseen:
@@ -44,6 +45,7 @@ def _after_a_merge(pending: int, in_flight: int) -> Intake:
         dedup=True,
         persistent=False,
         log_unserializable=False,
+        peers=NoPeers(),
     )
     intake._in_flight = lambda: in_flight
     intake.merging = True

@@ -57,15 +57,10 @@ LAYERS = (
     ("multi-agent", ("irlscrapy.distributed",)),
     ("entry points", ("irlscrapy", "irlscrapy.addon", "irlscrapy.cli", "irlscrapy.oracle")),
 )  # fmt: skip
-#: Arrows up that are known and still to be taken apart (issue 38): the scheduler binds
-#: the agent's hooks itself (to become a typed interface the add-on picks); a PLD's
-#: crawl-wide suffix list is reached from irlscrapy.domains; the load governor reads
-#: its settings itself; the package's version is read from its top.
+#: Arrows up that are known and still to be taken apart (issue 38): a PLD's crawl-wide
+#: suffix list is reached from irlscrapy.domains; the load governor reads its settings
+#: itself; the package's version is read from its top.
 KNOWN_UPWARD = {
-    ("irlscrapy.scheduler.intake", "irlscrapy.distributed.agent"),
-    ("irlscrapy.scheduler.irl", "irlscrapy.distributed.agent"),
-    ("irlscrapy.scheduler.irl", "irlscrapy.distributed.handoff"),
-    ("irlscrapy.scheduler.irl", "irlscrapy.distributed.handover"),
     ("irlscrapy.domains", "irlscrapy.defaults"),
     ("irlscrapy.domains", "irlscrapy.runtime.crawlservices"),
     ("irlscrapy.scheduler.frontier.loadgovernor", "irlscrapy.defaults"),
@@ -160,6 +155,17 @@ def test_the_in_vitro_web_knows_nothing_of_the_crawler() -> None:
         if name.startswith("irlscrapy.invitro")
     }
     assert not {name: found for name, found in crawler.items() if found}
+
+
+def test_the_scheduler_imports_nothing_of_the_multi_agent_mode() -> None:
+    """The agent plugs in (irlscrapy.scheduler.peers): the scheduler and what it
+    imports reach no module of irlscrapy.distributed."""
+    found = {
+        name: sorted(m for m in _reachable(name) if m.startswith("irlscrapy.distributed"))
+        for name in MODULES
+        if name.startswith("irlscrapy.scheduler")
+    }
+    assert not {name: modules for name, modules in found.items() if modules}
 
 
 def test_the_spiders_import_no_scheduler() -> None:
