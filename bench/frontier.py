@@ -168,7 +168,7 @@ from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.report.reactorlag import ReactorLag, new_histogram, percentile
 from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.irl import IRLScheduler
-from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 from irlscrapy.storage.dirlock import DirectoryLock
 from irlscrapy.storage.jsonfile import replace_json
 

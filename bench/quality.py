@@ -74,7 +74,7 @@ from common import RESULTS, crawl_broad_web, emit
 from irlscrapy import defaults
 from irlscrapy.domains import pld, url_host
 from irlscrapy.invitro.profiles import get_profile
-from irlscrapy.invitro.routing import REFUSED
+from irlscrapy.invitro.replies import REFUSED
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
 from irlscrapy.oracle.groundtruth import CrawlPolicy, crawl_levels, followed_links

@@ -4,8 +4,11 @@ Public API: :class:`Links` (the links of one page, the broad-crawl fast path) an
 :class:`Addon` (``ADDONS = {"irlscrapy.Addon": 0}`` switches every component on).
 """
 
+from irlscrapy import _moved
 from irlscrapy.addon import Addon
 from irlscrapy.links import Links
 
+_moved.install()  # old module paths, for one release
+
 __all__ = ["Addon", "Links", "__version__"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -20,7 +20,7 @@ an egg it moves the egg to the front of ``sys.path``; ``irlscrapy`` then comes f
 egg too, and so does the in-vitro web's child process
 (:class:`irlscrapy.invitro.process.InVitroProcess` passes the path on). Imported from
 a directory, as in a checkout, it changes nothing. The broad spider logs where
-``irlscrapy`` came from ("irlscrapy 0.1.0 from ...").
+``irlscrapy`` came from ("irlscrapy 0.2.0 from ...").
 """
 
 import sys

@@ -13,7 +13,7 @@ puts the others in the outbox for their owner.
 
 *One exchange a tick.* Every :data:`TICK` seconds the agent does one round of Redis I/O
 on its Redis thread (the reactor never waits for Redis): publish its idle flag if it
-changed (and, every few seconds, its status: :mod:`irlscrapy.distributed.status`), send
+changed (and, every few seconds, its status: :mod:`irlscrapy.distributed.crawlview`), send
 the batches that are due, acknowledge (and delete) the batches it made
 durable since the last tick, read new batches of its partitions, renew its lease every
 third of it, and, while it is idle, ask whether the whole crawl is done. Batches read
@@ -44,8 +44,8 @@ without a successful tick the crawl stops, with its state resumable. Each outage
 disk (``irl/agent/spills``) is counted; the first outage and spill are logged.
 
 *Leaving and joining.* An agent asked to leave hands its partitions over
-(:mod:`irlscrapy.distributed.handover`). One that joins a running crawl takes partitions
-from others, which hand them off (:mod:`irlscrapy.distributed.handoff`); it reads them
+(:mod:`irlscrapy.distributed.leave`). One that joins a running crawl takes partitions
+from others, which hand them off (:mod:`irlscrapy.distributed.join`); it reads them
 once no other agent holds them (:mod:`irlscrapy.distributed.ownership`).
 """
 
@@ -71,15 +71,15 @@ from irlscrapy.distributed.agentsettings import (
     TICK,
     AgentSettings,
 )
+from irlscrapy.distributed.crawlview import StatusClock
 from irlscrapy.distributed.ipleases import IPLeases, LeaseRound
 from irlscrapy.distributed.outboxjournal import OutboxJournal
 from irlscrapy.distributed.ownership import Ownership
+from irlscrapy.distributed.redisround import TickIO, tick_io
 from irlscrapy.distributed.registry import TAKEN, CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.routing import Router
 from irlscrapy.distributed.sentcache import SentCache
-from irlscrapy.distributed.status import StatusClock
 from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
-from irlscrapy.distributed.tickio import TickIO, tick_io
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.runtime.troubles import tally
@@ -125,13 +125,13 @@ class Agent:
         self.on_fatal: Callable[[str], None] = lambda reason: None
         #: the partitions this agent owns, has taken over, holds
         self.ownership = Ownership(self.id, settings.partitions)
-        #: it holds partitions it no longer owns: hand them off (irlscrapy.distributed.handoff)
+        #: it holds partitions it no longer owns: hand them off (irlscrapy.distributed.join)
         self.on_hand_off: Callable[[frozenset[int]], None] = lambda lost: None
         self._handoff: list[Outgoing] = []  # keys handed off, sent before the holds
         #: keys an agent that left had seen, for partitions this one now owns (handover)
         self.deliver_keys: Callable[[np.ndarray], None] = lambda keys: None
         self.on_leave: Callable[[], None] = lambda: None  # asked to leave: settle first
-        self.leaving = False  # it reads no more batches (irlscrapy.distributed.handover)
+        self.leaving = False  # it reads no more batches (irlscrapy.distributed.leave)
         self._reads_over = False  # a tick that read nothing has ended since
         self._handover: list[Outgoing] = []  # keys for the heirs, sent as it stops
         self.handed_over = False  # all it held is routed: it leaves as it stops ...
@@ -516,7 +516,7 @@ class Agent:
             urls += batch.urls
             auxes += batch.auxes
             edges += batch.edges
-            if len(batch.keys):  # (before any URL: irlscrapy.distributed.handover)
+            if len(batch.keys):  # (before any URL: irlscrapy.distributed.leave)
                 self.deliver_keys(batch.keys)
                 self.stats.inc_value("irl/agent/keys_in", len(batch.keys))
         self.stats.inc_value("irl/agent/urls_in", len(urls))
@@ -540,7 +540,7 @@ class Agent:
             self.on_hand_off(lost)
 
     def hand_off(self, partitions: frozenset[int], keys: list[Outgoing]) -> None:
-        """The keys of a handoff of ``partitions`` (irlscrapy.distributed.handoff): sent
+        """The keys of a handoff of ``partitions`` (irlscrapy.distributed.join): sent
         at the next round of I/O, and Redis then learns this agent holds them no more."""
         self._handoff += keys
         self.ownership.released(partitions)

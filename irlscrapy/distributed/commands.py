@@ -10,9 +10,9 @@ from dataclasses import asdict
 import redis
 
 from irlscrapy import defaults
+from irlscrapy.distributed.crawlview import crawl_view, render
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry, stored_config
 from irlscrapy.distributed.seeding import seed_crawl
-from irlscrapy.distributed.status import crawl_view, render
 from irlscrapy.distributed.streams import Exchange
 from irlscrapy.exceptions import ConfigurationError
 
@@ -61,7 +61,7 @@ def status(redis_url: str, crawl: str, as_json: bool) -> str:
 
 
 def leave(redis_url: str, crawl: str, agent: str, wait: float) -> str:
-    """Ask ``agent`` to leave ``crawl`` (irlscrapy.distributed.handover); with ``wait``,
+    """Ask ``agent`` to leave ``crawl`` (irlscrapy.distributed.leave); with ``wait``,
     wait up to that many seconds for it to be gone from the members."""
     with _client(redis_url) as client:
         config = stored_config(client, crawl)

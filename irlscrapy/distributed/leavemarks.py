@@ -1,5 +1,5 @@
 """What an agent's directory (``JOBDIR/agent``) says of its part in a crawl, so a
-JOBDIR whose work went to other agents (a graceful leave: irlscrapy.distributed.handover)
+JOBDIR whose work went to other agents (a graceful leave: irlscrapy.distributed.leave)
 or was given up (``irlscrapy agents remove``) is never crawled again.
 
 ``joined``

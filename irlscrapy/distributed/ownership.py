@@ -7,8 +7,8 @@ Ownership follows the members (:func:`irlscrapy.distributed.partitions.assignmen
 changes the moment the members do. What an agent knows of a partition does not: its
 URLseen has the keys of the partition's URLs it has seen, its frontier the URLs it has
 not fetched yet. A partition is *held* by an agent from the moment it owns it until it
-has handed that knowledge over (:mod:`irlscrapy.distributed.handoff` when another agent
-joins and takes it, :mod:`irlscrapy.distributed.handover` when this one leaves).
+has handed that knowledge over (:mod:`irlscrapy.distributed.join` when another agent
+joins and takes it, :mod:`irlscrapy.distributed.leave` when this one leaves).
 
 Every agent publishes what it holds (``irl:{c}:holds``, agent -> partitions), and a new
 owner reads the partitions it has taken over only once no other agent holds any of

@@ -3,10 +3,10 @@
 
 It joins this process's :class:`irlscrapy.distributed.agent.Agent` to the local crawl:
 what other agents send goes to the intake (URLs, and the keys of a leaver) and to STAR
-(PLD edges); a handoff (:mod:`irlscrapy.distributed.handoff`) forwards the frontier's
+(PLD edges); a handoff (:mod:`irlscrapy.distributed.join`) forwards the frontier's
 URLs of partitions this agent lost (``Frontier.forward``); the IP leases
 (:mod:`irlscrapy.distributed.ipleases`) wrap the workbench's IP delay; a leave
-(:mod:`irlscrapy.distributed.handover`) begins when Redis asks for it. The agent learns
+(:mod:`irlscrapy.distributed.leave`) begins when Redis asks for it. The agent learns
 from the crawl whether it is idle, and parks its parked URLs while the whole crawl is.
 """
 
@@ -18,8 +18,8 @@ from typing import Any
 from twisted.internet import defer
 
 from irlscrapy.distributed.agent import Agent
-from irlscrapy.distributed.handoff import Handoff
-from irlscrapy.distributed.handover import Departure
+from irlscrapy.distributed.join import Handoff
+from irlscrapy.distributed.leave import Departure
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.peers import LocalCrawl
 

@@ -249,7 +249,7 @@ class CrawlRegistry:
     def add_member(self, agent: str) -> None:
         """Make ``agent`` a member before it first runs (IRL_AGENTS: the crawl's first
         members, so ownership is fixed from the start whichever agent starts first),
-        unless it has left the crawl (irlscrapy.distributed.handover)."""
+        unless it has left the crawl (irlscrapy.distributed.leave)."""
         if not self.has_left(agent):
             self.client.hsetnx(self.key("members"), agent, json.dumps({"listed": time.time()}))
 
@@ -259,7 +259,7 @@ class CrawlRegistry:
 
     def hand_over(self, agent: str, token: str, members: list[str]) -> bool:
         """Leave for good, if the members are still ``members`` and another stays
-        (irlscrapy.distributed.handover): the partitions go to the others, the lease and
+        (irlscrapy.distributed.leave): the partitions go to the others, the lease and
         the leave request go, and ``agent`` is recorded as left. False: nothing done."""
         keys = [self.key("members"), self.key("lease", agent), self.key("leave", agent)]
         left = self._hand_over(

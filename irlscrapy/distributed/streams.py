@@ -32,7 +32,7 @@ crawl's size, and Redis never holds the set of seen URLs.
 *Handover.* An agent leaving the crawl sends the keys of the URLs it has seen to each
 partition's new owner as entries of their own (field ``k``: 64-bit keys, big-endian,
 end to end), which the owner stores in its URLseen before the URLs that came with them
-(:mod:`irlscrapy.distributed.handover`).
+(:mod:`irlscrapy.distributed.leave`).
 
 Batch encoding (the stream entry's field ``b``, compressed with zlib at
 :data:`COMPRESSION`: a stream holds a third to a quarter of the bytes, and so do the

@@ -214,7 +214,7 @@ class DRUMDupeFilter(BaseDupeFilter):
 
     def submit_keys(self, keys: np.ndarray) -> int:
         """Insert keys as seen, with no check and an empty aux each (what an agent that
-        left the crawl had seen: irlscrapy.distributed.handover)."""
+        left the crawl had seen: irlscrapy.distributed.leave)."""
         assert self.drum is not None, "open() first"
         return self.drum.submit(keys, UPDATE, aux=[b""] * len(keys))
 

@@ -2,7 +2,7 @@
 
 Each function here is a pure function of a :class:`~irlscrapy.invitro.host.Host` (or of
 no host at all): :mod:`irlscrapy.invitro.linkplan` writes links with them and
-:mod:`irlscrapy.invitro.routing` parses a requested path back with their inverses, so
+:mod:`irlscrapy.invitro.replies` parses a requested path back with their inverses, so
 a path answers 200 only if writing it again gives the same string.
 
 Paths of a legitimate host (its page numbers run ``0 .. pages-1``)::

@@ -3,7 +3,7 @@
 This module holds the structure (names, PLD graph, hosts);
 :mod:`irlscrapy.invitro.paths` writes each host's paths,
 :mod:`irlscrapy.invitro.linkplan` chooses each page's links,
-:mod:`irlscrapy.invitro.routing` answers requests (:meth:`InVitroWeb.respond`) and
+:mod:`irlscrapy.invitro.replies` answers requests (:meth:`InVitroWeb.respond`) and
 :mod:`irlscrapy.invitro.content` renders the bytes.
 
 Theory of operation
@@ -44,7 +44,7 @@ from hashlib import blake2b
 
 import numpy as np
 
-from irlscrapy.invitro import routing
+from irlscrapy.invitro import replies
 from irlscrapy.invitro.content import Reply
 from irlscrapy.invitro.host import Host
 from irlscrapy.invitro.linkplan import TRAP_KINDS, TRAP_PREFIXES
@@ -329,8 +329,8 @@ class InVitroWeb:
         self, host_name: str, path: str, accept_gzip: bool = False, scheme: str = "http"
     ) -> Reply:
         """The reply an origin server (reached through the proxy) gives to GET
-        scheme://host+path (:func:`irlscrapy.invitro.routing.respond`)."""
-        return routing.respond(self, host_name, path, accept_gzip, scheme)
+        scheme://host+path (:func:`irlscrapy.invitro.replies.respond`)."""
+        return replies.respond(self, host_name, path, accept_gzip, scheme)
 
 
 def ip_address(index: int) -> str:

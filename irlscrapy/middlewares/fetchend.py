@@ -43,7 +43,7 @@ from irlscrapy.runtime.internals import DownloadCut
 from irlscrapy.scheduler.hosts.addressguard import GUARD_REFUSAL
 from irlscrapy.scheduler.hosts.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import IRLScheduler
-from irlscrapy.scheduler.keys import REFUSED_KEY
+from irlscrapy.scheduler.metakeys import REFUSED_KEY
 from irlscrapy.scheduler.pipeline import GIVEN_UP
 
 #: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's

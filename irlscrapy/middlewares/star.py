@@ -35,7 +35,7 @@ from scrapy.http import Response
 from irlscrapy.domains import PayLevelDomains, url_host
 from irlscrapy.links import Links
 from irlscrapy.scheduler.irl import IRLScheduler
-from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 
 #: Where the middleware goes in SPIDER_MIDDLEWARES.
 ORDER = 950

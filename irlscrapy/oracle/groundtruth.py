@@ -20,11 +20,11 @@ The result is the set of URLs requested (robots.txt fetches excluded). For a fin
 profile :func:`reachable` enumerates it completely.
 
 Schemes. A URL is requested on its own scheme; the web answers a host's other scheme
-with a 301 to its canonical one (:mod:`irlscrapy.invitro.routing`), and the target is
+with a 301 to its canonical one (:mod:`irlscrapy.invitro.replies`), and the target is
 followed like any redirect's. Both origins of a host that serves https obey one
 robots.txt (the one on the other origin redirects to it), so robots rules stay per
 host. An ``https`` URL of a host that serves no https, and that the host's robots.txt
-allows, is *refused*: yielded with the :data:`~irlscrapy.invitro.routing.REFUSED` reply,
+allows, is *refused*: yielded with the :data:`~irlscrapy.invitro.replies.REFUSED` reply,
 never a page, with no links. Whether a
 crawler tries it (robots.txt keyed by host name, as Scrapy's middleware does) or gives
 up at the origin's unreachable robots.txt (RFC 9309 keys robots.txt by origin), the
@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.invitro.content import Reply
 from irlscrapy.invitro.host import Host
-from irlscrapy.invitro.routing import REFUSED
+from irlscrapy.invitro.replies import REFUSED
 from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.scheduler.frontier.traps import NO_LIMITS, TrapLimits
 from irlscrapy.spiders.extract import absolute_url, crawlable, resolve_base, resolve_links

@@ -47,7 +47,7 @@ from irlscrapy.report.layout import (
 from irlscrapy.runtime.closing import spider_closing
 from irlscrapy.runtime.mediatype import media_type
 from irlscrapy.scheduler.hosts.pace import pace_of
-from irlscrapy.scheduler.keys import state_closed
+from irlscrapy.scheduler.metakeys import state_closed
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.recovery import Recoveries, recovered
 

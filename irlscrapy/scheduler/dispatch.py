@@ -53,11 +53,11 @@ from irlscrapy.runtime.internals import EngineWaker, engine_requests
 from irlscrapy.runtime.troubles import tally
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.frontier.workbench import VisitState
+from irlscrapy.scheduler.frontieritems import Item, MemoryItem, RobotsFetch
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
-from irlscrapy.scheduler.items import Item, MemoryItem, RobotsFetch
-from irlscrapy.scheduler.keys import ADDRESS_KEY, FETCH_KEY, REFUSED_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.ledger import FetchLedger
+from irlscrapy.scheduler.metakeys import ADDRESS_KEY, FETCH_KEY, REFUSED_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import (
     LINK,
@@ -71,7 +71,7 @@ logger = logging.getLogger(__name__)
 
 #: status() counts the IPs due up to this many.
 DUE_COUNT_LIMIT = 1_000
-#: Seconds between admissions from BEAST (each at most pipeline.ADMIT_SECONDS of work).
+#: Seconds between admissions from BEAST (each at most admission.ADMIT_SECONDS of work).
 ADMIT_INTERVAL = 0.02
 #: Seconds between the refills of a crawler with room for more fetches and nothing due
 #: (_idle): a URLseen flush and a resumed admission. With nothing in flight, at once.
@@ -183,8 +183,8 @@ class Dispatcher:
             # turns of 50-100 ms; once per turn took a fifth of the core when turns were
             # short (the load governor's), mostly deferring records of full hosts.
             self._admission_due = now + ADMIT_INTERVAL
-            frontier.admit()
-        if frontier.can_admit():
+            frontier.admission.admit()
+        if frontier.admission.can_admit():
             self.waker.wake_at(self._admission_due)  # come back for the rest
         if not len(frontier.beast) and not intake.merging and intake.pending:
             intake.flush()  # the early flush: BEAST is dry, the workbench will be next
@@ -271,23 +271,23 @@ class Dispatcher:
         starving = (
             room
             and not self.ledger.pages_pending
-            and (not len(frontier.beast) or frontier.admission_paused)
+            and (not len(frontier.beast) or frontier.admission.paused)
             and now >= intake.starving_flush_at
         )
         if (idle or refill or starving) and intake.pending and not intake.merging:
             intake.flush()
         if refill:
             # When every record left in BEAST is of a full host, each resume reads and
-            # gives back up to pipeline.DEFERRAL_RUN of them: hence the interval.
+            # gives back up to admission.DEFERRAL_RUN of them: hence the interval.
             self._refill_due = now + IDLE_REFILL_INTERVAL
-            frontier.resume_admission()
+            frontier.admission.resume()
         # Nothing is due and a fetch could start: admit past the horizon's target (at
         # most every ADMIT_INTERVAL while fetches are in flight, whose ends wake us;
         # below the target, next_request's own admission runs at that pace already).
-        hungry = idle or (frontier.horizon_full and now >= self._hungry_due)
-        if room and hungry and frontier.can_admit(hungry=True):
+        hungry = idle or (frontier.admission.horizon_full and now >= self._hungry_due)
+        if room and hungry and frontier.admission.can_admit(hungry=True):
             self._hungry_due = now + ADMIT_INTERVAL
-            if frontier.admit(hungry=True):
+            if frontier.admission.admit(hungry=True):
                 self.waker.wake()
                 if idle:
                     return
@@ -479,14 +479,14 @@ class Dispatcher:
             "beast_overflow_urls": frontier.beast.qf_records,
             "dns_waiting_urls": frontier.waiting_dns,
             "workbench_urls": len(workbench),
-            "horizon_urls": frontier.horizon_urls(),
+            "horizon_urls": frontier.admission.horizon_urls(),
             "workbench_hosts": len(workbench.hosts),
             "workbench_ips": len(workbench.ips),
             "ips_due": workbench.due_ips(self.waker.clock.seconds(), DUE_COUNT_LIMIT),
             "fetches_in_flight": len(self.ledger),
             "urlseen_merging": int(self.intake.merging),
-            "admission_paused": int(frontier.admission_paused),
-            "workbench_full": int(frontier.ram_full),
+            "admission_paused": int(frontier.admission.paused),
+            "workbench_full": int(frontier.admission.ram_full),
             "held_urls": len(frontier.bench),
             "parked_urls": frontier.parked.count,
             "fetch_cap": self.fetch_cap(),
@@ -505,7 +505,7 @@ class Dispatcher:
             "urlseen_merging": int(merging),
             "urlseen_pending": self.intake.pending,
             "beast_urls": len(frontier.beast),
-            "admission_paused": int(frontier.admission_paused),
-            "workbench_full": int(frontier.ram_full),
+            "admission_paused": int(frontier.admission.paused),
+            "workbench_full": int(frontier.admission.ram_full),
             "ips_due": frontier.workbench.due_ips(now, 1) if idle else 0,
         }

@@ -26,7 +26,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import CloseSpider
 
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
-from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 
 logger = logging.getLogger(__name__)
 

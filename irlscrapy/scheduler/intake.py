@@ -63,9 +63,9 @@ from irlscrapy.dupefilters.urlseen import DRUMDupeFilter
 from irlscrapy.exceptions import ConfigurationError, RequestCodecError
 from irlscrapy.links import Links
 from irlscrapy.runtime.internals import EngineWaker, forget_environment_proxy
-from irlscrapy.scheduler.items import RobotsFetch
-from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.frontieritems import RobotsFetch
 from irlscrapy.scheduler.linkrules import LinkRules, origin
+from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, encode_request
 from irlscrapy.scheduler.startrequests import StartRequests
@@ -104,13 +104,13 @@ _SALT = struct.Struct(">Q")
 
 def stored_aux(priority: int, payload: bytes) -> bytes:
     """The aux bytes of a URL stored at ``priority`` (to BEAST): how an agent that
-    leaves sends the URLs it held (irlscrapy.distributed.handover)."""
+    leaves sends the URLs it held (irlscrapy.distributed.leave)."""
     return _AUX.pack(TO_BEAST, priority) + payload
 
 
 def handed_off_aux(priority: int, payload: bytes, salt: int) -> bytes:
     """The aux bytes of a URL an agent holds and hands over to the partition's owner,
-    under ``salt`` (irlscrapy.distributed.handover; see Intake.receive)."""
+    under ``salt`` (irlscrapy.distributed.leave; see Intake.receive)."""
     return _AUX.pack(HANDED_OFF, priority) + _SALT.pack(salt) + payload
 
 
@@ -344,7 +344,7 @@ class Intake:
         self.submitted()
 
     def receive_keys(self, keys: np.ndarray) -> None:
-        """URLseen keys an agent that left had seen (irlscrapy.distributed.handover): in
+        """URLseen keys an agent that left had seen (irlscrapy.distributed.leave): in
         URLseen as seen, durable on return, and never delivered (their aux is empty)."""
         for at in range(0, len(keys), HANDOVER_KEYS_BATCH):
             part = keys[at : at + HANDOVER_KEYS_BATCH]
@@ -497,7 +497,7 @@ class Intake:
             # (the no-idle invariant; submitted() skipped them while the merge ran)
             self.flush()
         frontier = self.frontier
-        if frontier is not None and frontier.can_admit():
+        if frontier is not None and frontier.admission.can_admit():
             self.waker.wake()  # new hosts' robots.txt may be due at once: admit them now
         else:
             self._ready()
@@ -520,7 +520,7 @@ class Intake:
             self.urlseen.ack(batch.seq)
             if done >= DRAIN_SLICE:
                 done = 0
-                frontier.admit()
+                frontier.admission.admit()
                 yield None
 
     def _store(self, frontier: Frontier, batch: ResultBatch) -> int:

@@ -31,7 +31,7 @@ from irlscrapy.scheduler.emptycrawl import EmptyCrawlCheck
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
-from irlscrapy.scheduler.keys import ADDRESS_KEY, FETCH_KEY, state_closed
+from irlscrapy.scheduler.metakeys import ADDRESS_KEY, FETCH_KEY, state_closed
 from irlscrapy.scheduler.peers import LEFT_REASON, LocalCrawl, NoPeers, Peers, peers_from_crawler
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, resume

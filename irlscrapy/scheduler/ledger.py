@@ -1,7 +1,7 @@
 """The fetch ledger: every request the scheduler handed out, from hand-out to done.
 
 A fetch is named by a *token* (an int, carried in the request's meta under
-:data:`irlscrapy.scheduler.keys.FETCH_KEY`). Its life::
+:data:`irlscrapy.scheduler.metakeys.FETCH_KEY`). Its life::
 
     hand_out -> in flight --end--> released, page pending --page_done--> done
                                          (or finished: the engine is done with it)

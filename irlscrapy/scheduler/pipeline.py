@@ -4,26 +4,15 @@ Theory of operation
 -------------------
 A unique URL arrives as a *payload* (an encoded Request or Links record, see
 :mod:`irlscrapy.scheduler.requestcodec`) and goes to BEAST, under the key of its host's
-PLD. :meth:`Frontier.admit` moves records from BEAST's current queue into RAM while
-there is room (``capacity`` URLs, counting those waiting for DNS):
+PLD. :attr:`Frontier.admission` (:mod:`irlscrapy.scheduler.admission`) moves records
+from BEAST's current queue into RAM while there is room, a host at most ``host_cap``
+URLs at a time and within the horizon; each then goes to its host:
 
 - a URL of a host not seen yet waits while the host is resolved, once, asynchronously;
   when the address comes, the host's visit state joins the workbench under it. A host
   whose DNS fails is dropped with its waiting URLs (stats ``irl/dns/dropped_lookups``, a
   host looked up again counted again, and ``irl/dns/dropped_urls``); so is a host the address
   guard refuses (:mod:`irlscrapy.scheduler.hosts.addressguard`; ``irl/guard/refused_*``);
-- with a horizon (:mod:`irlscrapy.scheduler.frontier.horizon`), RAM holds about what the
-  crawler fetches within it, overall and per host, so BEAST's order (the budgets)
-  decides what is crawled; :meth:`admit` goes past the overall target only when the
-  caller says the crawler is *hungry* (room for a fetch, no host due);
-- a host already holding ``host_cap`` URLs (or its horizon share, or whose IP holds
-  its share) gets no more: the record goes back to BEAST, which places it in a later
-  queue (``irl/frontier/deferred``). So a huge site cannot fill RAM with URLs that all
-  wait on its one host (the paper's stall); and after a run of deferrals admission
-  pauses until such a host has taken a URL, so deferring never spins through the disk
-  queues. The run is counted across admit() calls (each reads
-  at most ``ADMIT_SLICE`` records) and is ``DEFERRAL_RUN`` records long, or as long as
-  BEAST when it holds fewer: then every record it holds is a full host's;
 - once a host's robots rules are known, its disallowed URLs are dropped
   (``irl/robots/disallowed``), at admission and once for those already admitted.
 
@@ -47,8 +36,6 @@ what a finished crawl leaves. Retries and redirects of a host's own request skip
 Invariants:
 *Every URL pushed is, exactly once, handed out by take(), dropped with a stat, or parked.*
 *RAM holds at most ``capacity`` admitted URLs, plus retries and redirects.*
-*Admission stops at the horizon's target only while a host is due or the crawler is
-busy: it never leaves the crawler idle with work in BEAST.*
 *No URL of a host is handed out before its robots.txt has been answered, nor after its
 rules have expired.*
 
@@ -56,13 +43,12 @@ Every URL that leaves BEAST for RAM, or reaches a host directly, is first journa
 (:mod:`irlscrapy.scheduler.frontier.admitted`) and marked done by :meth:`Frontier.finished` or
 when it is dropped; :meth:`Frontier.readmit` puts the live ones back after a restart.
 
-The frontier's record is described in :mod:`irlscrapy.scheduler.items`.
+The frontier's record is described in :mod:`irlscrapy.scheduler.frontieritems`.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -70,28 +56,28 @@ from twisted.internet import defer
 from twisted.python.failure import Failure
 
 from irlscrapy.domains import domain_key, host_name, pld, url_host, url_origin
+from irlscrapy.scheduler.admission import Admission
 from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore
 from irlscrapy.scheduler.frontier.restarthold import RestartHold
 from irlscrapy.scheduler.frontier.workbench import FRONT, VisitState, Workbench
+from irlscrapy.scheduler.frontieritems import (
+    HEAD,
+    Item,
+    MemoryItem,
+    RobotsFetch,
+    item_url,
+    unpack_record,
+)
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.robots import RobotsRules
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.items import HEAD, Item, MemoryItem, RobotsFetch, item_url, unpack_record
 from irlscrapy.scheduler.requestcodec import payload_url
 
 logger = logging.getLogger(__name__)
 
-#: Records admit() reads from BEAST per call, at most ...
-ADMIT_SLICE = 64
-#: ... and for about this long (seconds; the clock is read every ADMIT_CLOCK_EVERY
-#: records): a record costs up to ~0.3 ms, and the reactor must not wait long.
-ADMIT_SECONDS, ADMIT_CLOCK_EVERY = 0.002, 8
-#: Consecutive deferrals (across admit() calls) after which admission waits for a full
-#: host to take a URL; fewer when BEAST holds fewer records.
-DEFERRAL_RUN = 256
 #: The reason of a Request in RAM that a finished crawl gave up on.
 GIVEN_UP = "given up: its host or origin kept failing and the crawl finished"
 #: Seconds a host waits, when its turn comes while its robots.txt is still out, before
@@ -130,8 +116,6 @@ class Frontier:
         self.resolve = resolve
         self.host_budget = host_budget  # the budget of a host's PLD (STAR's, or B0)
         self.stats = stats
-        self.capacity = capacity
-        self.host_cap = host_cap
         self.user_agent = user_agent
         self.robots = robots  # None: robots.txt is not obeyed
         self.clock = clock
@@ -140,18 +124,28 @@ class Frontier:
         self.on_ready = on_ready  # called when a host's URLs may have become due
         self.on_refused = on_refused  # called for a URL dropped by robots.txt or DNS
         self.plds = plds  # a host's PLD: BEAST's key (the crawl's PayLevelDomains)
-        self.horizon = horizon  # None: admit up to the RAM caps
         self._robots_out: set[str] = set()  # hosts whose robots.txt fetch is out
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
-        self._full_hosts: set[str] = set()  # hosts that made admission pause
         self.restart_hold: RestartHold | None = None  # None: a new crawl
-        #: a handoff (irlscrapy.distributed.handoff): hosts another agent now owns, whose
+        #: a handoff (irlscrapy.distributed.join): hosts another agent now owns, whose
         #: stored URLs go to ``forward`` instead of a host (None: none)
         self.foreign: Callable[[str], bool] | None = None
         self.forward: Callable[[int, Item], None] = lambda priority, item: None
-        self._deferred_run = 0  # records deferred in a row since one was admitted
         self.closed = False
+        #: which of BEAST's records move into RAM now (irlscrapy.scheduler.admission)
+        self.admission = Admission(
+            beast,
+            workbench,
+            journal,
+            stats,
+            capacity=capacity,
+            host_cap=host_cap,
+            horizon=horizon,
+            host_budget=host_budget,
+            to_host=lambda host, priority, item: self._to_host(host, priority, item, False),
+            waiting_dns=self._waiting_dns,
+        )
 
     def close(self) -> None:
         """Close BEAST and the journal. What ends later (a DNS answer, a fetch) changes
@@ -170,7 +164,7 @@ class Frontier:
         """A unique URL: into BEAST, under its PLD."""
         host = url_host(payload_url(payload))
         self.beast.push(domain_key(self.plds(host)), HEAD.pack(priority, batch) + payload)
-        self.resume_admission()  # new records may be of other hosts: try again
+        self.admission.resume()  # new records may be of other hosts: try again
 
     def push_direct(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A retry or redirect of a host's own request: to the front of its host."""
@@ -208,105 +202,13 @@ class Frontier:
         if isinstance(item, tuple) and not self.closed:
             self.journal.done(item[1])
 
-    # -- admission ---------------------------------------------------------------------
-    def admit(self, limit: int = ADMIT_SLICE, *, hungry: bool = False) -> int:
-        """Move up to ``limit`` records from BEAST into RAM while there is room (past
-        the horizon's target if ``hungry``); return how many were read. Called often
-        (the scheduler: once per reactor turn), so it does little each time (at most
-        ADMIT_SECONDS): the reactor must not wait for a whole queue's admission."""
-        read = 0
-        deadline = time.perf_counter() + ADMIT_SECONDS
-        while (
-            read < limit
-            and (read % ADMIT_CLOCK_EVERY or time.perf_counter() < deadline)
-            and self.can_admit(hungry=hungry)
-        ):
-            popped = self.beast.pop()
-            assert popped is not None
-            read += 1
-            domain, record = popped
-            priority = HEAD.unpack_from(record)[0]
-            payload = record[HEAD.size :]
-            url = payload_url(payload)
-            host = url_host(url)
-            if not self._room_for(host):
-                self.beast.push(domain, record, returned=True)
-                self.journal.returned(*self.beast.position)  # (its copy is written)
-                self.stats.inc_value("irl/frontier/deferred")
-                self._deferred_run += 1
-                if self._deferred_run >= min(DEFERRAL_RUN, len(self.beast)):
-                    self._full_hosts.add(host)
-                continue
-            self._deferred_run = 0
-            if hungry and self.horizon_full:
-                self.stats.inc_value("irl/frontier/past_horizon")
-            id_ = self.journal.admit(*self.beast.position, domain, record)
-            self._to_host(host, priority, (payload, id_), front=False)
-        return read
-
-    def can_admit(self, *, hungry: bool = False) -> bool:
-        """BEAST has records, RAM has room, admission is not paused by a full host, and
-        the workbench is below the horizon's target (or the crawler is ``hungry``)."""
-        return (
-            not self._full_hosts
-            and not self.ram_full
-            and len(self.beast) > 0
-            and (hungry or not self.horizon_full)
-        )
-
-    @property
-    def horizon_full(self) -> bool:
-        """Does RAM hold what the crawler fetches within the horizon?"""
-        return self.horizon is not None and self._ram_urls() >= self.horizon.urls()
-
-    def horizon_urls(self) -> int:
-        """The horizon's overall target now (0: no horizon)."""
-        return self.horizon.urls() if self.horizon is not None else 0
-
-    def _ram_urls(self) -> int:
-        return self.waiting_dns + len(self.workbench)
-
-    def _room_for(self, host: str) -> bool:
-        """May ``host`` take another URL: is it below ``host_cap`` and, with a horizon,
-        below its share, and its IP (once known) below the IP's?"""
-        urls = self._host_urls(host)
-        if urls >= self.host_cap:
-            return False
-        horizon, workbench = self.horizon, self.workbench
-        if horizon is None:
-            return True
-        state = workbench.hosts.get(host)
-        if state is None:  # not resolved yet: the delay its budget gives
-            return urls < horizon.share(
-                workbench.host_delay(VisitState(host, "", self.host_budget(host)))
-            )
-        if urls >= horizon.share(workbench.host_delay(state)):
-            return False
-        entry = workbench.ips.get(state.ip)
-        return entry is None or entry.urls < horizon.share(workbench.ip_delay(entry))
-
-    @property
-    def ram_full(self) -> bool:
-        """Does RAM hold ``capacity`` admitted URLs (the workbench's and those waiting
-        for DNS)? Then admission waits for a URL to leave."""
-        return self._ram_urls() >= self.capacity
-
-    @property
-    def admission_paused(self) -> bool:
-        """Is admission waiting for a full host to take a URL (see the docstring)?"""
-        return bool(self._full_hosts)
-
-    def resume_admission(self) -> None:
-        """Read on from BEAST after a pause for a full host: new records came, the full
-        host took a URL, or the crawl has nothing in flight and nothing due (so that
-        will not happen soon); a new run of deferrals pauses again."""
-        self._full_hosts.clear()
-        self._deferred_run = 0
-
-    def _host_urls(self, host: str) -> int:
-        state = self.workbench.hosts.get(host)
+    # -- to a host --------------------------------------------------------------------
+    def _waiting_dns(self, host: str | None) -> int:
+        """URLs of ``host`` (None: of every host) held while it is resolved."""
+        if host is None:
+            return self.waiting_dns
         held = self._resolving.get(host)
-        return (len(state.urls) if state else 0) + (len(held) if held else 0)
+        return len(held) if held else 0
 
     def _to_host(
         self, host: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
@@ -395,10 +297,7 @@ class Frontier:
             hold = self.restart_hold  # (after _robots_clear: it sets the Crawl-delay)
             if hold is not None and hold.held(self.workbench, state, item, now):
                 continue
-            if self.horizon is not None:
-                self.horizon.fetched()
-            if state.host in self._full_hosts:
-                self.resume_admission()  # a full host took a URL: admission may go on
+            self.admission.host_took_url(state.host)
             if clear:
                 return got
             # The rules are unknown or expired: the URL waits for them.
@@ -477,7 +376,7 @@ class Frontier:
             lambda item: not isinstance(item, RobotsFetch) and url_origin(item_url(item)) == origin,
         )
         self.bench.hold(origin, until, held)
-        self._full_hosts.discard(state.host)
+        self.admission.host_emptied(state.host)
 
     def retire(self, key: str, state: VisitState, until: float) -> int:
         """Retire ``key`` (``state``'s host, or one of its origins) until ``until``: its
@@ -497,7 +396,7 @@ class Frontier:
                 self._to_host(state.host, priority, item, front=False)
         if is_host:
             self.workbench.postpone(state, until)
-        self._full_hosts.discard(state.host)
+        self.admission.host_emptied(state.host)
         return len(parked) + len(held)
 
     def waits_on_failures(self, now: float) -> bool:
@@ -558,7 +457,7 @@ class Frontier:
                 self._robots_out.discard(item.host)
             else:  # (a Request kept in RAM, from the bench: it stays here)
                 self._to_host(url_host(item.url), priority, item, front=False)
-        self.resume_admission()  # (a lost host may have paused it)
+        self.admission.resume()  # (a lost host may have paused it)
         return [state.host for state in hosts], forwarded
 
     def _park(self, item: Item, priority: int) -> None:
@@ -590,7 +489,7 @@ class Frontier:
 
         pushed = self.parked.replay(push, older)
         if pushed:
-            self._full_hosts.clear()
+            self.admission.resume()
         return pushed
 
 

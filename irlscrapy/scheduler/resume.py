@@ -54,9 +54,9 @@ from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.scheduler.frontier.restarthold import RestartHold
 from irlscrapy.scheduler.frontier.workbench import Workbench
+from irlscrapy.scheduler.frontieritems import unpack_record
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.items import unpack_record
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.recovery import recovered

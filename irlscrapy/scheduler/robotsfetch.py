@@ -33,6 +33,7 @@ from twisted.python.failure import Failure
 from irlscrapy.runtime.internals import DownloadCut
 from irlscrapy.runtime.troubles import tally
 from irlscrapy.scheduler.frontier.workbench import VisitState
+from irlscrapy.scheduler.frontieritems import RobotsFetch, item_url
 from irlscrapy.scheduler.hosts.robots import (
     MAX_WILDCARD_RULES,
     PARSE_LIMIT,
@@ -41,8 +42,7 @@ from irlscrapy.scheduler.hosts.robots import (
     parse,
 )
 from irlscrapy.scheduler.hosts.robotscache import BIG_BODY
-from irlscrapy.scheduler.items import RobotsFetch, item_url
-from irlscrapy.scheduler.keys import FETCH_KEY, ROBOTS_KEY
+from irlscrapy.scheduler.metakeys import FETCH_KEY, ROBOTS_KEY
 from irlscrapy.scheduler.pipeline import Frontier
 
 logger = logging.getLogger(__name__)

@@ -25,7 +25,7 @@ it if it is temporary. What lives in it::
 ``irlscrapy check``, ``repair`` (and ``report``) refuse a directory holding none of these
 (:func:`not_a_state_directory`): it is no crawl's.
 
-The IRL scheduler sends ``state_closed`` (:mod:`irlscrapy.scheduler.keys`) once it has
+The IRL scheduler sends ``state_closed`` (:mod:`irlscrapy.scheduler.metakeys`) once it has
 closed its files: the crawl report renders from the directory then.
 """
 

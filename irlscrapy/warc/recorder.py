@@ -86,7 +86,7 @@ from irlscrapy.runtime.crawlservices import shared
 from irlscrapy.runtime.internals import ReceivedHead
 from irlscrapy.runtime.mediatype import media_type
 from irlscrapy.runtime.workers import NicedWorker
-from irlscrapy.scheduler.keys import ADDRESS_KEY, ROBOTS_KEY
+from irlscrapy.scheduler.metakeys import ADDRESS_KEY, ROBOTS_KEY
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.recovery import Recoveries
 from irlscrapy.warc import exchange

@@ -10,8 +10,8 @@ import pytest
 import redis
 
 from irlscrapy.cli import main
+from irlscrapy.distributed.crawlview import STATUS_EVERY
 from irlscrapy.distributed.partitions import partition_of
-from irlscrapy.distributed.status import STATUS_EVERY
 from irlscrapy.distributed.streams import Batch, entry_batch
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.intake import seed_aux

@@ -18,7 +18,7 @@ from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.runtime.crawlservices import provide
 from irlscrapy.scheduler.irl import IRLScheduler
-from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 from irlscrapy.spiders.broad import BroadSpider, parse_seeds
 from irlscrapy.spiders.extract import LINK_SLICE
 

@@ -9,7 +9,7 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irlscrapy.distributed.handover import HANDOVER_KEYS, heir_batches
+from irlscrapy.distributed.leave import HANDOVER_KEYS, heir_batches
 from irlscrapy.distributed.registry import LAYOUT_VERSION, CrawlConfig, CrawlRegistry
 from irlscrapy.distributed.streams import ACK_CHUNK, Batch, Exchange, Outbox, Outgoing
 

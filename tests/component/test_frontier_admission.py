@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from irlscrapy.scheduler.admission import ADMIT_CLOCK_EVERY, ADMIT_SLICE, DEFERRAL_RUN
 from irlscrapy.scheduler.frontier.horizon import Horizon
-from irlscrapy.scheduler.pipeline import ADMIT_CLOCK_EVERY, ADMIT_SLICE, DEFERRAL_RUN, Frontier
+from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link
 
 from .frontierfixture import open_test_frontier
@@ -32,10 +33,10 @@ def _admit_until_paused(frontier: Frontier, calls: int) -> int:
     """admit() until admission pauses; fail after ``calls`` calls. Return the reads."""
     read = 0
     for _ in range(calls):
-        if not frontier.can_admit():
+        if not frontier.admission.can_admit():
             return read
-        read += frontier.admit()
-    assert not frontier.can_admit(), f"admission still reads after {calls} calls"
+        read += frontier.admission.admit()
+    assert not frontier.admission.can_admit(), f"admission still reads after {calls} calls"
     return read
 
 
@@ -55,7 +56,7 @@ def test_records_of_a_full_host_pause_admission_within_one_run(
     run = min(DEFERRAL_RUN, waiting)
     calls = math.ceil((HOST_CAP + run) / ADMIT_CLOCK_EVERY) + 1
     read = _admit_until_paused(frontier, calls)
-    assert frontier.admission_paused
+    assert frontier.admission.paused
     assert len(frontier.workbench) == HOST_CAP
     assert len(frontier.beast) == waiting
     assert read == HOST_CAP + run
@@ -69,10 +70,10 @@ def test_a_full_host_that_takes_a_url_resumes_admission(frontier: Frontier) -> N
     got = frontier.take(0.0)
     assert got is not None
     state, item = got
-    assert not frontier.admission_paused
+    assert not frontier.admission.paused
     frontier.workbench.release(state, 0.0)
     frontier.finished(item)
-    assert frontier.admit() >= 1
+    assert frontier.admission.admit() >= 1
     assert len(frontier.workbench) == HOST_CAP
 
 
@@ -81,27 +82,27 @@ def test_a_new_record_resumes_admission_and_is_admitted(frontier: Frontier) -> N
         frontier.push(encode_link(f"http://big.example/{n}", 1, None, None))
     _admit_until_paused(frontier, 4)
     frontier.push(encode_link("http://small.example/", 1, None, None))
-    assert frontier.can_admit()
+    assert frontier.admission.can_admit()
     _admit_until_paused(frontier, 4)
     assert "small.example" in {state.host for state in frontier.workbench.hosts.values()}
-    assert frontier.admission_paused
+    assert frontier.admission.paused
 
 
 def test_ram_full_stops_admission_until_a_url_leaves(frontier: Frontier) -> None:
     """At ``capacity`` admitted URLs admission stops and ``ram_full`` says why (the
     no-idle watch does not count BEAST as waiting work then); a URL taken makes room."""
-    frontier.capacity = 12
+    frontier.admission.capacity = 12
     for n in range(30):
         frontier.push(encode_link(f"http://h{n % 6}.example/{n}", 1, None, None))
     _admit_until_paused(frontier, 4)
-    assert frontier.ram_full
-    assert not frontier.admission_paused
+    assert frontier.admission.ram_full
+    assert not frontier.admission.paused
     assert len(frontier.workbench) == 12
     assert len(frontier.beast) == 18
     got = frontier.take(0.0)
     assert got is not None
-    assert not frontier.ram_full
-    assert frontier.can_admit()
+    assert not frontier.admission.ram_full
+    assert frontier.admission.can_admit()
 
 
 def test_the_horizon_stops_admission_at_its_target_unless_the_crawler_is_hungry(
@@ -119,9 +120,9 @@ def test_the_horizon_stops_admission_at_its_target_unless_the_crawler_is_hungry(
             frontier.push(encode_link(f"http://h{n}.example/", 1, None, None))
         _admit_until_paused(frontier, 4)
         assert len(frontier.workbench) == 20
-        assert frontier.horizon_full and not frontier.ram_full
-        assert frontier.can_admit(hungry=True)
-        read = frontier.admit(hungry=True)  # up to ADMIT_SLICE, as time allows
+        assert frontier.admission.horizon_full and not frontier.admission.ram_full
+        assert frontier.admission.can_admit(hungry=True)
+        read = frontier.admission.admit(hungry=True)  # up to ADMIT_SLICE, as time allows
         assert read >= 1
         assert len(frontier.workbench) == 20 + read
         assert frontier.stats.values["irl/frontier/past_horizon"] == read
@@ -147,8 +148,8 @@ def test_a_host_and_an_ip_get_what_they_can_fetch_within_the_horizon(tmp_path: P
         for n in range(40):  # h0's five URLs first, then h1's, ...
             frontier.push(encode_link(f"http://h{n // 5}.example/{n}", 1, None, None))
         for _ in range(10):
-            frontier.admit(hungry=True)
-            frontier.resume_admission()
+            frontier.admission.admit(hungry=True)
+            frontier.admission.resume()
         per_host = sorted(len(state.urls) for state in frontier.workbench.hosts.values())
         assert per_host == [1, 1, 1, 1, 1, 3, 3, 3]  # h0-h2 fill the IP to 9; h3-h7 join it
         assert frontier.workbench.ips["8.8.8.8"].urls == 14

@@ -1,4 +1,4 @@
-"""URLs an agent hands over (irlscrapy.distributed.handover and .handoff) through the
+"""URLs an agent hands over (irlscrapy.distributed.leave and .handoff) through the
 intake of their new owner, on a real URLseen: admitted once per handover's salt, even
 when URLseen knows them, and never under the owner's own leave salt (it holds those
 still), but again under its handoff salt (those left it)."""

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from irlscrapy.scheduler.frontier.workbench import VisitState
+from irlscrapy.scheduler.frontieritems import MemoryItem, item_url
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth
-from irlscrapy.scheduler.items import MemoryItem, item_url
 from irlscrapy.scheduler.requestcodec import encode_link
 
 from .frontierfixture import open_test_frontier
@@ -39,8 +39,8 @@ def frontier(tmp_path: Path) -> Any:
 def test_backoff_postpones_the_host_then_retirement_parks_its_urls(frontier: Any) -> None:
     for n in range(10):
         frontier.push(encode_link(f"http://{HOST}/{n}", 1, None, None))
-    while frontier.can_admit():  # each admit() works ADMIT_SECONDS at most
-        frontier.admit()
+    while frontier.admission.can_admit():  # each admit() works ADMIT_SECONDS at most
+        frontier.admission.admit()
     assert len(frontier.workbench) == 10 and len(frontier.beast) == 0
     state, first = frontier.take(0.0)
     frontier.workbench.release(state, 0.0)
@@ -64,7 +64,7 @@ def test_backoff_postpones_the_host_then_retirement_parks_its_urls(frontier: Any
     # A URL of the retired host admitted meanwhile is parked too, not held in RAM.
     frontier.now[0] = 100.0
     frontier.push(encode_link(f"http://{HOST}/late", 1, None, None))
-    frontier.admit()
+    frontier.admission.admit()
     assert frontier.parked.count == 10 and len(frontier.workbench) == 1
     # Nothing is lost: the journal's live URLs are exactly what RAM holds.
     frontier.journal.close()
@@ -83,7 +83,7 @@ def test_a_refused_origin_is_held_and_retired_while_the_host_goes_on(frontier: A
     for n in range(6):
         frontier.push(encode_link(f"http://{HOST}/{n}", 1, None, None))
         frontier.push(encode_link(f"https://{HOST}/{n}", 1, None, None))
-    frontier.admit()
+    frontier.admission.admit()
     stats = frontier.stats
     fetched: list[str] = []
     now = 0.0
@@ -117,7 +117,7 @@ def test_hosts_differing_in_case_trailing_dot_or_default_port_are_one(frontier: 
     for url in (f"http://{HOST}/a", f"http://{HOST.upper()}./b", f"http://{HOST}:80/c"):
         frontier.push(encode_link(url, 1, None, None))
     frontier.push(encode_link(f"https://{HOST}:443/d", 1, None, None))
-    frontier.admit()
+    frontier.admission.admit()
     assert list(frontier.workbench.hosts) == [HOST]
     assert len(frontier.workbench.hosts[HOST].urls) == 4
 
@@ -136,7 +136,7 @@ def test_only_urls_waiting_on_failures_may_be_given_up(frontier: Any) -> None:
     that wait on politeness alone (a Crawl-delay of 30 s is waited for)."""
     for n in range(2):
         frontier.push(encode_link(f"http://{HOST}/{n}", 1, None, None))
-    frontier.admit()
+    frontier.admission.admit()
     state, first = frontier.take(0.0)
     frontier.workbench.release(state, 0.0)  # due again at 1.0: politeness
     frontier.finished(first)
@@ -154,8 +154,8 @@ def test_retirements_are_each_counted_and_the_first_logged(
     health = HostHealth(backoff_base=2.0, backoff_max=30.0, max_failures=1, retire_delay=600.0)
     for host in ("a.example", "b.example"):
         frontier.push(encode_link(f"http://{host}/", 1, None, None))
-    while frontier.can_admit():
-        frontier.admit()
+    while frontier.admission.can_admit():
+        frontier.admission.admit()
     with caplog.at_level(logging.INFO, logger="irlscrapy.scheduler.hosts.hosthealth"):
         for state in list(frontier.workbench.hosts.values()):
             health.failed(state, frontier, 1.0, None, frontier.stats)

@@ -17,9 +17,9 @@ from pathlib import Path
 from twisted.internet import defer
 
 from irlscrapy.scheduler.frontier.workbench import IPEntry, VisitState
+from irlscrapy.scheduler.frontieritems import Item
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.delays import Politeness
-from irlscrapy.scheduler.items import Item
 from irlscrapy.scheduler.requestcodec import encode_link
 
 from .frontierfixture import open_test_frontier
@@ -80,7 +80,7 @@ def simulate(work: Path, huge_share: float, seed: int = 0) -> float:
     flying: list[tuple[float, int, VisitState, Item]] = []
     while done < FETCHES:
         while len(flying) < IN_FLIGHT:
-            frontier.admit()  # as IRLScheduler.next_request does before each take
+            frontier.admission.admit()  # as IRLScheduler.next_request does before each take
             got = frontier.take(now)
             if got is None:
                 break

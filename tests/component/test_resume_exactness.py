@@ -27,10 +27,10 @@ from twisted.internet import defer
 
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.scheduler.frontier.workbench import VisitState
+from irlscrapy.scheduler.frontieritems import HEAD, Item
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.items import HEAD, Item
 from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, payload_url
 from irlscrapy.scheduler.resume import Found, FrontierSettings, open_frontier, resume
@@ -107,8 +107,8 @@ class ResumeMachine(RuleBasedStateMachine):
 
     @rule()
     def admit(self) -> None:
-        self.frontier.resume_admission()  # (as the dispatcher's idle refill does)
-        self.frontier.admit()
+        self.frontier.admission.resume()  # (as the dispatcher's idle refill does)
+        self.frontier.admission.admit()
 
     @rule()
     def take(self) -> None:
@@ -191,10 +191,10 @@ class ResumeMachine(RuleBasedStateMachine):
         self.in_flight = []
         while self.outstanding:
             self.now += 1.0
-            self.frontier.resume_admission()
-            self.frontier.admit()
+            self.frontier.admission.resume()
+            self.frontier.admission.admit()
             got = self.frontier.take(self.now)
-            assert got is not None or self.frontier.can_admit(), sorted(self.outstanding)
+            assert got is not None or self.frontier.admission.can_admit(), sorted(self.outstanding)
             if got is None:
                 continue
             state, item = got

@@ -15,10 +15,10 @@ from scrapy.http import Response
 
 from irlscrapy.scheduler import robotsfetch
 from irlscrapy.scheduler.frontier.workbench import VisitState
+from irlscrapy.scheduler.frontieritems import RobotsFetch
 from irlscrapy.scheduler.hosts.robots import MAX_WILDCARD_RULES, parse
 from irlscrapy.scheduler.hosts.robotscache import BIG_BODY, RobotsCache
-from irlscrapy.scheduler.items import RobotsFetch
-from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 from irlscrapy.scheduler.requestcodec import encode_link
 from irlscrapy.scheduler.robotsfetch import RobotsFetches
 
@@ -50,7 +50,7 @@ def test_a_robots_txt_is_parsed_off_the_reactor_thread_when_big(
     monkeypatch.setattr(robotsfetch, "parse", parse_where)
     frontier.push(encode_link(f"http://{HOST}/s/1/x", 1, None, None))
     frontier.push(encode_link(f"http://{HOST}/ok", 1, None, None))
-    frontier.admit()
+    frontier.admission.admit()
     ended: list[int] = []
     fetches = RobotsFetches(frontier, Stats(), Signals(), ended.append)
     request = Request(f"http://{HOST}/robots.txt", meta={ROBOTS_KEY: HOST, "irl_fetch": 7})
@@ -75,7 +75,7 @@ def test_a_robots_txt_of_too_many_wildcards_disallows_the_host_counted_and_logge
     )
     for host in ("a.example", "b.example"):
         frontier.push(encode_link(f"http://{host}/page", 1, None, None))
-    frontier.admit()
+    frontier.admission.admit()
     stats = Stats()
     fetches = RobotsFetches(frontier, stats, Signals(), lambda token: None)
     with caplog.at_level(logging.INFO):

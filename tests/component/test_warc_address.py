@@ -11,7 +11,7 @@ from scrapy.utils.test import get_crawler
 
 from irlscrapy.addon import RESOLVER
 from irlscrapy.scheduler.hosts.dns import DNSCache, _Entry
-from irlscrapy.scheduler.keys import ADDRESS_KEY
+from irlscrapy.scheduler.metakeys import ADDRESS_KEY
 from irlscrapy.warc.recorder import _address_finder
 
 

@@ -40,6 +40,7 @@ from typing import Any
 
 import pytest
 
+import irlscrapy
 from tests.redisserver import RedisServer
 
 from .conftest import (
@@ -314,7 +315,7 @@ def test_a_scheduled_job_runs_the_eggs_code_with_its_settings_and_arguments(
     assert f"started (bot: {EGG_BOT_NAME})" in log, log[:3000]
     assert f"'BOT_NAME': '{EGG_BOT_NAME}'" in log, log[:3000]
     # And the egg's code, which its settings package put first on sys.path.
-    assert f"irlscrapy 0.1.0 from {egg}" in log, log[:3000]
+    assert f"irlscrapy {irlscrapy.__version__} from {egg}" in log, log[:3000]
     assert "in-vitro web (tiny, seed 0," in log, log[:3000]
     assert "'CLOSESPIDER_PAGECOUNT': '150'" in log
     assert f"'JOBDIR': '{deployed.jobdir(job)}'" in log

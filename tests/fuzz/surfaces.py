@@ -57,13 +57,13 @@ from irlscrapy.dupefilters.identity import RequestIdentity
 from irlscrapy.dupefilters.urlkey import url_keys
 from irlscrapy.links import Links
 from irlscrapy.runtime.mediatype import media_type
+from irlscrapy.scheduler.frontieritems import RobotsFetch
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth, retry_after_seconds
 from irlscrapy.scheduler.hosts.resolver import DNSLookupFailed, HostResolver
 from irlscrapy.scheduler.hosts.robots import PARSE_LIMIT, RobotsRules, parse
 from irlscrapy.scheduler.hosts.robotscache import BIG_BODY, RobotsCache
-from irlscrapy.scheduler.items import RobotsFetch
 from irlscrapy.scheduler.linkrules import LinkRules
 from irlscrapy.scheduler.requestcodec import decode_request, encode_link, payload_url
 from irlscrapy.spiders.broad import BroadSpider
@@ -218,7 +218,7 @@ class Surfaces:
         started = time.perf_counter()
         self.now += 1.0
         frontier = self.frontier
-        frontier.admit(hungry=True)
+        frontier.admission.admit(hungry=True)
         for _ in range(steps):
             got = frontier.take(self.now)
             if got is None:

@@ -28,7 +28,7 @@ from irlscrapy.invitro.profiles import (
     Profile,
     get_profile,
 )
-from irlscrapy.invitro.routing import REFUSED, ROBOTS_PARSE_LIMIT, page_reply, robots_txt
+from irlscrapy.invitro.replies import REFUSED, ROBOTS_PARSE_LIMIT, page_reply, robots_txt
 from irlscrapy.invitro.web import InVitroWeb, ip_address
 from irlscrapy.oracle.groundtruth import (
     DEFAULT_MAX_BYTES,

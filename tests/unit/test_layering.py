@@ -37,7 +37,7 @@ ALGORITHMS = (
     "irlscrapy.star.budgets",
     "irlscrapy.invitro.web",
     "irlscrapy.invitro.paths",
-    "irlscrapy.invitro.routing",
+    "irlscrapy.invitro.replies",
     "irlscrapy.invitro.linkplan",
     "irlscrapy.invitro.content",
     "irlscrapy.invitro.profiles",

@@ -16,7 +16,7 @@ from scrapy.utils.test import get_crawler
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.emptycrawl import ALL_REFUSED_REASON, EmptyCrawlCheck
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
-from irlscrapy.scheduler.keys import ROBOTS_KEY
+from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 from irlscrapy.startcheck import check_directories, unwritable
 from irlscrapy.state.check import check_state
 from irlscrapy.state.directory import not_a_state_directory

@@ -350,7 +350,7 @@ class Beast:
 
     def records(self) -> Iterator[bytes]:
         """The payload of every queued record, without taking any (an agent leaving a
-        multi-agent crawl hands its queues over: irlscrapy.distributed.handover)."""
+        multi-agent crawl hands its queues over: irlscrapy.distributed.leave)."""
         for slot in sorted(self._counts):
             if not self._counts[slot]:
                 continue

@@ -41,7 +41,7 @@ start, under the same salt: the records it sent meanwhile come back to it (it st
 owns their partitions) and its intake drops them (their salt is its own), those its
 heirs already have are not admitted twice, and the keys it sent change nothing.
 
-A handoff under way (:mod:`irlscrapy.distributed.handoff`) ends before the export.
+A handoff under way (:mod:`irlscrapy.distributed.join`) ends before the export.
 
 Not handed over: STAR's in-degrees of the moved PLDs (their new owner counts from the
 links it receives from then on), robots.txt rules and host health (learnt again), and
@@ -66,8 +66,8 @@ from irlscrapy.distributed.partitions import assignment
 from irlscrapy.distributed.streams import Outgoing
 from irlscrapy.runtime.closing import close_spider
 from irlscrapy.runtime.internals import spider_busy
+from irlscrapy.scheduler.frontieritems import unpack_record
 from irlscrapy.scheduler.intake import handed_off_aux
-from irlscrapy.scheduler.items import unpack_record
 from irlscrapy.scheduler.peers import LEFT_REASON
 from irlscrapy.scheduler.requestcodec import payload_url
 

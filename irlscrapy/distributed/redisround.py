@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from irlscrapy.distributed.agentsettings import READ_COUNT
+from irlscrapy.distributed.crawlview import AgentStatus
 from irlscrapy.distributed.ipleases import LeaseReply, LeaseRound
-from irlscrapy.distributed.status import AgentStatus
 from irlscrapy.distributed.streams import Batch, Outgoing
 
 

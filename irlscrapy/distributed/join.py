@@ -12,7 +12,7 @@ runs:
    partitions' streams: those in RAM at once (the workbench's, the bench's, those
    waiting for DNS), the others (BEAST's, the parked store's) as they come up
    (:attr:`irlscrapy.scheduler.pipeline.Frontier.foreign`), each *handed over* as a
-   leaving agent's are (:mod:`irlscrapy.distributed.handover`): its new owner admits
+   leaving agent's are (:mod:`irlscrapy.distributed.leave`): its new owner admits
    it although the keys below say it was seen (it was, here, and never fetched).
 2. *Settle.* It waits until URLseen has merged and stored every URL submitted before the
    change (the last ones of those partitions this agent admitted), and until no fetch
@@ -20,7 +20,7 @@ runs:
    back-off, has passed; :data:`HOST_WAIT_S` at most).
 3. *Keys.* With URLseen's merges held, it reads every key URLseen holds and sends them
    to each agent that takes one of the partitions (keys carry no partition, as in
-   :mod:`irlscrapy.distributed.handover`).
+   :mod:`irlscrapy.distributed.leave`).
 4. *Release.* The keys go out, then Redis learns that this agent holds the partitions no
    more, in one round of I/O. Their new owners read their backlog then, keys first: no
    URL this agent has seen is admitted again, and each URL it forwards is admitted once.
@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from twisted.internet import task
 
-from irlscrapy.distributed.handover import SAY_EVERY_S, SETTLE_POLL_S, heir_batches
+from irlscrapy.distributed.leave import SAY_EVERY_S, SETTLE_POLL_S, heir_batches
 from irlscrapy.distributed.partitions import assignment
 from irlscrapy.distributed.streams import Outgoing
 from irlscrapy.scheduler.intake import handed_off_aux
@@ -59,8 +59,8 @@ from irlscrapy.scheduler.requestcodec import payload_url
 
 if TYPE_CHECKING:
     from irlscrapy.distributed.agent import Agent
+    from irlscrapy.scheduler.frontieritems import Item
     from irlscrapy.scheduler.intake import Intake
-    from irlscrapy.scheduler.items import Item
     from irlscrapy.scheduler.pipeline import Frontier
 
 logger = logging.getLogger(__name__)
