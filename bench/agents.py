@@ -129,7 +129,7 @@ def agent_cmd(info: dict[str, Any], redis_url: str, crawl: str, agent: str, agen
         "IRL_REDIS_URL": redis_url,
         "IRL_CRAWL_ID": crawl,
         "IRL_AGENT_ID": agent,
-        "IRL_AGENTS": ",".join(agents),
+        "IRL_AGENT_MEMBERS": ",".join(agents),
         "IRL_AGENT_PARTITIONS": str(PARTITIONS),
         **extra,
     }

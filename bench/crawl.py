@@ -106,12 +106,12 @@ IRL_SETTINGS = {
     "IRL_HOST_DELAY_MIN": "1",
     "IRL_IP_DELAY": "0.5",
     "IRL_IP_DELAY_MIN": "0.05",
-    "IRL_REACTOR_LAG": "1",
+    "IRL_REACTOR_LAG_STATS": "1",
 }
 WARC_DIR = RESULTS / "warc-scratch"
 #: The bar's configuration: WARC files and content dedup (the optional CDXJ index is off,
 #: as by default).
-WARC_SETTINGS = {"IRL_WARC_DIR": str(WARC_DIR), "IRL_CONTENT_DEDUP": "1"}
+WARC_SETTINGS = {"IRL_WARC_DIR": str(WARC_DIR), "IRL_CONTENTSEEN_ENABLED": "1"}
 WARC_ROUNDS = 2
 SAMPLER = "sampler.Sampler"
 #: The reactor-lag extension; the floor runs it too, as the lag a crawl that does no
@@ -410,7 +410,7 @@ def fetch_cmd(url_file: Path, budget: int) -> Callable[[dict[str, Any], Path], l
             "-s",
             f"CLOSESPIDER_PAGECOUNT={budget}",
             "-s",
-            "IRL_REACTOR_LAG=True",
+            "IRL_REACTOR_LAG_STATS=True",
             *sampler_settings(sample_file, {REACTOR_LAG: 0}),
         ]
 

@@ -21,7 +21,7 @@ Variants (one JSON line per figure):
              read+written (/proc/self/io) per URL byte, beside Theorem 2's prediction
 
 ``--keys N`` runs drum-keys alone with TARGET_KEYS = N and WARM_KEYS = 0.9 N, and
-IRL_DRUM_MEMORY = KEYS_DRUM_MEMORY unless ``--drum-memory`` says otherwise. Besides the
+IRL_URLSEEN_MEMORY = KEYS_DRUM_MEMORY unless ``--drum-memory`` says otherwise. Besides the
 rate and RSS it reports disk bytes per stored key, disk bytes read and written per key
 in the span, and alpha beside Theorem 2 with b = H = 8 (a key is its own text). The run
 resumes from its state directory (``--state``; its files: ``bench/drumstate.py``):
@@ -75,8 +75,8 @@ from irlscrapy.storage.drum import CHECK_UPDATE, DRUM  # noqa: E402
 from irlscrapy.storage.drumsizing import BUCKET_BUFFER, DrumSizes  # noqa: E402
 
 MEMORY_CAP = 1 << 30  # the child cgroup's limit, page cache included
-DRUM_MEMORY = 64 << 20  # IRL_DRUM_MEMORY for the DRUM variants
-#: IRL_DRUM_MEMORY for --keys: 128 buckets of 24 MiB, a merge per 201 M tuples. A merge
+DRUM_MEMORY = 64 << 20  # IRL_URLSEEN_MEMORY for the DRUM variants
+#: IRL_URLSEEN_MEMORY for --keys: 128 buckets of 24 MiB, a merge per 201 M tuples. A merge
 #: rewrites the whole cache (8 GB at 10^9 keys), so the rate needs merges this rare; its
 #: results file (a byte per tuple, mapped) and the bucket in RAM keep RSS under 512 MB.
 KEYS_DRUM_MEMORY = 192 << 20
@@ -635,7 +635,7 @@ def run_capped(
 def run_keys(state: Path, keys: int, drum_memory: int | None, warm_only: bool, keep: bool) -> None:
     """A --keys run: the warm-up (resumed), span-start/, the span, its record.
 
-    The warm-up runs at the IRL_DRUM_MEMORY the run was started with; a span may be
+    The warm-up runs at the IRL_URLSEEN_MEMORY the run was started with; a span may be
     measured at another one that gives DRUM the same number of buckets."""
     state.mkdir(parents=True, exist_ok=True)
     lock = DirectoryLock(state, "the DRUM benchmark's state")
@@ -718,7 +718,7 @@ def main() -> None:
     parser.add_argument(
         "--drum-memory",
         type=int,
-        help=f"IRL_DRUM_MEMORY, bytes (default {DRUM_MEMORY}; --keys: {KEYS_DRUM_MEMORY})",
+        help=f"IRL_URLSEEN_MEMORY, bytes (default {DRUM_MEMORY}; --keys: {KEYS_DRUM_MEMORY})",
     )
     parser.add_argument("--warm-only", action="store_true", help="--keys: stop before the span")
     parser.add_argument(

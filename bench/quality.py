@@ -19,16 +19,16 @@ to the n-th page).
 
 Variants, the same spider and web, stopped at the same number of page downloads; every
 IRL variant is ``scrapy crawl broad`` with the project's settings and the defaults, only
-``IRL_BUDGETS`` varied (issue 37):
+``IRL_BUDGET_MODE`` varied (issue 37):
 
-``star``        as shipped (``IRL_BUDGETS = "star"``, the ``share`` budget function);
-``star-paper``  labelled, not the headline: ``IRL_STAR_BUDGET_FUNCTION = "paper"``, the
+``star``        as shipped (``IRL_BUDGET_MODE = "star"``, the ``share`` budget function);
+``star-paper``  labelled, not the headline: ``IRL_BUDGET_FUNCTION = "paper"``, the
                 paper's fixed top 10,000 (the default before issue 37);
 ``star-share-0.001``  labelled, not the headline: ``IRL_STAR_TOP_SHARE = 0.001``, nine
                 times the paper's share (what more raised PLDs do to the spam);
-``off``         ``IRL_BUDGETS = "off"``: no per-PLD limit in a BEAST queue, a plain FIFO
+``off``         ``IRL_BUDGET_MODE = "off"``: no per-PLD limit in a BEAST queue, a plain FIFO
                 frontier with the same politeness;
-``constant``    ``IRL_BUDGETS = "constant"``: every PLD B0;
+``constant``    ``IRL_BUDGET_MODE = "constant"``: every PLD B0;
 ``bfo``         stock Scrapy breadth-first (``ADDONS={}``, DEPTH_PRIORITY=1, FIFO queues,
                 ScrapyPriorityQueue, a JOBDIR too).
 
@@ -83,14 +83,14 @@ from irlscrapy.oracle.groundtruth import CrawlPolicy, crawl_levels, followed_lin
 SIZES = (20_000, 100_000)
 PROFILE = "spam"
 SEED = 0
-#: B0, IRL_BEAST_BUDGET's default: how many pages a budget can hold a spam PLD to.
-DEFAULT_BUDGET = int(defaults.BY_NAME["IRL_BEAST_BUDGET"].default)
+#: B0, IRL_BUDGET_DEFAULT's default: how many pages a budget can hold a spam PLD to.
+DEFAULT_BUDGET = int(defaults.BY_NAME["IRL_BUDGET_DEFAULT"].default)
 VARIANTS: dict[str, dict[str, Any]] = {
     "star": {},
-    "star-paper": {"IRL_STAR_BUDGET_FUNCTION": "paper"},
+    "star-paper": {"IRL_BUDGET_FUNCTION": "paper"},
     "star-share-0.001": {"IRL_STAR_TOP_SHARE": 0.001},
-    "off": {"IRL_BUDGETS": "off"},
-    "constant": {"IRL_BUDGETS": "constant"},
+    "off": {"IRL_BUDGET_MODE": "off"},
+    "constant": {"IRL_BUDGET_MODE": "constant"},
     "bfo": {
         "ADDONS": "{}",
         "DEPTH_PRIORITY": 1,

@@ -153,5 +153,5 @@ def replay_settings(urls: Path) -> dict[str, str]:
         "ROBOTSTXT_OBEY": "False",
         "CONCURRENT_REQUESTS_PER_DOMAIN": "64",
         "DOWNLOAD_DELAY": "0",
-        "IRL_REACTOR_LAG": "True",
+        "IRL_REACTOR_LAG_STATS": "True",
     }

@@ -13,7 +13,7 @@ broad`` as shipped, plus the ``serve`` line's settings):
 - it downloads stock's 200-page set, except where RFC 9309 and Scrapy's robots policy
   differ (as tests/e2e/test_stock_crawl.py explains) and except the URLs it gives up;
 - the URLs it gives up are at most 1% of stock's 200-page set, and each is on a host
-  that the server's log shows failing ``IRL_HOST_MAX_FAILURES`` times in a row.
+  that the server's log shows failing ``IRL_HEALTH_MAX_FAILURES`` times in a row.
 
 Issue 16 also asks for zero idle-with-work windows in every crawl
 (``irl/scheduler/idle_with_work_windows``) and BEAST's j over time.
@@ -57,7 +57,7 @@ Sets (from the in-vitro servers' request logs; robots.txt fetches left out)
 *Excluded*: stock's 200-page URLs outside the IRL ground truth, split into those where
 RFC 9309 and Scrapy's robots policy differ (robots.txt 5xx or unreachable: Scrapy allows
 all; pages reached only through such hosts) and those the IRL trap limits drop
-(IRL_MAX_PATH_DEPTH, IRL_MAX_REPEATED_SEGMENTS; stock Scrapy has none).
+(IRL_TRAPS_MAX_PATH_DEPTH, IRL_TRAPS_MAX_REPEATED_SEGMENTS; stock Scrapy has none).
 *Given up*: the URLs in the IRL crawl's parked files (``parked-*.rec`` under its state
 directory), with the stats ``irl/frontier/given_up`` and ``irl/frontier/parked_at_close``
 and the log lines "gave up on N URLs".
@@ -121,7 +121,7 @@ TAIL_HOSTS = 12
 SERIES_POINTS = 40
 #: Statuses a host fails with (irlscrapy.scheduler.hosts.hosthealth); 0: no answer.
 FAILURE_STATUSES = frozenset((0, 429, 503))
-#: The frontier's record head in front of a parked payload (irlscrapy.scheduler.pipeline).
+#: The frontier's record head in front of a parked payload (irlscrapy.scheduler.stages).
 PARKED_HEAD_BYTES = 12
 STOCK = ("ADDONS={}",)
 COMMON = ("TELNETCONSOLE_ENABLED=0", "IRL_REPORT_DIR=")
@@ -149,8 +149,8 @@ def irl_policy(settings: dict[str, Any]) -> CrawlPolicy:
     return CrawlPolicy(
         robots="rfc9309",
         traps=TrapLimits(
-            max_depth=setting(settings, "IRL_MAX_PATH_DEPTH"),
-            max_repeats=setting(settings, "IRL_MAX_REPEATED_SEGMENTS"),
+            max_depth=setting(settings, "IRL_TRAPS_MAX_PATH_DEPTH"),
+            max_repeats=setting(settings, "IRL_TRAPS_MAX_REPEATED_SEGMENTS"),
         ),
     )
 
@@ -526,7 +526,7 @@ def bar(
     missing = expected - irl_ok
     given_up = parked_urls(irl.state_dir)
     runs = failure_runs(irl.records)
-    max_failures = int(setting(settings, "IRL_HOST_MAX_FAILURES"))
+    max_failures = int(setting(settings, "IRL_HEALTH_MAX_FAILURES"))
     failed_hosts = {h for h, n in runs.items() if n >= max_failures}
     emit(
         BENCH_NAME,

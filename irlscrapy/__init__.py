@@ -7,8 +7,8 @@ Public API: :class:`Links` (the links of one page, the broad-crawl fast path) an
 from irlscrapy import _moved
 from irlscrapy.addon import Addon
 from irlscrapy.links import Links
+from irlscrapy.version import __version__
 
 _moved.install()  # old module paths, for one release
 
 __all__ = ["Addon", "Links", "__version__"]
-__version__ = "0.2.0"

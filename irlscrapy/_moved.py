@@ -57,6 +57,7 @@ MOVED = {
     "irlscrapy.invitro.routing": "irlscrapy.invitro.replies",
     "irlscrapy.scheduler.keys": "irlscrapy.scheduler.metakeys",
     "irlscrapy.scheduler.items": "irlscrapy.scheduler.frontieritems",
+    "irlscrapy.scheduler.pipeline": "irlscrapy.scheduler.stages",
 }
 
 

@@ -16,12 +16,12 @@ settings still win):
   for the back-off; robots.txt fetches carry ``dont_retry``, the robots cache retries
   them);
   DuplicateContentMiddleware, just inside HostHealthMiddleware, off unless
-  ``IRL_CONTENT_DEDUP``, which flags a response whose body was downloaded before
+  ``IRL_CONTENTSEEN_ENABLED``, which flags a response whose body was downloaded before
   (``meta["irl_duplicate_of"]``).
 - ``DOWNLOAD_HANDLERS`` for http and https: Scrapy's HTTP/1.1 handler without Twisted's
   silent re-send of a request whose reused connection failed (that re-send reaches the
   server with no delay: a politeness violation; see irlscrapy/runtime/internals.py); with
-  ``IRL_WARC_DIR`` or ``IRL_CONTENT_DEDUP`` it also hands every response, as received,
+  ``IRL_WARC_DIR`` or ``IRL_CONTENTSEEN_ENABLED`` it also hands every response, as received,
   to the WARC writer and content dedup (irlscrapy/warc/handler.py, recorder.py).
   Scrapy's HttpCompressionMiddleware is replaced, at its own order, by
   irlscrapy.middlewares.decompression's subclass, which does not guess the charset of

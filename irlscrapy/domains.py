@@ -15,20 +15,16 @@ is its own PLD. BEAST budgets and STAR in-degrees are per PLD, keyed by
 Only the list's ICANN section counts by default: ``alice.blogspot.com`` belongs to PLD
 ``blogspot.com``, as in the paper (one budget for a hosting service and all its users).
 A crawl with ``IRL_STAR_PRIVATE_SUFFIXES`` counts the private section too
-(:meth:`PayLevelDomains.of` gives each crawl its own): then ``alice.blogspot.com`` is a
-PLD of its own. :func:`pld` is the default's.
+(:func:`irlscrapy.runtime.crawlservices.crawl_plds` gives each crawl its own): then
+``alice.blogspot.com`` is a PLD of its own. :func:`pld` is the default's.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
 
 import tldextract
-
-from irlscrapy import defaults
-from irlscrapy.runtime.crawlservices import shared
 
 #: Hosts whose PLD is remembered; a broad crawl meets each host many times in a row.
 #: A plain dict of strings, emptied when full: unlike functools.lru_cache's linked
@@ -50,13 +46,6 @@ class PayLevelDomains:
         self.private = private
         self._extract = _WITH_PRIVATE if private else _ICANN_ONLY
         self._cache: dict[str, str] = {}
-
-    @classmethod
-    def of(cls, crawler: Any) -> PayLevelDomains:
-        """The crawl's (:mod:`irlscrapy.runtime.crawlservices`), per
-        ``IRL_STAR_PRIVATE_SUFFIXES``."""
-        private = defaults.get(crawler.settings, "IRL_STAR_PRIVATE_SUFFIXES")
-        return shared(crawler, cls, lambda: ICANN if not private else cls(private=True))
 
     def __call__(self, host: str) -> str:
         found = self._cache.get(host)

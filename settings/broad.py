@@ -21,7 +21,7 @@ LOG_LEVEL = "INFO"
 EXTENSIONS = {
     "irlscrapy.report.progress.CrawlProgress": 500,
     "irlscrapy.report.logflood.FetchErrorLogLimit": 0,
-    "irlscrapy.report.reactorlag.ReactorLag": 0,  # off unless IRL_REACTOR_LAG
+    "irlscrapy.report.reactorlag.ReactorLag": 0,  # off unless IRL_REACTOR_LAG_STATS
 }
 IRL_PROGRESS_INTERVAL = 5.0
 # The demo ends by writing its report (report.html and plots) here, relative to the

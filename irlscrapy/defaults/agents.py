@@ -30,7 +30,7 @@ MULTI_AGENT_SETTINGS: tuple[Setting, ...] = (
         "agent (with its JOBDIR); required in the multi-agent mode",
     ),
     Setting(
-        "IRL_AGENTS",
+        "IRL_AGENT_MEMBERS",
         [],
         "list",
         "agent ids",

@@ -22,6 +22,15 @@ class Setting:
     maximum: float | None = None
     #: the values a str setting takes (empty: any)
     choices: tuple[str, ...] = ()
+    #: its name before it was renamed, read when only it is set ("": never renamed)
+    formerly: str = ""
+
+    def written_as(self, settings: Any) -> str:
+        """The name the value in ``settings`` is under: this one, or its former one when
+        only that is set."""
+        if self.formerly and self.name not in settings and self.formerly in settings:
+            return self.formerly
+        return self.name
 
     def read(self, settings: Any) -> Any:
         """The value in Scrapy ``settings``, by the typed getter, else the default (so an
@@ -33,19 +42,21 @@ class Setting:
             "list": settings.getlist,
             "str": settings.get,
         }[self.type]
+        name = self.written_as(settings)
         try:
-            return getter(self.name, self.default)
+            return getter(name, self.default)
         except ValueError as exc:
             what = "a number" if self.type in ("int", "float") else f"a valid {self.type}"
             raise ConfigurationError(
-                f"{self.name}={settings.get(self.name)!r} is not {what} ({self.type}, "
+                f"{name}={settings.get(name)!r} is not {what} ({self.type}, "
                 f"{self.unit}; the default is {self.default!r}): {exc}"
             ) from None
 
     def problem(self, settings: Any) -> str | None:
         """What is wrong with the value in ``settings``, as ``NAME=value: must ...``
         (with the unit and the default), or None."""
-        written = f"{self.name}={settings.get(self.name)}"
+        name = self.written_as(settings)
+        written = f"{name}={settings.get(name)}"
         hint = f"({self.unit}; the default is {self.default!r})"
         try:
             value = self.read(settings)

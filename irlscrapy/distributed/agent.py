@@ -82,6 +82,7 @@ from irlscrapy.distributed.sentcache import SentCache
 from irlscrapy.distributed.streams import Batch, Exchange, Outbox, Outgoing
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.runtime.crawlservices import crawl_plds
 from irlscrapy.runtime.troubles import tally
 from irlscrapy.runtime.workers import NicedWorker
 
@@ -166,7 +167,7 @@ class Agent:
         settings = AgentSettings.from_settings(crawler.settings, name)
         if settings is None:
             return None
-        return cls(settings, PayLevelDomains.of(crawler), crawler.stats, clock)
+        return cls(settings, crawl_plds(crawler), crawler.stats, clock)
 
     # -- start and stop --------------------------------------------------------------------
     def start(self, directory: Path) -> None:

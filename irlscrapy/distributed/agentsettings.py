@@ -55,7 +55,7 @@ class AgentSettings:
                 "IRL_AGENT_ID to a name unique within the crawl, the same at every restart "
                 "of this agent (with its JOBDIR)"
             )
-        agents = tuple(defaults.get(settings, "IRL_AGENTS"))
+        agents = tuple(defaults.get(settings, "IRL_AGENT_MEMBERS"))
         for name in (agent, *agents):
             check_crawl_id(name)  # the same rules as the crawl id: it is part of keys
             if "|" in name or "," in name:  # (separators of the IP leases' values)

@@ -11,7 +11,7 @@ runs:
    members). The frontier forwards the stored URLs it has of their hosts to their
    partitions' streams: those in RAM at once (the workbench's, the bench's, those
    waiting for DNS), the others (BEAST's, the parked store's) as they come up
-   (:attr:`irlscrapy.scheduler.pipeline.Frontier.foreign`), each *handed over* as a
+   (:attr:`irlscrapy.scheduler.stages.Frontier.foreign`), each *handed over* as a
    leaving agent's are (:mod:`irlscrapy.distributed.leave`): its new owner admits
    it although the keys below say it was seen (it was, here, and never fetched).
 2. *Settle.* It waits until URLseen has merged and stored every URL submitted before the
@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from irlscrapy.distributed.agent import Agent
     from irlscrapy.scheduler.frontieritems import Item
     from irlscrapy.scheduler.intake import Intake
-    from irlscrapy.scheduler.pipeline import Frontier
+    from irlscrapy.scheduler.stages import Frontier
 
 logger = logging.getLogger(__name__)
 

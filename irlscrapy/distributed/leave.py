@@ -75,7 +75,7 @@ if TYPE_CHECKING:
     from irlscrapy.distributed.agent import Agent
     from irlscrapy.scheduler.dispatch import Dispatcher
     from irlscrapy.scheduler.intake import Intake
-    from irlscrapy.scheduler.pipeline import Frontier
+    from irlscrapy.scheduler.stages import Frontier
 
 logger = logging.getLogger(__name__)
 

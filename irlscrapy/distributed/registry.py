@@ -20,7 +20,7 @@ a crawl's keys share one slot and its Lua scripts may touch several of them.
     comes back is taken out by ``irlscrapy agents remove`` (:meth:`CrawlRegistry.remove`).
 ``irl:{c}:leave:{agent}``, ``irl:{c}:left``
     An operator's request that ``agent`` leave (``irlscrapy agents leave``), and the
-    agents that left or were removed: IRL_AGENTS does not make them members again; a
+    agents that left or were removed: IRL_AGENT_MEMBERS does not make them members again; a
     join (with a new JOBDIR: irlscrapy.distributed.leavemarks) does.
 ``irl:{c}:holds``
     A hash: agent id -> the partitions it holds (irlscrapy.distributed.ownership).
@@ -247,7 +247,7 @@ class CrawlRegistry:
         return int(held)
 
     def add_member(self, agent: str) -> None:
-        """Make ``agent`` a member before it first runs (IRL_AGENTS: the crawl's first
+        """Make ``agent`` a member before it first runs (IRL_AGENT_MEMBERS: the crawl's first
         members, so ownership is fixed from the start whichever agent starts first),
         unless it has left the crawl (irlscrapy.distributed.leave)."""
         if not self.has_left(agent):

@@ -7,7 +7,7 @@ Use it with Scrapy's stock scheduler::
 ``request_seen`` must answer at once, so the filter does not wait for DRUM's batched
 check: it looks the key up in the keys submitted since the last merge (a set in RAM)
 and in the merged cache (one LevelDB chunk, :meth:`DRUM.contains`), then submits unseen
-keys to DRUM as updates. When ``IRL_DRUM_MEMORY / 128`` keys are pending, they are
+keys to DRUM as updates. When ``IRL_URLSEEN_MEMORY / 128`` keys are pending, they are
 merged in a worker thread while new keys go on arriving; the reactor never waits for a
 merge, except once at start-up for a merge a crash left unfinished.
 
@@ -130,7 +130,7 @@ class DRUMDupeFilter(BaseDupeFilter):
         return cls(
             None,
             RequestIdentity.from_crawler(crawler),
-            memory=defaults.get(settings, "IRL_DRUM_MEMORY"),
+            memory=defaults.get(settings, "IRL_URLSEEN_MEMORY"),
             debug=settings.getbool("DUPEFILTER_DEBUG"),
             stats=crawler.stats,
             state=StateDirectory.of(crawler),

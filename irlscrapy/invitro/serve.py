@@ -33,10 +33,10 @@ LOOPBACK = "127.0.0.1"
 TEST_WEB_SETTINGS: dict[str, dict[str, Any]] = {
     "tiny": {
         "DOWNLOAD_TIMEOUT": 6,
-        "IRL_BACKOFF_BASE": 0.5,
-        "IRL_BACKOFF_MAX": 4.0,
-        "IRL_HOST_RETIRE_DELAY": 30.0,
-        "IRL_GIVE_UP_AFTER": 2.0,
+        "IRL_HEALTH_BACKOFF_BASE": 0.5,
+        "IRL_HEALTH_BACKOFF_MAX": 4.0,
+        "IRL_HEALTH_RETIRE_DELAY": 30.0,
+        "IRL_CRAWL_GIVE_UP_AFTER": 2.0,
     },
 }
 LOG_FLUSH_SECONDS = 0.5

@@ -7,7 +7,7 @@ The verdict comes from ContentSeen's batch in the recorder's worker
 the fetch has ended, so the wait holds no host, IP or load-governor slot. Robots.txt
 responses are not held (nor flagged): the IRL scheduler keeps a robots.txt fetch in
 flight until its outcome is known (:func:`irlscrapy.warc.recorder.is_flagged`). Off
-(NotConfigured) unless ``IRL_CONTENT_DEDUP``; enabled by the add-on.
+(NotConfigured) unless ``IRL_CONTENTSEEN_ENABLED``; enabled by the add-on.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class DuplicateContentMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> DuplicateContentMiddleware:
-        if not defaults.get(crawler.settings, "IRL_CONTENT_DEDUP"):
+        if not defaults.get(crawler.settings, "IRL_CONTENTSEEN_ENABLED"):
             raise NotConfigured
         recorder = ExchangeRecorder.of(crawler)
         assert recorder is not None

@@ -44,7 +44,7 @@ from irlscrapy.scheduler.hosts.addressguard import GUARD_REFUSAL
 from irlscrapy.scheduler.hosts.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.metakeys import REFUSED_KEY
-from irlscrapy.scheduler.pipeline import GIVEN_UP
+from irlscrapy.scheduler.stages import GIVEN_UP
 
 #: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's
 #: lowest (OffsiteMiddleware 50; StartSpiderMiddleware 25).

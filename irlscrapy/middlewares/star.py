@@ -19,7 +19,7 @@ Two jobs, on every page a spider callback handles:
    depth, URL-length limits and Referer exactly as Requests a spider yields itself.
 
 STAR is off (pages are not counted, every PLD has the default budget) under Scrapy's
-stock scheduler. Under the IRL scheduler it always counts; ``IRL_BUDGETS`` decides
+stock scheduler. Under the IRL scheduler it always counts; ``IRL_BUDGET_MODE`` decides
 whether its ranking sets the budgets (:mod:`irlscrapy.star.budgets`).
 """
 
@@ -34,6 +34,7 @@ from scrapy.http import Response
 
 from irlscrapy.domains import PayLevelDomains, url_host
 from irlscrapy.links import Links
+from irlscrapy.runtime.crawlservices import crawl_plds
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 
@@ -44,7 +45,7 @@ ORDER = 950
 class StarMiddleware:
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
-        self.plds = PayLevelDomains.of(crawler)
+        self.plds = crawl_plds(crawler)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StarMiddleware:

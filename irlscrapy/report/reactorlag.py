@@ -14,7 +14,7 @@ is therefore the same after a minute or a month; the exact maximum is kept besid
 :func:`percentile` reads a percentile from the histogram to within half a bucket (a
 factor of 10 ** (1 / 40), under 6 %).
 
-Off unless ``IRL_REACTOR_LAG`` is true. When the spider closes the extension sets the
+Off unless ``IRL_REACTOR_LAG_STATS`` is true. When the spider closes the extension sets the
 stats ``irl/reactor/lag_p50_ms``, ``irl/reactor/lag_p99_ms``, ``irl/reactor/lag_p999_ms``,
 ``irl/reactor/lag_max_ms`` and ``irl/reactor/ticks``, and logs them in one INFO line.
 """
@@ -35,7 +35,7 @@ from irlscrapy.runtime.workers import installed_reactor
 logger = logging.getLogger(__name__)
 
 #: The setting that turns the extension on (bool, default False).
-SETTING = "IRL_REACTOR_LAG"
+SETTING = "IRL_REACTOR_LAG_STATS"
 LAG_LOW = 1e-4  # seconds: the upper edge of the first bucket
 LAG_HIGH = 10.0  # seconds: the lower edge of the last bucket
 BUCKETS_PER_DECADE = 20

@@ -270,7 +270,7 @@ def read_stars(stores: Sequence[tuple[Path, dict[str, Any]]], meter: Meter) -> S
         host_delay_min=float(recorded["IRL_HOST_DELAY_MIN"]),
         ip_delay=float(recorded["IRL_IP_DELAY"]),
         ip_delay_min=float(recorded["IRL_IP_DELAY_MIN"]),
-        default_budget=int(recorded["IRL_BEAST_BUDGET"]),
+        default_budget=int(recorded["IRL_BUDGET_DEFAULT"]),
     )
     return tables.records(politeness)
 

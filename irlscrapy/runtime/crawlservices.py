@@ -13,7 +13,9 @@ host health). This module is the one place they meet:
 - :func:`shared` returns the crawler's one object of a kind, built on first use;
 - :func:`provide` registers one a component built itself (the scheduler, which Scrapy
   builds), and :func:`provided` finds it (None: not in this crawl, e.g. Scrapy's stock
-  scheduler runs).
+  scheduler runs);
+- :func:`crawl_plds` is the crawl's PLD function (BEAST's key, STAR's and the agents'
+  partitions must agree on every host's PLD).
 
 Objects are kept per crawler, weakly: a crawler that goes away takes its services.
 """
@@ -23,6 +25,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
+
+from irlscrapy import defaults
+from irlscrapy.domains import ICANN, PayLevelDomains
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,3 +52,11 @@ def provide(crawler: Any, service: T, kind: type[T] | None = None) -> None:
 def provided(crawler: Any, kind: type[T]) -> T | None:
     """The crawler's service of ``kind``, if one was provided or built; else None."""
     return _SERVICES.get(crawler, {}).get(kind)
+
+
+def crawl_plds(crawler: Any) -> PayLevelDomains:
+    """The crawl's PLDs, per ``IRL_STAR_PRIVATE_SUFFIXES``: one object per crawler."""
+    private = defaults.get(crawler.settings, "IRL_STAR_PRIVATE_SUFFIXES")
+    return shared(
+        crawler, PayLevelDomains, lambda: ICANN if not private else PayLevelDomains(private=True)
+    )

@@ -31,8 +31,8 @@ merge runs, whose drain wakes the engine), resumes admission paused for a full h
 and admits from BEAST (:meth:`_idle`). What may then still wait is only work that
 cannot be fetched yet: hosts within their politeness delay, and hosts or origins in
 back-off, retirement or a robots.txt retry. A finite crawl waits for those at most
-``IRL_GIVE_UP_AFTER`` beyond the longest politeness delay, then parks them and ends
-(``IRL_CONTINUOUS`` waits). ``irlscrapy.report.idlewatch`` checks the promise from
+``IRL_CRAWL_GIVE_UP_AFTER`` beyond the longest politeness delay, then parks them and ends
+(``IRL_CRAWL_CONTINUOUS`` waits). ``irlscrapy.report.idlewatch`` checks the promise from
 outside in every crawl, through :meth:`idle_status`.
 """
 
@@ -58,7 +58,6 @@ from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
 from irlscrapy.scheduler.ledger import FetchLedger
 from irlscrapy.scheduler.metakeys import ADDRESS_KEY, FETCH_KEY, REFUSED_KEY, ROBOTS_KEY
-from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import (
     LINK,
     decode_request,
@@ -66,6 +65,7 @@ from irlscrapy.scheduler.requestcodec import (
     payload_kind,
 )
 from irlscrapy.scheduler.robotsfetch import RobotsFetches
+from irlscrapy.scheduler.stages import Frontier
 
 logger = logging.getLogger(__name__)
 
@@ -95,15 +95,15 @@ def own_download_slot(request: Request, ip: str) -> bool:
 @dataclass(frozen=True)
 class DispatchSettings:
     ceiling: int  # CONCURRENT_REQUESTS: the most fetches in flight
-    give_up_after: float  # IRL_GIVE_UP_AFTER (see Dispatcher._idle)
-    continuous: bool  # IRL_CONTINUOUS
+    give_up_after: float  # IRL_CRAWL_GIVE_UP_AFTER (see Dispatcher._idle)
+    continuous: bool  # IRL_CRAWL_CONTINUOUS
 
     @classmethod
     def from_settings(cls, settings: Any) -> DispatchSettings:
         return cls(
             ceiling=settings.getint("CONCURRENT_REQUESTS"),
-            give_up_after=defaults.get(settings, "IRL_GIVE_UP_AFTER"),
-            continuous=defaults.get(settings, "IRL_CONTINUOUS"),
+            give_up_after=defaults.get(settings, "IRL_CRAWL_GIVE_UP_AFTER"),
+            continuous=defaults.get(settings, "IRL_CRAWL_CONTINUOUS"),
         )
 
 
@@ -321,7 +321,7 @@ class Dispatcher:
 
     def _give_up_wait(self) -> float:
         """How long a blocked finite crawl waits after the last answer before it gives
-        up: IRL_GIVE_UP_AFTER beyond the longest politeness delay in force (the delays,
+        up: IRL_CRAWL_GIVE_UP_AFTER beyond the longest politeness delay in force (the delays,
         and the Crawl-delay of a host in the workbench), so no wait that politeness
         alone imposes is given up, only waits on back-off, retirement or robots.txt."""
         longest = self.politeness.longest
@@ -338,8 +338,8 @@ class Dispatcher:
                 self.stats,
                 "irl/frontier/given_up",
                 "gave up on %d URLs: their hosts or origins are in back-off or retired and "
-                "nothing else is left to crawl (IRL_GIVE_UP_AFTER; IRL_CONTINUOUS waits "
-                "instead). They are parked in the state directory.",
+                "nothing else is left to crawl (IRL_CRAWL_GIVE_UP_AFTER; IRL_CRAWL_CONTINUOUS "
+                "waits instead). They are parked in the state directory.",
                 given,
                 count=given,
             )

@@ -66,8 +66,8 @@ from irlscrapy.runtime.internals import EngineWaker, forget_environment_proxy
 from irlscrapy.scheduler.frontieritems import RobotsFetch
 from irlscrapy.scheduler.linkrules import LinkRules, origin
 from irlscrapy.scheduler.metakeys import ROBOTS_KEY
-from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, encode_request
+from irlscrapy.scheduler.stages import Frontier
 from irlscrapy.scheduler.startrequests import StartRequests
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.drum import ResultBatch

@@ -9,6 +9,7 @@ Use it with its dupefilter (the add-on ``irlscrapy.Addon`` sets both)::
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from scrapy import Request, Spider, signals
 from scrapy.core.scheduler import BaseScheduler
@@ -17,10 +18,9 @@ from scrapy.http import Response
 from twisted.internet import defer
 
 from irlscrapy import defaults
-from irlscrapy.domains import PayLevelDomains
 from irlscrapy.exceptions import IrlscrapyError, disk_full
 from irlscrapy.links import Links
-from irlscrapy.runtime.crawlservices import provide, provided
+from irlscrapy.runtime.crawlservices import crawl_plds, provide, provided
 from irlscrapy.runtime.internals import EngineWaker, switch_off_downloader_delay
 from irlscrapy.runtime.lagprobe import LagProbe
 from irlscrapy.runtime.openfailure import UNWRITABLE, report_open_failure
@@ -33,8 +33,8 @@ from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
 from irlscrapy.scheduler.metakeys import ADDRESS_KEY, FETCH_KEY, state_closed
 from irlscrapy.scheduler.peers import LEFT_REASON, LocalCrawl, NoPeers, Peers, peers_from_crawler
-from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, resume
+from irlscrapy.scheduler.stages import Frontier
 from irlscrapy.star.budgets import budget_mode, budget_sources
 from irlscrapy.star.indegree import PLDInDegree
 from irlscrapy.startcheck import check_settings
@@ -53,7 +53,7 @@ class IRLScheduler(BaseScheduler):
     (:mod:`irlscrapy.scheduler.intake`): encoded to bytes, checked by URLseen in
     batches, and its unique URLs stored in BEAST before URLseen's batch is acknowledged
     (nothing discovered is lost). From BEAST a URL goes through DNS and robots.txt into
-    the workbench (the *frontier*, :mod:`irlscrapy.scheduler.pipeline`, on the
+    the workbench (the *frontier*, :mod:`irlscrapy.scheduler.stages`, on the
     structures of :mod:`irlscrapy.scheduler.frontier` and the host services of
     :mod:`irlscrapy.scheduler.hosts`). ``next_request`` is the *dispatcher*'s
     (:mod:`irlscrapy.scheduler.dispatch`): it hands out the top due host's next URL,
@@ -116,7 +116,7 @@ class IRLScheduler(BaseScheduler):
         self.state = state
         self.frontier_settings = frontier_settings
         self.dispatch_settings = dispatch_settings
-        self.budgets = budgets  # IRL_BUDGETS: star, constant or off
+        self.budgets = budgets  # IRL_BUDGET_MODE: star, constant or off
         self.indegree = indegree  # STAR's in-degrees and budgets; None: STAR does not run
         self.governor = governor  # the cap on fetches in flight; None: the engine's only
         #: the other agents of a multi-agent crawl (irlscrapy.scheduler.peers)
@@ -144,9 +144,9 @@ class IRLScheduler(BaseScheduler):
             StateDirectory.of(crawler),
             FrontierSettings.from_settings(settings),
             DispatchSettings.from_settings(settings),
-            budgets=budget_mode(defaults.get(settings, "IRL_BUDGETS")),
+            budgets=budget_mode(defaults.get(settings, "IRL_BUDGET_MODE")),
             indegree=PLDInDegree.from_settings(settings, crawler.stats, reactor.seconds),
-            governor=LoadGovernor.from_settings(settings),
+            governor=load_governor(settings),
             peers=peers,
         )
         crawler.signals.connect(scheduler._left_downloader, signals.request_left_downloader)
@@ -241,7 +241,7 @@ class IRLScheduler(BaseScheduler):
             beast_budget,
             delay_budget,
             hosts.robots,
-            PayLevelDomains.of(self.crawler),
+            crawl_plds(self.crawler),
             resolve=hosts.dns.resolve,
             stats=self.stats,
             clock=self.waker.clock.seconds,
@@ -418,3 +418,10 @@ class IRLScheduler(BaseScheduler):
     def _dispatcher(self) -> Dispatcher:
         assert self.dispatcher is not None, "open() first"
         return self.dispatcher
+
+
+def load_governor(settings: Any) -> LoadGovernor | None:
+    """The governor of ``IRL_REACTOR_LAG_TARGET`` under ``CONCURRENT_REQUESTS``; None
+    when the target is 0 (off: the engine's own cap only)."""
+    target = defaults.get(settings, "IRL_REACTOR_LAG_TARGET")
+    return LoadGovernor(target, settings.getint("CONCURRENT_REQUESTS")) if target > 0 else None

@@ -13,7 +13,7 @@ rules to the URL strings of one page, with the same settings and the same stats:
 - ``allowed_domains`` of the spider: a host must be one of them or a subdomain; stat
   ``offsite/filtered``;
 - crawler traps (irlscrapy's own, :mod:`irlscrapy.scheduler.frontier.traps`): path depth and
-  repeated segments (``IRL_MAX_PATH_DEPTH``, ``IRL_MAX_REPEATED_SEGMENTS``); stats
+  repeated segments (``IRL_TRAPS_MAX_PATH_DEPTH``, ``IRL_TRAPS_MAX_REPEATED_SEGMENTS``); stats
   ``irl/traps/path_depth``, ``irl/traps/repeated_segments``. The scheduler applies
   them to Requests too (:meth:`LinkRules.trapped`);
 - Referer: the policy of ``REFERRER_POLICY``, or the one the page's own
@@ -78,8 +78,8 @@ class LinkRules:
             referer=referer,
             stats=crawler.stats,
             traps=TrapLimits(
-                max_depth=defaults.get(settings, "IRL_MAX_PATH_DEPTH"),
-                max_repeats=defaults.get(settings, "IRL_MAX_REPEATED_SEGMENTS"),
+                max_depth=defaults.get(settings, "IRL_TRAPS_MAX_PATH_DEPTH"),
+                max_repeats=defaults.get(settings, "IRL_TRAPS_MAX_REPEATED_SEGMENTS"),
             ),
         )
 

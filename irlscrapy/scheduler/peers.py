@@ -36,7 +36,7 @@ from irlscrapy import defaults
 if TYPE_CHECKING:
     from irlscrapy.scheduler.dispatch import Dispatcher
     from irlscrapy.scheduler.intake import Intake
-    from irlscrapy.scheduler.pipeline import Frontier
+    from irlscrapy.scheduler.stages import Frontier
     from irlscrapy.star.indegree import PLDInDegree
 
 #: The spider's close reason once its agent has left the crawl (its URLs went to others).

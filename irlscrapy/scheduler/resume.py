@@ -2,7 +2,7 @@
 
 :func:`open_frontier` opens BEAST, the admitted journal and the parked store under the
 state directory (:mod:`irlscrapy.scheduler.statedir` has the file map) and builds the
-:class:`~irlscrapy.scheduler.pipeline.Frontier` on them. It returns what the previous
+:class:`~irlscrapy.scheduler.stages.Frontier` on them. It returns what the previous
 run left (:class:`Found`): the URLs it had admitted to RAM (fetched again: their pages
 were not done), the URLs it parked, and the *restart skip* of the intake
 (:mod:`irlscrapy.scheduler.intake`): the last URLseen batch found stored, and how many
@@ -57,7 +57,7 @@ from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.frontieritems import unpack_record
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.pipeline import Frontier
+from irlscrapy.scheduler.stages import Frontier
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.recovery import recovered
 

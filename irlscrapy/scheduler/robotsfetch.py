@@ -1,11 +1,11 @@
 """The robots.txt fetch: the Request the scheduler hands out for a host whose rules are
 unknown or expired, and what its outcome tells the frontier.
 
-The frontier decides *when* (:meth:`irlscrapy.scheduler.pipeline.Frontier.take` hands
+The frontier decides *when* (:meth:`irlscrapy.scheduler.stages.Frontier.take` hands
 out a :class:`RobotsFetch` before any other URL of such a host); this module builds the
 Request (``/robots.txt`` on the scheme of the host's URLs, meta ``ROBOTS_KEY`` naming
 the host, redirects followed up to ``REDIRECT_HOPS`` as RFC 9309 asks) and turns its
-answer into the frontier's :meth:`~irlscrapy.scheduler.pipeline.Frontier.robots_known`.
+answer into the frontier's :meth:`~irlscrapy.scheduler.stages.Frontier.robots_known`.
 The fetch holds its host until the outcome is known (its rules, or its retry or
 redirect queued), so no URL of the host slips out in between; then ``end(token)``
 releases it. Its retries are the robots cache's alone (``IRL_ROBOTS_RETRIES``, after
@@ -43,7 +43,7 @@ from irlscrapy.scheduler.hosts.robots import (
 )
 from irlscrapy.scheduler.hosts.robotscache import BIG_BODY
 from irlscrapy.scheduler.metakeys import FETCH_KEY, ROBOTS_KEY
-from irlscrapy.scheduler.pipeline import Frontier
+from irlscrapy.scheduler.stages import Frontier
 
 logger = logging.getLogger(__name__)
 

@@ -42,7 +42,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 from scrapy.utils.asyncio import sleep
 
-from irlscrapy import __version__, defaults
+from irlscrapy import defaults
 from irlscrapy.addon import STAR_ORDER
 from irlscrapy.domains import url_host
 from irlscrapy.exceptions import ConfigurationError, IrlscrapyError
@@ -52,6 +52,7 @@ from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.links import Links
 from irlscrapy.runtime.openfailure import report_open_failure
 from irlscrapy.spiders.extract import header_nofollow, links_in_slices, meta_nofollow
+from irlscrapy.version import __version__
 
 MAX_PAGE_BYTES = 2 * 1024 * 1024
 HTML_TYPES = (b"text/html", b"application/xhtml+xml")

@@ -27,7 +27,7 @@ it. Invariant (tested against a brute-force count): *the in-degrees of
 one numpy comparison plus a dict write per PLD above the floor, and ranking sorts at
 most ``2 * size`` entries: nothing grows with the number of PLDs.
 
-Budget functions, chosen by ``IRL_STAR_BUDGET_FUNCTION``; each is ``F(in_degree, rank,
+Budget functions, chosen by ``IRL_BUDGET_FUNCTION``; each is ``F(in_degree, rank,
 scale)`` for a ranked PLD (rank 1 = highest in-degree) and returns pages per BEAST
 queue, clipped to ``[1, scale.maximum]``:
 
@@ -62,7 +62,7 @@ a link by its source's in-degree was measured on the ``spam`` web's own graph
 120-125 (the comment spam sits on PLDs like any others); PageRank moves them up, to
 54-75, because a farm's PLDs link to each other. Neither buys anything here.
 
-Where budgets come from (``IRL_BUDGETS``, :func:`budget_sources`): ``star``, the ranking
+Where budgets come from (``IRL_BUDGET_MODE``, :func:`budget_sources`): ``star``, the ranking
 and the function above; ``constant``, ``B0`` for every PLD (STAR still counts in-degrees,
 for the report); ``off``, no per-PLD limit in a BEAST queue (:data:`UNLIMITED`: BEAST is
 one FIFO queue read slot by slot, a plain frontier) while the delays stay those of
@@ -100,7 +100,7 @@ class BudgetScale:
             raise ConfigurationError(f"the default budget must be >= 1 (got {self.default})")
         if self.maximum < self.default:
             raise ConfigurationError(
-                f"IRL_STAR_MAX_BUDGET ({self.maximum}) is below the default budget ({self.default})"
+                f"IRL_BUDGET_MAX ({self.maximum}) is below the default budget ({self.default})"
             )
         if self.top < 1:
             raise ConfigurationError(f"IRL_STAR_TOP_DOMAINS must be >= 1 (got {self.top})")
@@ -163,15 +163,15 @@ def budget_function(name: str) -> BudgetFunction:
         return FUNCTIONS[name]
     if "." not in name and ":" not in name:
         raise ConfigurationError(
-            f"IRL_STAR_BUDGET_FUNCTION={name!r}: choose one of {', '.join(FUNCTIONS)} "
+            f"IRL_BUDGET_FUNCTION={name!r}: choose one of {', '.join(FUNCTIONS)} "
             "or give an import path (package.module.function)"
         )
     try:
         found = pkgutil.resolve_name(name)
     except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigurationError(f"IRL_STAR_BUDGET_FUNCTION={name!r}: {exc}") from exc
+        raise ConfigurationError(f"IRL_BUDGET_FUNCTION={name!r}: {exc}") from exc
     if not callable(found):
-        raise ConfigurationError(f"IRL_STAR_BUDGET_FUNCTION={name!r} is not callable")
+        raise ConfigurationError(f"IRL_BUDGET_FUNCTION={name!r} is not callable")
     return found
 
 
@@ -183,17 +183,17 @@ def budget(function: BudgetFunction, in_degree: int, rank: int, scale: BudgetSca
     return max(1, min(scale.maximum, round(value)))
 
 
-#: IRL_BUDGETS: where a PLD's budget comes from (see the module docstring).
+#: IRL_BUDGET_MODE: where a PLD's budget comes from (see the module docstring).
 MODES = ("star", "constant", "off")
-#: A PLD's BEAST budget with IRL_BUDGETS = "off": no queue ever fills for it (BEAST
+#: A PLD's BEAST budget with IRL_BUDGET_MODE = "off": no queue ever fills for it (BEAST
 #: packs a domain's fill count in 32 bits).
 UNLIMITED = (1 << 32) - 1
 
 
 def budget_mode(value: str) -> str:
-    """IRL_BUDGETS, checked."""
+    """IRL_BUDGET_MODE, checked."""
     if value not in MODES:
-        raise ConfigurationError(f"IRL_BUDGETS={value!r}: choose one of {', '.join(MODES)}")
+        raise ConfigurationError(f"IRL_BUDGET_MODE={value!r}: choose one of {', '.join(MODES)}")
     return value
 
 

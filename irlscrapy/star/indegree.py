@@ -158,8 +158,8 @@ class PLDInDegree:
     @classmethod
     def from_settings(cls, settings: Any, stats: Any, clock: Callable[[], float]) -> PLDInDegree:
         scale = BudgetScale(
-            default=defaults.get(settings, "IRL_BEAST_BUDGET"),
-            maximum=defaults.get(settings, "IRL_STAR_MAX_BUDGET"),
+            default=defaults.get(settings, "IRL_BUDGET_DEFAULT"),
+            maximum=defaults.get(settings, "IRL_BUDGET_MAX"),
             top=defaults.get(settings, "IRL_STAR_TOP_DOMAINS"),
             top_share=defaults.get(settings, "IRL_STAR_TOP_SHARE"),
         )
@@ -171,8 +171,8 @@ class PLDInDegree:
             raise ConfigurationError(f"IRL_STAR_DRUM_MEMORY must be >= 1 MiB (got {memory})")
         # Outside "star" mode no ranking sets a budget: the stats and the report say B0.
         function: BudgetFunction = constant
-        if budget_mode(defaults.get(settings, "IRL_BUDGETS")) == "star":
-            function = budget_function(defaults.get(settings, "IRL_STAR_BUDGET_FUNCTION"))
+        if budget_mode(defaults.get(settings, "IRL_BUDGET_MODE")) == "star":
+            function = budget_function(defaults.get(settings, "IRL_BUDGET_FUNCTION"))
         return cls(
             function,
             scale,

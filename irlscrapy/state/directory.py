@@ -18,7 +18,7 @@ it if it is temporary. What lives in it::
     dns/                 the DNS cache's spill (irlscrapy.scheduler.hosts.dns)
     robots/              the robots.txt cache (irlscrapy.scheduler.hosts.robotscache)
     star/                STAR's PLD in-degree store (irlscrapy.star.indegree)
-    contentseen/         content dedup's DRUM (irlscrapy.warc.recorder, IRL_CONTENT_DEDUP)
+    contentseen/         content dedup's DRUM (irlscrapy.warc.recorder, IRL_CONTENTSEEN_ENABLED)
     report/              the crawl report's records (irlscrapy.report.timeline)
     agent/               a multi-agent crawl's agent (irlscrapy.distributed.agent)
 

@@ -1,7 +1,7 @@
 """``RecordingDownloadHandler``: the add-on's HTTP and HTTPS download handler.
 
 It is :class:`irlscrapy.runtime.internals.PoliteHTTPDownloadHandler` (Scrapy's HTTP/1.1 handler
-without Twisted's silent re-send). With ``IRL_WARC_DIR`` or ``IRL_CONTENT_DEDUP`` set,
+without Twisted's silent re-send). With ``IRL_WARC_DIR`` or ``IRL_CONTENTSEEN_ENABLED`` set,
 it also passes every response through the crawl's
 :class:`~irlscrapy.warc.recorder.ExchangeRecorder` as received, before any downloader
 middleware: the body still compressed, the head as it came off the wire

@@ -14,7 +14,7 @@ SCHED_IDLE, kept 0.49-0.69 of the crawl's pages/s on the one-core benchmark agai
 the thread's 0.66-0.80: BENCHMARKS.md, "WARC files and content dedup".) For a batch it:
 
 1. hashes each body (SHA-1; hashlib releases the GIL);
-2. with ``IRL_CONTENT_DEDUP``, checks the digests against ContentSeen
+2. with ``IRL_CONTENTSEEN_ENABLED``, checks the digests against ContentSeen
    (:mod:`irlscrapy.dupefilters.contentseen`);
 3. with ``IRL_WARC_DIR``, writes each exchange (request + response records, or request
    + revisit when dedup found the body before), then hands the files to the OS;
@@ -74,10 +74,10 @@ from scrapy.http import Request, Response
 from scrapy.http.request import NO_CALLBACK
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.log import failure_to_exc_info
+from scrapy.utils.misc import load_object
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-import irlscrapy
 from irlscrapy import defaults
 from irlscrapy.domains import host_name, url_host
 from irlscrapy.dupefilters.contentseen import ContentSeen, Verdict
@@ -89,6 +89,7 @@ from irlscrapy.runtime.workers import NicedWorker
 from irlscrapy.scheduler.metakeys import ADDRESS_KEY, ROBOTS_KEY
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.recovery import Recoveries
+from irlscrapy.version import __version__
 from irlscrapy.warc import exchange
 from irlscrapy.warc.files import Capture, WarcFiles
 
@@ -161,10 +162,10 @@ class ExchangeRecorder:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ExchangeRecorder | None:
-        """None when neither ``IRL_WARC_DIR`` nor ``IRL_CONTENT_DEDUP`` is set."""
+        """None when neither ``IRL_WARC_DIR`` nor ``IRL_CONTENTSEEN_ENABLED`` is set."""
         settings = crawler.settings
         warc_dir = defaults.get(settings, "IRL_WARC_DIR")
-        dedup = defaults.get(settings, "IRL_CONTENT_DEDUP")
+        dedup = defaults.get(settings, "IRL_CONTENTSEEN_ENABLED")
         if not warc_dir and not dedup:
             return None
         files = None
@@ -456,10 +457,10 @@ def _address_finder(crawler: Crawler) -> Callable[[Request, Response], str | Non
     """WARC-IP-Address: with the IRL resolver, the address the scheduler's DNS cache
     gave the host (where the crawler meant to connect, also through a proxy); else the
     peer's address, unless the request went through a proxy (the peer is the proxy)."""
-    from irlscrapy.addon import RESOLVER
-    from irlscrapy.scheduler.hosts.dns import DNSCache, is_ip
+    from irlscrapy.scheduler.hosts.dns import DNSCache, IRLResolver, is_ip
 
-    if crawler.settings.get("TWISTED_DNS_RESOLVER") == RESOLVER:
+    resolver = crawler.settings.get("TWISTED_DNS_RESOLVER")
+    if resolver and load_object(resolver) is IRLResolver:
         cache = DNSCache.of(crawler)
 
         def from_cache(request: Request, response: Response) -> str | None:
@@ -482,8 +483,7 @@ def _address_finder(crawler: Crawler) -> Callable[[Request, Response], str | Non
 def _warcinfo(settings: Any) -> dict[str, str]:
     return {
         "software": (
-            f"irlscrapy/{irlscrapy.__version__} (Scrapy {scrapy.__version__}; "
-            f"warcio {version('warcio')})"
+            f"irlscrapy/{__version__} (Scrapy {scrapy.__version__}; warcio {version('warcio')})"
         ),
         "format": "WARC File Format 1.1",
         "conformsTo": "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/",

@@ -17,7 +17,7 @@ from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.pipeline import Frontier
+from irlscrapy.scheduler.stages import Frontier
 
 
 class Stats:

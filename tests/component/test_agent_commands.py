@@ -162,7 +162,7 @@ def test_remove_takes_a_dead_member_out_for_good_and_its_jobdir_is_refused(
     assert code == 0 and "agent b removed" in said and "What it held is lost" in said
     assert registry.members() == ["a"] and registry.holds() == {}
     assert redis_client.hkeys("irl:{c}:idle") == []
-    registry.add_member("b")  # (IRL_AGENTS, listed by an agent that starts)
+    registry.add_member("b")  # (IRL_AGENT_MEMBERS, listed by an agent that starts)
     assert registry.members() == ["a"]
     with pytest.raises(ConfigurationError, match="'b' was removed from crawl 'c'"):
         check_directory(tmp_path / "b", registry, "b")

@@ -14,8 +14,8 @@ import pytest
 
 from irlscrapy.scheduler.admission import ADMIT_CLOCK_EVERY, ADMIT_SLICE, DEFERRAL_RUN
 from irlscrapy.scheduler.frontier.horizon import Horizon
-from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link
+from irlscrapy.scheduler.stages import Frontier
 
 from .frontierfixture import open_test_frontier
 

@@ -44,13 +44,13 @@ def test_is_off_unless_enabled() -> None:
     with pytest.raises(NotConfigured):
         ReactorLag.from_crawler(get_crawler(Spider))
     with pytest.raises(NotConfigured):
-        ReactorLag.from_crawler(get_crawler(Spider, {"IRL_REACTOR_LAG": False}))
+        ReactorLag.from_crawler(get_crawler(Spider, {"IRL_REACTOR_LAG_STATS": False}))
 
 
 def test_from_crawler_builds_on_the_real_reactor_when_enabled() -> None:
     from twisted.internet import reactor
 
-    ext = ReactorLag.from_crawler(get_crawler(Spider, {"IRL_REACTOR_LAG": True}))
+    ext = ReactorLag.from_crawler(get_crawler(Spider, {"IRL_REACTOR_LAG_STATS": True}))
     assert ext.clock is reactor
     assert ext.ticks == 0 and not ext.probe.running  # nothing runs before spider_opened
 

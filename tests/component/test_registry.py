@@ -52,7 +52,7 @@ def test_members_stay_until_they_leave_whatever_their_leases(redis_client: redis
     assert reg.hand_over("a", a, ["a", "b"])
     assert reg.members() == ["b"] and reg.has_left("a")
     assert not reg.hand_over("b", "token", ["b"]), "the last member stays"
-    reg.add_member("a")  # IRL_AGENTS of an agent that starts: a left, it stays out
+    reg.add_member("a")  # IRL_AGENT_MEMBERS of an agent that starts: a left, it stays out
     assert reg.members() == ["b"]
     reg.join("a", lease_s=0.3)  # a itself joins again (with a new JOBDIR)
     assert reg.members() == ["a", "b"] and not reg.has_left("a")

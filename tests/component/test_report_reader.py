@@ -98,7 +98,7 @@ def test_a_run_appends_lines_and_a_resumed_run_counts_on(tmp_path: Path) -> None
     ]
     assert lines[4]["pages"] == 14 and lines[4]["status"] == {"200": 5}
     assert "IRL_STATUS_TOKEN" not in lines[3]["settings"]  # secrets stay out
-    assert lines[3]["settings"]["IRL_BEAST_BUDGET"] == 10
+    assert lines[3]["settings"]["IRL_BUDGET_DEFAULT"] == 10
     stats_json = json.loads((tmp_path / "report" / "stats.json").read_text())
     assert stats_json["run"] == 2
     assert stats_json["stats"]["start_time"] == "2026-01-01T00:00:00"

@@ -31,9 +31,9 @@ from irlscrapy.scheduler.frontieritems import HEAD, Item
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
-from irlscrapy.scheduler.pipeline import Frontier
 from irlscrapy.scheduler.requestcodec import encode_link, payload_url
 from irlscrapy.scheduler.resume import Found, FrontierSettings, open_frontier, resume
+from irlscrapy.scheduler.stages import Frontier
 from irlscrapy.state.directory import StateDirectory
 
 from .frontierfixture import Stats

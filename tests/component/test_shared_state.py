@@ -17,7 +17,7 @@ from irlscrapy.warc.recorder import ExchangeRecorder
 SETTINGS = {
     "SCHEDULER": "irlscrapy.scheduler.irl.IRLScheduler",
     "DUPEFILTER_CLASS": "irlscrapy.dupefilters.urlseen.DRUMDupeFilter",
-    "IRL_CONTENT_DEDUP": True,
+    "IRL_CONTENTSEEN_ENABLED": True,
 }
 
 

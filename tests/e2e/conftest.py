@@ -28,8 +28,8 @@ SEED = 0
 IRL_POLICY = CrawlPolicy(
     robots="rfc9309",
     traps=TrapLimits(
-        max_depth=defaults.BY_NAME["IRL_MAX_PATH_DEPTH"].default,
-        max_repeats=defaults.BY_NAME["IRL_MAX_REPEATED_SEGMENTS"].default,
+        max_depth=defaults.BY_NAME["IRL_TRAPS_MAX_PATH_DEPTH"].default,
+        max_repeats=defaults.BY_NAME["IRL_TRAPS_MAX_REPEATED_SEGMENTS"].default,
     ),
 )
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,9 +53,9 @@ QUICK_IRL = (
     "IRL_DNS_RETRY_DELAY=0.2",
     "IRL_ROBOTS_RETRY_DELAY=0.2",
     f"IRL_ROBOTS_MAX_CRAWL_DELAY={QUICK_CRAWL_DELAY_CAP}",
-    "IRL_BACKOFF_BASE=0.2",
-    "IRL_BACKOFF_MAX=2",
-    "IRL_HOST_RETIRE_DELAY=1",
+    "IRL_HEALTH_BACKOFF_BASE=0.2",
+    "IRL_HEALTH_BACKOFF_MAX=2",
+    "IRL_HEALTH_RETIRE_DELAY=1",
 )
 
 
@@ -283,7 +283,7 @@ def irl_crawl(work: Path) -> tuple[subprocess.CompletedProcess[str], Path, Path]
         f"IRL_WARC_DIR={work / 'warc'}",
         f"IRL_WARC_MAX_SIZE={WARC_MAX_SIZE}",
         "IRL_WARC_CDXJ=1",
-        "IRL_CONTENT_DEDUP=1",
+        "IRL_CONTENTSEEN_ENABLED=1",
         f"JOBDIR={work / 'job'}",
         f"EXTENSIONS={json.dumps(extensions)}",
     )

@@ -63,7 +63,7 @@ SETTINGS = (
     *QUICK_IRL,
     f"IRL_ROBOTS_MAX_CRAWL_DELAY={CRAWL_DELAY_CAP}",  # (after QUICK_IRL's 0.5: it wins)
     f"IRL_WORKBENCH_URLS={WORKBENCH_URLS}",
-    "IRL_DRUM_MEMORY=1048576",  # URLseen merges often: a kill finds one running
+    "IRL_URLSEEN_MEMORY=1048576",  # URLseen merges often: a kill finds one running
 )
 RUN_TIMEOUT_S = 300.0
 

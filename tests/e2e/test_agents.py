@@ -77,7 +77,7 @@ def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, age
         "IRL_REDIS_URL": redis_url,
         "IRL_CRAWL_ID": crawl,
         "IRL_AGENT_ID": agent,
-        "IRL_AGENTS": ",".join(agents),
+        "IRL_AGENT_MEMBERS": ",".join(agents),
         "IRL_AGENT_PARTITIONS": PARTITIONS,
         # the tiny web's links chain pages across agents: a hop waits for a batch's age
         "IRL_EXCHANGE_AGE": 1,
@@ -85,7 +85,7 @@ def agent_args(info: dict[str, Any], redis_url: str, crawl: str, agent: str, age
         "IRL_AGENT_IP_ROUND": 1,
         # an agent's last hosts are a few, in a sparse tail (the work is spread over the
         # agents): QUICK_IRL's 2 s gave up on a flaky host between its 429s
-        "IRL_GIVE_UP_AFTER": 6,
+        "IRL_CRAWL_GIVE_UP_AFTER": 6,
         "IRL_HOST_DELAY": HOST_DELAY,
         "IRL_HOST_DELAY_MIN": HOST_DELAY,
         "IRL_ROBOTS_MAX_CRAWL_DELAY": CRAWL_DELAY_CAP,
@@ -112,7 +112,7 @@ class AgentRun:
         self.seeds: list[str] = info["seeds"]  # given to every agent ([]: none)
 
     def start(self, agent: str, agents: list[str] | None = None) -> None:
-        """Start ``agent``, with ``agents`` as IRL_AGENTS (default: all of the run's)."""
+        """Start ``agent``, with ``agents`` as IRL_AGENT_MEMBERS (default: all of the run's)."""
         err = self.work / f"{agent}-{len(self.runs[agent])}.err"
         self.runs[agent].append(err)
         args = agent_args(self.info, self.redis_url, self.crawl, agent, agents or self.agents,
@@ -270,7 +270,7 @@ def test_one_agent_and_three_crawl_the_ground_truth_with_no_overlap_and_count_st
     PLD's owner only; and every PLD's in-degree and pages in STAR's store of its owner
     (and of no other agent) equal the counts over the union of the pages crawled.
 
-    The one agent crawls with ``IRL_BUDGETS = "off"``: STAR still counts, and no PLD
+    The one agent crawls with ``IRL_BUDGET_MODE = "off"``: STAR still counts, and no PLD
     gets a larger budget; that it still fetches the ground truth, as the crawls with
     budgets do (here and in tests/e2e/test_irl_crawl.py), says budgets order a crawl
     and never drop a URL. The one agent is given the seeds; the three start without,
@@ -284,7 +284,7 @@ def test_one_agent_and_three_crawl_the_ground_truth_with_no_overlap_and_count_st
             work = tmp_path / agents
             work.mkdir()
             webs[agents] = web = start_web(work / "requests.jsonl")
-            star = (f"IRL_STAR_TOP_DOMAINS={TOP}", f"IRL_BUDGETS={budget}")
+            star = (f"IRL_STAR_TOP_DOMAINS={TOP}", f"IRL_BUDGET_MODE={budget}")
             runs[agents] = AgentRun(web.info, redis_server.url, f"crawl-{agents}", list(agents),
                                     work, *star)  # fmt: skip
         three = runs["abc"]

@@ -40,10 +40,10 @@ def test_serve_prints_one_json_line_serves_and_stops_cleanly_on_sigterm(tmp_path
             # A test web's own settings shorten timeouts, back-off, retirement: no more.
             assert set(TEST_WEB_SETTINGS["tiny"]) <= {
                 "DOWNLOAD_TIMEOUT",
-                "IRL_BACKOFF_BASE",
-                "IRL_BACKOFF_MAX",
-                "IRL_HOST_RETIRE_DELAY",
-                "IRL_GIVE_UP_AFTER",
+                "IRL_HEALTH_BACKOFF_BASE",
+                "IRL_HEALTH_BACKOFF_MAX",
+                "IRL_HEALTH_RETIRE_DELAY",
+                "IRL_CRAWL_GIVE_UP_AFTER",
             }
             proxy = urllib.request.ProxyHandler({"http": info["proxy"]})
             with urllib.request.build_opener(proxy).open(info["seeds"][0], timeout=10) as resp:

@@ -37,7 +37,7 @@ from irlscrapy.storage.cachedb import open_leveldb
 from .conftest import QUICK_IRL, ROOT, crawl_tiny, downloads, invitro_pid, tiny_crawl_args
 
 #: a small DRUM: URLseen merges often, so a kill finds several journals
-SETTINGS = (*QUICK_IRL, "IRL_DRUM_MEMORY=1048576", "IRL_WORKBENCH_URLS=100")
+SETTINGS = (*QUICK_IRL, "IRL_URLSEEN_MEMORY=1048576", "IRL_WORKBENCH_URLS=100")
 #: pages a repaired crawl fetches before it is stopped: it has resumed
 RESUMED_PAGES = 100
 #: the tenth URLseen merge: a few hundred pages into the crawl

@@ -201,7 +201,7 @@ def test_a_hanging_host_holds_one_slot_and_is_backed_off(
 ) -> None:
     """A host that holds requests without answering (a delay attack) never has two
     requests open, the crawl goes on meanwhile, and after the timeout the host waits
-    its back-off (IRL_BACKOFF_BASE, 0.2 s here) before its next request."""
+    its back-off (IRL_HEALTH_BACKOFF_BASE, 0.2 s here) before its next request."""
     records = sorted(read_log(crawl[1]), key=lambda r: r["t_start"])
     hung = [r for r in records if r["kind"] == "timeout"]
     assert len(hung) >= 3

@@ -35,7 +35,7 @@ IN_FLIGHT = 64  # CONCURRENT_REQUESTS in settings/broad.py
 #: on a host in back-off (a flaky server's 503s): the URLs are parked for a rerun, which
 #: this test's ground-truth check would count as lost. QUICK_IRL's back-off and
 #: retirement end within 2 s, so waiting 30 s gives up on nothing.
-SETTINGS = (*QUICK_IRL, f"IRL_WORKBENCH_URLS={WORKBENCH_URLS}", "IRL_GIVE_UP_AFTER=30")
+SETTINGS = (*QUICK_IRL, f"IRL_WORKBENCH_URLS={WORKBENCH_URLS}", "IRL_CRAWL_GIVE_UP_AFTER=30")
 
 
 def check_two_runs(first: Path, second: Path) -> tuple[int, int]:
@@ -65,7 +65,7 @@ def full_disk_runs(work: Path) -> tuple[subprocess.CompletedProcess[str], Path, 
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=3m", "tmpfs", str(disk)], check=True)
     try:
         job, first, second = disk / "job", work / "first.jsonl", work / "second.jsonl"
-        small = (*SETTINGS, "IRL_DRUM_MEMORY=1048576")
+        small = (*SETTINGS, "IRL_URLSEEN_MEMORY=1048576")
         stopped = crawl_tiny(first, f"JOBDIR={job}", *small)
         assert stopped.returncode == 0, stopped.stderr[-3000:]
         assert "Spider closed (irlscrapy_disk_full)" in stopped.stderr, stopped.stderr[-3000:]

@@ -303,7 +303,7 @@ def test_a_scheduled_job_runs_the_eggs_code_with_its_settings_and_arguments(
     deployed.schedule(
         job,
         "CLOSESPIDER_PAGECOUNT=150",
-        "IRL_MAX_PATH_DEPTH=1",  # an IRL_* override with a visible effect: a trap stat
+        "IRL_TRAPS_MAX_PATH_DEPTH=1",  # an IRL_* override with a visible effect: a trap stat
         *QUICK,
     )
     deployed.wait_until_finished(job)
@@ -384,7 +384,7 @@ def test_agents_of_one_crawl_run_as_scrapyd_jobs(
         *QUICK,
         f"IRL_REDIS_URL={redis_server.url}",
         "IRL_CRAWL_ID=scrapyd",
-        "IRL_AGENTS=a,b",
+        "IRL_AGENT_MEMBERS=a,b",
         "IRL_AGENT_PARTITIONS=16",
         "IRL_EXCHANGE_AGE=1",
         "CLOSESPIDER_PAGECOUNT=150",

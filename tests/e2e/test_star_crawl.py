@@ -1,6 +1,6 @@
 """STAR in a real crawl: after the tiny web is crawled completely, every PLD's in-degree
 and page count in the crawl's state equal a brute-force count over the ground truth's
-pages and links, and top PLDs got larger budgets. (With ``IRL_BUDGETS = "off"`` the
+pages and links, and top PLDs got larger budgets. (With ``IRL_BUDGET_MODE = "off"`` the
 same web is crawled to its ground truth, STAR still counting, in the one-agent crawl of
 tests/e2e/test_agents.py.)"""
 

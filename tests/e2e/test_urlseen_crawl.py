@@ -20,7 +20,11 @@ SMALL_MEMORY = 128 * 400  # a merge in a worker thread every 400 new requests
 
 def crawl(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
     result = crawl_tiny(
-        log, *STOCK, f"DUPEFILTER_CLASS={DUPEFILTER}", f"IRL_DRUM_MEMORY={SMALL_MEMORY}", *settings
+        log,
+        *STOCK,
+        f"DUPEFILTER_CLASS={DUPEFILTER}",
+        f"IRL_URLSEEN_MEMORY={SMALL_MEMORY}",
+        *settings,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     return result

@@ -183,7 +183,7 @@ def test_everything_pushed_is_popped_once_and_spam_waits(tmp_path: Path) -> None
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.one_of(st.integers(0, 5), st.none()), max_size=300))
 def test_unlimited_budgets_make_one_fifo_queue(steps: list[int | None]) -> None:
-    """IRL_BUDGETS = "off": records leave in the order they came, however pushes (a
+    """IRL_BUDGET_MODE = "off": records leave in the order they came, however pushes (a
     domain number) and pops (None) interleave."""
     with tempfile.TemporaryDirectory() as tmp:
         beast = Beast(tmp, lambda d: UNLIMITED, initial_queues=2, max_queues=16)

@@ -151,7 +151,7 @@ class TestOtherFunctions:
             budget(lambda d, r, s: "many", 1, 1, PAPER)  # type: ignore[arg-type,return-value]
 
     def test_scale_is_validated(self) -> None:
-        with pytest.raises(ConfigurationError, match="IRL_STAR_MAX_BUDGET"):
+        with pytest.raises(ConfigurationError, match="IRL_BUDGET_MAX"):
             BudgetScale(default=10, maximum=5, top=10)
         with pytest.raises(ConfigurationError, match="IRL_STAR_TOP_DOMAINS"):
             BudgetScale(default=10, maximum=50, top=0)
@@ -215,7 +215,7 @@ def test_an_empty_name_keeps_the_known_one() -> None:
 
 
 class TestBudgetModes:
-    """IRL_BUDGETS: (BEAST's budget, the budget that scales delays) per mode."""
+    """IRL_BUDGET_MODE: (BEAST's budget, the budget that scales delays) per mode."""
 
     def star(self, key: int) -> int:
         return 500 if key == 1 else 10
@@ -238,5 +238,5 @@ class TestBudgetModes:
 
     def test_an_unknown_mode_is_refused(self) -> None:
         assert budget_mode("off") == "off"
-        with pytest.raises(ConfigurationError, match="IRL_BUDGETS='none': choose one of star"):
+        with pytest.raises(ConfigurationError, match="IRL_BUDGET_MODE='none': choose one of star"):
             budget_mode("none")

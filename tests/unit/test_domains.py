@@ -15,7 +15,8 @@ import textwrap
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
-from irlscrapy.domains import PayLevelDomains, pld
+from irlscrapy.domains import pld
+from irlscrapy.runtime.crawlservices import crawl_plds
 
 #: host -> PLD with the ICANN section only (the default), and with private suffixes.
 TABLE = {
@@ -98,8 +99,8 @@ def test_domain_keys_are_stable_64_bit() -> None:
 def test_each_crawl_counts_private_suffixes_by_its_own_settings() -> None:
     """Two crawlers in one process: one crawl's IRL_STAR_PRIVATE_SUFFIXES changes no
     other crawl's PLDs (it used to switch a process-wide mode)."""
-    private = PayLevelDomains.of(get_crawler(Spider, {"IRL_STAR_PRIVATE_SUFFIXES": True}))
-    default = PayLevelDomains.of(get_crawler(Spider))
+    private = crawl_plds(get_crawler(Spider, {"IRL_STAR_PRIVATE_SUFFIXES": True}))
+    default = crawl_plds(get_crawler(Spider))
     assert private("alice.blogspot.com") == "alice.blogspot.com"
     assert default("alice.blogspot.com") == "blogspot.com"
     assert pld("alice.blogspot.com") == "blogspot.com"

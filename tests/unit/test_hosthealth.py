@@ -54,5 +54,5 @@ def test_retry_after_http_date() -> None:
 
 
 def test_bad_configuration_is_explained() -> None:
-    with pytest.raises(ConfigurationError, match="IRL_BACKOFF_BASE"):
+    with pytest.raises(ConfigurationError, match="IRL_HEALTH_BACKOFF_BASE"):
         HostHealth(backoff_base=10.0, backoff_max=1.0, max_failures=1, retire_delay=1.0)

@@ -250,7 +250,7 @@ def test_two_agents_pld_tables_are_the_union_with_a_shared_pld_counted_once(
         host_delay_min=SETTINGS["IRL_HOST_DELAY_MIN"],
         ip_delay=SETTINGS["IRL_IP_DELAY"],
         ip_delay_min=SETTINGS["IRL_IP_DELAY_MIN"],
-        default_budget=SETTINGS["IRL_BEAST_BUDGET"],
+        default_budget=SETTINGS["IRL_BUDGET_DEFAULT"],
     )
     crawled = [pld for pld, (_, pages) in plds.items() if pages]
     delays = Counter(politeness.host(budgets.get(pld, 10)) for pld in crawled)

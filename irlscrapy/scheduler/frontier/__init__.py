@@ -10,6 +10,6 @@ files, importing no Scrapy or Twisted (tests/unit/test_layering.py asserts it).
 - :mod:`.horizon`: how much of BEAST the workbench takes (what is fetched soon);
 - :mod:`.loadgovernor`: the cap on fetches in flight from the reactor's lag.
 
-:mod:`irlscrapy.scheduler.pipeline` joins them with the host services into the path a
+:mod:`irlscrapy.scheduler.stages` joins them with the host services into the path a
 URL takes: BEAST -> DNS -> robots.txt -> workbench.
 """

@@ -35,11 +35,6 @@ it falls only after a window over the target in which the fetches came near it.
 
 from __future__ import annotations
 
-from typing import Any
-
-from irlscrapy import defaults
-from irlscrapy.exceptions import ConfigurationError
-
 #: Ticks per decision (at 10 ms each, about a quarter of a second).
 WINDOW_TICKS = 25
 #: The cut after a window over the target, as a fraction of the cap; a window whose
@@ -66,15 +61,6 @@ class LoadGovernor:
         self._worst = 0.0  # the window's largest lag
         self._peak = 0  # the most fetches in flight seen in the window
         self._held = False  # the cap held a fetch back in the window
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> LoadGovernor | None:
-        """The governor of ``IRL_REACTOR_LAG_TARGET`` under ``CONCURRENT_REQUESTS``;
-        None when the target is 0 (off: the engine's own cap only)."""
-        target = defaults.get(settings, "IRL_REACTOR_LAG_TARGET")
-        if target < 0:
-            raise ConfigurationError(f"IRL_REACTOR_LAG_TARGET={target}: must be >= 0")
-        return cls(target, settings.getint("CONCURRENT_REQUESTS")) if target > 0 else None
 
     def admits(self, in_flight: int) -> bool:
         """May one more fetch start, with ``in_flight`` fetches in flight now?"""

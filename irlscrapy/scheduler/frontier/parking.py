@@ -13,13 +13,13 @@ URLs *held* here, in RAM, out of the host's visit state, until its back-off ends
 held too. :class:`Bench` keeps no more than the workbench would: the held URLs were
 admitted, and count in the frontier's size.
 
-A host or origin that fails ``IRL_HOST_MAX_FAILURES`` times in a row is *retired* for
-``IRL_HOST_RETIRE_DELAY`` seconds: its URLs, and those of it admitted while it rests,
+A host or origin that fails ``IRL_HEALTH_MAX_FAILURES`` times in a row is *retired* for
+``IRL_HEALTH_RETIRE_DELAY`` seconds: its URLs, and those of it admitted while it rests,
 are *parked* in :class:`ParkedStore`'s files, not in RAM and not in BEAST (where
 admission would read them again and again while the host rests). When a retirement
 ends, every parked URL goes back to BEAST (:meth:`ParkedStore.replay`); URLs of a host
 still retired are parked again on admission. A finished crawl parks what it gave up on
-(:meth:`irlscrapy.scheduler.pipeline.Frontier.give_up`); a rerun with the same state
+(:meth:`irlscrapy.scheduler.stages.Frontier.give_up`); a rerun with the same state
 directory replays them at open, and so tries them again.
 
 Invariants:
@@ -29,7 +29,7 @@ Invariants:
 Files under the state directory (DO NOT CHANGE: format version 1)::
 
     parked-<n>.rec   an irlscrapy.storage.recordfile of frontier records (see
-                     irlscrapy.scheduler.pipeline), generation n; the highest n is
+                     irlscrapy.scheduler.stages), generation n; the highest n is
                      appended to, the others are being replayed
     parked.json      {"holding": [n, ...]}: the generations that hold parked records
                      not replayed yet

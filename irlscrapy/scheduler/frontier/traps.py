@@ -5,8 +5,8 @@ STAR's budgets bound what one pay-level domain costs the crawl; inside one host 
 ``/a/b/a/b/a/b/``) makes URLs without end. Two cheap checks on a URL's path (the part
 between the authority and ``?`` or ``#``), beside Scrapy's ``URLLENGTH_LIMIT``:
 
-- *depth*: more than ``max_depth`` non-empty segments (``IRL_MAX_PATH_DEPTH``);
-- *repeats*: one segment more than ``max_repeats`` times (``IRL_MAX_REPEATED_SEGMENTS``).
+- *depth*: more than ``max_depth`` non-empty segments (``IRL_TRAPS_MAX_PATH_DEPTH``);
+- *repeats*: one segment more than ``max_repeats`` times (``IRL_TRAPS_MAX_REPEATED_SEGMENTS``).
 
 0 turns a check off. Both cost a split of the path: about a microsecond a URL.
 """

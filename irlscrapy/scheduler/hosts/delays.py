@@ -63,9 +63,9 @@ class Politeness:
 
     @classmethod
     def of_pace(cls, pace: Pace, settings: Any) -> Politeness:
-        budget = defaults.get(settings, "IRL_BEAST_BUDGET")
+        budget = defaults.get(settings, "IRL_BUDGET_DEFAULT")
         if budget < 1:
-            raise ConfigurationError(f"IRL_BEAST_BUDGET={budget}: a budget must be >= 1")
+            raise ConfigurationError(f"IRL_BUDGET_DEFAULT={budget}: a budget must be >= 1")
         return cls(
             host_delay=pace.host_delay,
             host_delay_min=pace.host_delay_min,

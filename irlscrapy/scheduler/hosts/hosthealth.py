@@ -56,7 +56,7 @@ from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.runtime.troubles import tally
 from irlscrapy.scheduler.frontier.workbench import VisitState
-from irlscrapy.scheduler.pipeline import Frontier
+from irlscrapy.scheduler.stages import Frontier
 
 logger = logging.getLogger(__name__)
 
@@ -74,21 +74,21 @@ class HostHealth:
     def __post_init__(self) -> None:
         if self.backoff_base < 0 or self.backoff_max < self.backoff_base:
             raise ConfigurationError(
-                f"host health: need 0 <= IRL_BACKOFF_BASE ({self.backoff_base}) <= "
-                f"IRL_BACKOFF_MAX ({self.backoff_max})"
+                f"host health: need 0 <= IRL_HEALTH_BACKOFF_BASE ({self.backoff_base}) <= "
+                f"IRL_HEALTH_BACKOFF_MAX ({self.backoff_max})"
             )
         if self.max_failures < 0 or self.retire_delay < 0:
             raise ConfigurationError(
-                "host health: IRL_HOST_MAX_FAILURES and IRL_HOST_RETIRE_DELAY must be >= 0"
+                "host health: IRL_HEALTH_MAX_FAILURES and IRL_HEALTH_RETIRE_DELAY must be >= 0"
             )
 
     @classmethod
     def from_settings(cls, settings: Any) -> HostHealth:
         return cls(
-            backoff_base=defaults.get(settings, "IRL_BACKOFF_BASE"),
-            backoff_max=defaults.get(settings, "IRL_BACKOFF_MAX"),
-            max_failures=defaults.get(settings, "IRL_HOST_MAX_FAILURES"),
-            retire_delay=defaults.get(settings, "IRL_HOST_RETIRE_DELAY"),
+            backoff_base=defaults.get(settings, "IRL_HEALTH_BACKOFF_BASE"),
+            backoff_max=defaults.get(settings, "IRL_HEALTH_BACKOFF_MAX"),
+            max_failures=defaults.get(settings, "IRL_HEALTH_MAX_FAILURES"),
+            retire_delay=defaults.get(settings, "IRL_HEALTH_RETIRE_DELAY"),
         )
 
     def answered(self, state: VisitState, origin: str, frontier: Frontier) -> None:

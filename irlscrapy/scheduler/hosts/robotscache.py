@@ -41,7 +41,7 @@ disk too), and lookup() answers (None, 0.0) until the next learn() for the host.
 host's lookup never turns from None to rules but by a learn() for it, even when another
 host with the same body brings its rules back to RAM: the frontier drops a host's
 disallowed URLs when it learns its rules, and at admission only while they are known
-(:mod:`irlscrapy.scheduler.pipeline`).
+(:mod:`irlscrapy.scheduler.stages`).
 
 Files under the directory given to open() (DO NOT CHANGE: format version 1)::
 

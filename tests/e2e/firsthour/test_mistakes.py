@@ -71,7 +71,7 @@ def _one_line(proc: subprocess.CompletedProcess[str], *named: str) -> str:
         ("IRL_HOST_DELAYY=1", "IRL_HOST_DELAYY is not an irlscrapy setting; did you mean"),
         ("IRL_HOST_DELAY=-1", "IRL_HOST_DELAY=-1: must be 0 or more"),
         ("IRL_IP_DELAY=fast", "IRL_IP_DELAY=fast: must be a number"),
-        ("IRL_CONTINUOUS=maybe", "IRL_CONTINUOUS=maybe: must be true or false"),
+        ("IRL_CRAWL_CONTINUOUS=maybe", "IRL_CRAWL_CONTINUOUS=maybe: must be true or false"),
         ("IRL_ALLOW_PRIVATE_ADDRESSES=intranet", "IRL_ALLOW_PRIVATE_ADDRESSES=intranet"),
     ],
 )
