@@ -1,6 +1,9 @@
 """The LevelDB database of an on-disk cache (DNS, robots.txt), with its format version.
 
-A cache's database holds ``b"!format" -> version`` beside its entries. Opening a
+A cache's directory holds its lock (``LOCK``, :mod:`irlscrapy.storage.dirlock`) and its
+database (``cache/``); :class:`CacheStore` opens and closes the two together, with the
+view of the database's host entries. The database holds ``b"!format" -> version``
+beside its entries. Opening a
 database written by another format version fails with a clear message: a cache holds
 nothing that cannot be fetched again, so the remedy is to delete it.
 
@@ -19,6 +22,7 @@ from typing import Any
 import plyvel
 
 from irlscrapy.exceptions import ConfigurationError, DamagedState, IrlscrapyError
+from irlscrapy.storage.dirlock import DirectoryLock
 from irlscrapy.storage.recovery import recovered
 
 FORMAT_KEY = b"!format"
@@ -95,3 +99,34 @@ def open_cache_db(path: Path, version: bytes, what: str) -> plyvel.DB:
         db.close()
         raise
     return db
+
+
+class CacheStore:
+    """A cache's directory, open: ``directory``'s lock taken, its database ``cache/`` of
+    format ``version`` open (``db``), and ``hosts``, the view of the entries under
+    ``prefix``. ``what`` names the cache in messages."""
+
+    def __init__(self, directory: Path, version: bytes, what: str, prefix: bytes) -> None:
+        self.directory, self.version, self.what, self.prefix = directory, version, what, prefix
+        self._lock: DirectoryLock | None = None
+        self.db: Any = None
+        self.hosts: Any = None
+
+    def open(self) -> None:
+        """Lock the directory, then open the database (a failure releases the lock)."""
+        self._lock = DirectoryLock(self.directory, self.what)
+        self._lock.acquire()
+        try:
+            self.db = open_cache_db(self.directory / "cache", self.version, self.what)
+            self.hosts = self.db.prefixed_db(self.prefix)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+        self.db = self.hosts = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None

@@ -80,8 +80,7 @@ from irlscrapy.scheduler.hosts.resolver import (
     DNSLookupFailed,
     HostResolver,
 )
-from irlscrapy.storage.cachedb import open_cache_db
-from irlscrapy.storage.dirlock import DirectoryLock
+from irlscrapy.storage.cachedb import CacheStore
 
 __all__ = [
     "DNSCache",
@@ -181,7 +180,7 @@ class DNSCache:
         self._ram: OrderedDict[str, bytes] = OrderedDict()
         self._pending: dict[str, bytes] = {}  # evicted, waiting for the next disk batch
         self._inflight: dict[str, list[Deferred[str]]] = {}
-        self._lock: DirectoryLock | None = None
+        self._store: CacheStore | None = None
         self._db: Any = None
         self._hosts: Any = None  # the b"h" prefixed view of _db
 
@@ -222,27 +221,20 @@ class DNSCache:
         if path is None:
             return
         self.path = Path(path)
-        self._lock = DirectoryLock(self.path, "DNS cache")
-        self._lock.acquire()
-        try:
-            self._db = open_cache_db(self.path / "cache", FORMAT_VERSION, "DNS cache")
-            self._hosts = self._db.prefixed_db(_HOST_PREFIX)
-        except BaseException:
-            self.close()
-            raise
+        self._store = CacheStore(self.path, FORMAT_VERSION, "DNS cache", _HOST_PREFIX)
+        self._store.open()
+        self._db, self._hosts = self._store.db, self._store.hosts
 
     def close(self) -> None:
         """Write RAM and the spill buffer to disk, close it; the cache goes on in RAM."""
         if self._hosts is not None:
             self._write(self._ram, count=False)
             self._write(self._pending, count=True)
-        if self._db is not None:
-            self._db.close()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         self._db = self._hosts = None
         self.resolver.close()
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
 
     # -- reading -------------------------------------------------------------------------
     def lookup(self, host: str, now: float) -> str | None:

@@ -83,8 +83,7 @@ from irlscrapy.scheduler.hosts.robots import (
     outcome_of,
     parse,
 )
-from irlscrapy.storage.cachedb import open_cache_db
-from irlscrapy.storage.dirlock import DirectoryLock
+from irlscrapy.storage.cachedb import CacheStore
 
 FORMAT_VERSION = b"1"
 _HOST_PREFIX = b"h"
@@ -139,7 +138,7 @@ class RobotsCache:
         self._rule_bytes = 0  # the sum of the bodies' lengths in _rules
         self._db: Any = None
         self._hosts: Any = None
-        self._lock: DirectoryLock | None = None
+        self._store: CacheStore | None = None
 
     @classmethod
     def from_settings(cls, settings: Any) -> RobotsCache:
@@ -156,22 +155,15 @@ class RobotsCache:
     def open(self, path: Path) -> None:
         """Keep records under ``path`` from now on; until then (and after close()) the
         cache works in RAM only and forgets what it evicts."""
-        self._lock = DirectoryLock(path, "robots cache")
-        self._lock.acquire()
-        try:
-            self._db = open_cache_db(path / "cache", FORMAT_VERSION, "robots cache")
-            self._hosts = self._db.prefixed_db(_HOST_PREFIX)
-        except BaseException:
-            self.close()
-            raise
+        self._store = CacheStore(path, FORMAT_VERSION, "robots cache", _HOST_PREFIX)
+        self._store.open()
+        self._db, self._hosts = self._store.db, self._store.hosts
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         self._db = self._hosts = None
-        if self._lock is not None:
-            self._lock.release()
-            self._lock = None
 
     def __len__(self) -> int:
         """Records in RAM (every host ever learned is on disk)."""
