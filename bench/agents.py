@@ -62,7 +62,7 @@ from crawl import (
 from irlscrapy.invitro.process import InVitroProcess
 
 sys.path.insert(0, str(REPO))
-from tests.redisserver import RedisServer  # the suite's real redis-server
+from harness.redisserver import RedisServer  # the suite's real redis-server
 
 BENCH_NAME = "agents"
 SCALING_S = 90.0

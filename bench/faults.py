@@ -1,7 +1,7 @@
 """The fault campaign, longer (issue 21): the tiny web crawled on one JOBDIR through
 ``--kills`` kill -9s (one while the state is reopened, one in a URLseen merge, one in a
 BEAST re-split, the rest at random instants from 0.2 to 6 s after a start) and a
-SIGINT, then to the end (tests/e2e/faultcampaign.py has the plan and the figures).
+SIGINT, then to the end (harness/faultcampaign.py has the plan and the figures).
 
     python bench/faults.py [--kills 50] [--seed S]
 
@@ -26,7 +26,7 @@ from common import REPO, RESULTS, emit
 
 sys.path.insert(0, str(REPO))
 
-from tests.e2e.faultcampaign import CRAWL_DELAY_CAP, REFETCH_BOUND, figures, run_campaign
+from harness.faultcampaign import CRAWL_DELAY_CAP, REFETCH_BOUND, figures, run_campaign
 
 #: kills besides the random ones: in the state's reopening, a merge, a re-split
 PLACED_KILLS = 3

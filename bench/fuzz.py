@@ -5,10 +5,10 @@
     python bench/fuzz.py --seed S --surfaces html --replay 4711   # one input, with its error
     python bench/fuzz.py --seed S --surfaces html --no-text-decode  # irlscrapy's memory alone
 
-What runs: each surface (``tests/fuzz/surfaces.py``: URLs, HTML pages, robots.txt
+What runs: each surface (``harness/fuzz/surfaces.py``: URLs, HTML pages, robots.txt
 answers, HTTP headers, DNS answers; the crawler code each goes through is listed there)
 in a child process of its own, fed input ``i`` = ``GENERATORS[surface](rng_for(surface,
-seed, i))`` for ``i`` in 0..inputs-1 (``tests/fuzz/hostile.py``). The corpus is fed
+seed, i))`` for ``i`` in 0..inputs-1 (``harness/fuzz/hostile.py``). The corpus is fed
 first to warm up (lazy imports, first-use caches), uncounted.
 
 Figures, per surface (JSON lines, also appended to bench/results/fuzz.jsonl):
@@ -65,12 +65,12 @@ from common import REPO, RESULTS, emit, memory
 
 sys.path.insert(0, str(REPO))
 
+from harness.fuzz import hostile
+from harness.fuzz.surfaces import Surfaces
 from irlscrapy import domains
 from irlscrapy.dupefilters import urlkey
 from irlscrapy.spiders import extract
 from irlscrapy.storage.glibcheap import release_free_memory
-from tests.fuzz import hostile
-from tests.fuzz.surfaces import Surfaces
 
 SAVE_EVERY = 1000
 HANG_SECONDS = 300

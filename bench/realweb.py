@@ -4,7 +4,7 @@
     python bench/realweb.py --irl-wall 300          # stop a stalled irlscrapy sooner
     python bench/realweb.py --sites docs.python.org,www.sqlite.org   # a smaller web
 
-The web and both crawls are tests/e2e/test_real_web.py's (tests/e2e/realweb: Debian's
+The web and both crawls are tests/e2e/test_real_web.py's (harness/realweb: Debian's
 documentation served by nginx in a private namespace; needs root and
 ``sh tests/system-packages.sh``). The test stops irlscrapy at its wall-time bar, so a
 stall shows only as a failure; here it may run to :data:`IRL_WALL_S`, so the figures say
@@ -30,9 +30,9 @@ from common import REPO, RESULTS, emit
 
 sys.path.insert(0, str(REPO))
 
-from tests.e2e.realweb import accesslog, crawls, server
-from tests.e2e.realweb.crawls import HOST_DELAY, IP_DELAY, IRL, SERIES, STOCK, irl_host_delay
-from tests.e2e.realweb.sites import SITES, USER_AGENT, ip_of
+from harness.realweb import accesslog, crawls, server
+from harness.realweb.crawls import HOST_DELAY, IP_DELAY, IRL, SERIES, STOCK, irl_host_delay
+from harness.realweb.sites import SITES, USER_AGENT, ip_of
 
 BENCH_NAME = "realweb"
 STOCK_WALL_S = 600.0

@@ -3,7 +3,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from tests.redisserver import RedisServer
+from harness.redisserver import RedisServer
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -14,7 +14,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="module")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A real redis-server for the module's tests (tests/redisserver.py)."""
+    """A real redis-server for the module's tests (harness/redisserver.py)."""
     server = RedisServer(tmp_path_factory.mktemp("redis")).start()
     yield server
     server.stop()

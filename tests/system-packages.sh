@@ -10,9 +10,9 @@
 #                                bring up loopback in the test's network namespace, and
 #                                `unshare` to make that namespace (util-linux is Essential)
 #   redis-server                 the multi-agent mode's tests (irlscrapy/distributed/): a real
-#                                Redis on an ephemeral loopback port (tests/redisserver.py)
+#                                Redis on an ephemeral loopback port (harness/redisserver.py)
 #   *-doc, debian-policy         the real web's pages: HTML documentation written by the
-#                                projects themselves (tests/e2e/realweb/sites.py maps each
+#                                projects themselves (harness/realweb/sites.py maps each
 #                                package to its host name)
 #
 # Quick and idempotent: when dpkg-query finds every package installed it exits at once

@@ -12,12 +12,12 @@ import pytest
 import redis
 from twisted.internet import defer, task
 
+from harness.redisserver import RedisServer
 from irlscrapy.distributed.agent import Agent
 from irlscrapy.distributed.agentsettings import CHECKPOINT_S, TICK, AgentSettings
 from irlscrapy.distributed.partitions import owner, partition_of
 from irlscrapy.distributed.streams import entry_batch
 from irlscrapy.domains import ICANN
-from tests.redisserver import RedisServer
 
 PARTITIONS = 16
 AGE = 3 * CHECKPOINT_S

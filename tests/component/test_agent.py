@@ -11,11 +11,11 @@ import redis
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
+from harness.redisserver import RedisServer
 from irlscrapy.distributed import agent as agent_module
 from irlscrapy.distributed.agentsettings import CHECKPOINT_S, TICK
 from irlscrapy.distributed.peering import AgentPeers
 from irlscrapy.distributed.streams import Batch, Exchange, Outgoing
-from tests.redisserver import RedisServer
 
 from .agentfixture import AGE, PARTITIONS, advance, foreign_url, sent_urls
 

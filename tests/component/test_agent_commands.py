@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 import redis
 
+from harness.redisserver import RedisServer
 from irlscrapy.cli import main
 from irlscrapy.distributed.crawlview import STATUS_EVERY
 from irlscrapy.distributed.partitions import partition_of
 from irlscrapy.distributed.streams import Batch, entry_batch
 from irlscrapy.exceptions import ConfigurationError
 from irlscrapy.scheduler.intake import seed_aux
-from tests.redisserver import RedisServer
 
 from .agentfixture import advance
 

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.frontierfixture import open_test_frontier
 from irlscrapy.scheduler.admission import ADMIT_CLOCK_EVERY, ADMIT_SLICE, DEFERRAL_RUN
 from irlscrapy.scheduler.frontier.horizon import Horizon
 from irlscrapy.scheduler.requestcodec import encode_link
 from irlscrapy.scheduler.stages import Frontier
-
-from .frontierfixture import open_test_frontier
 
 HOST_CAP = 5
 

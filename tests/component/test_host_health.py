@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
+from harness.frontierfixture import open_test_frontier
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.frontieritems import MemoryItem, item_url
 from irlscrapy.scheduler.hosts.hosthealth import HostHealth
 from irlscrapy.scheduler.requestcodec import encode_link
-
-from .frontierfixture import open_test_frontier
 
 HEALTH = HostHealth(backoff_base=2.0, backoff_max=30.0, max_failures=3, retire_delay=600.0)
 HOST = "sick.example"

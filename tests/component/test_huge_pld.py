@@ -16,13 +16,12 @@ from pathlib import Path
 
 from twisted.internet import defer
 
+from harness.frontierfixture import open_test_frontier
 from irlscrapy.scheduler.frontier.workbench import IPEntry, VisitState
 from irlscrapy.scheduler.frontieritems import Item
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.requestcodec import encode_link
-
-from .frontierfixture import open_test_frontier
 
 IN_FLIGHT = 64
 FETCH_SECONDS = 0.25

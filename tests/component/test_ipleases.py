@@ -14,10 +14,10 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from harness.redisserver import RedisServer
 from irlscrapy.distributed.ipleases import FALLBACK_AFTER, HOLD_S, IPLeases
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
 from irlscrapy.scheduler.frontier.workbench import IPEntry, VisitState, Workbench
-from tests.redisserver import RedisServer
 
 IP_DELAY = 1.0
 AGENTS = "abc"

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import redis
 
+from harness.redisserver import RedisServer
 from irlscrapy.distributed.registry import CrawlConfig, CrawlRegistry
 from irlscrapy.exceptions import AgentConflict, ConfigurationError
-from tests.redisserver import RedisServer
 
 
 def registry(redis_client: redis.Redis, partitions: int = 64, crawl: str = "c1") -> CrawlRegistry:

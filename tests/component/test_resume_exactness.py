@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from twisted.internet import defer
 
+from harness.frontierfixture import Stats
 from irlscrapy.domains import PayLevelDomains
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.frontieritems import HEAD, Item
@@ -35,8 +36,6 @@ from irlscrapy.scheduler.requestcodec import encode_link, payload_url
 from irlscrapy.scheduler.resume import Found, FrontierSettings, open_frontier, resume
 from irlscrapy.scheduler.stages import Frontier
 from irlscrapy.state.directory import StateDirectory
-
-from .frontierfixture import Stats
 
 #: the hosts, and their addresses (public ones: the address guard refuses the others)
 ADDRESSES = {"a.example": "8.8.8.8", "b.example": "8.8.4.4", "c.example": "8.8.4.4"}

@@ -13,6 +13,7 @@ import pytest
 from scrapy import Request
 from scrapy.http import Response
 
+from harness.frontierfixture import Stats, open_test_frontier
 from irlscrapy.scheduler import robotsfetch
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.frontieritems import RobotsFetch
@@ -21,8 +22,6 @@ from irlscrapy.scheduler.hosts.robotscache import BIG_BODY, RobotsCache
 from irlscrapy.scheduler.metakeys import ROBOTS_KEY
 from irlscrapy.scheduler.requestcodec import encode_link
 from irlscrapy.scheduler.robotsfetch import RobotsFetches
-
-from .frontierfixture import Stats, open_test_frontier
 
 HOST = "big.example"
 

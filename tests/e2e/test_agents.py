@@ -15,6 +15,7 @@ from typing import Any
 
 import redis
 
+from harness.redisserver import RedisServer
 from irlscrapy.distributed.partitions import owner, partition_of
 from irlscrapy.distributed.registry import CrawlRegistry, stored_config
 from irlscrapy.domains import pld, url_host
@@ -24,7 +25,6 @@ from irlscrapy.invitro.web import InVitroWeb
 from irlscrapy.oracle.audit import ROBOTS_PATHS, audit, request_url
 from irlscrapy.oracle.groundtruth import reachable
 from irlscrapy.spiders.broad import MAX_PAGE_BYTES
-from tests.redisserver import RedisServer
 
 from .conftest import (
     IRL_POLICY,

@@ -1,4 +1,4 @@
-"""A fault campaign (tests/e2e/faultcampaign.py): the tiny web crawled on one JOBDIR
+"""A fault campaign (harness/faultcampaign.py): the tiny web crawled on one JOBDIR
 through ten kill -9s (in the state's reopening, in a URLseen merge, in a BEAST re-split,
 at random instants, some in start-up) and a SIGINT, drawn anew each run (the seed is
 printed; ``IRLSCRAPY_FAULT_SEED`` replays it), then to the end. Nothing is lost, each
@@ -14,7 +14,7 @@ import random
 import re
 from pathlib import Path
 
-from .faultcampaign import REFETCH_BOUND, figures, run_campaign
+from harness.faultcampaign import REFETCH_BOUND, figures, run_campaign
 
 RANDOM_KILLS = 7  # with the start-up, merge and re-split kills: ten, and a SIGINT
 

@@ -1,4 +1,4 @@
-"""Stock Scrapy and irlscrapy crawl a real web (tests/e2e/realweb), and irlscrapy is held
+"""Stock Scrapy and irlscrapy crawl a real web (harness/realweb), and irlscrapy is held
 to issue 16's bars, from nginx's access log and the crawls' stats.
 
 The web: seven hosts serving the HTML manuals of Debian packages (about 2,700 pages that
@@ -6,7 +6,7 @@ stock Scrapy reaches from the seeds), three of them on one IP; pages that link t
 ``https://`` URLs of their own hosts, where nothing listens; robots.txt that forbids the
 crawler's user agent on one host, is missing (404) on another, and asks for
 ``Crawl-delay: 0.1`` on the largest (about 1,200 pages). Each crawl runs with nginx in a
-namespace of its own (tests/e2e/realweb/netns.py), so each has its own log.
+namespace of its own (harness/realweb/netns.py), so each has its own log.
 
 The bars for irlscrapy (``IRL_HOST_DELAY`` 0.05 s, ``IRL_IP_DELAY`` 0.01 s):
 
@@ -37,10 +37,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.realweb import accesslog, crawls, server
+from harness.realweb.crawls import IP_DELAY, IRL, STOCK, Crawl, irl_host_delay
+from harness.realweb.sites import SHARED_IP, USER_AGENT, Site, ip_of
+
 from .conftest import ROOT
-from .realweb import accesslog, crawls, server
-from .realweb.crawls import IP_DELAY, IRL, STOCK, Crawl, irl_host_delay
-from .realweb.sites import SHARED_IP, USER_AGENT, Site, ip_of
 
 #: Stock Scrapy's time limit (it takes 75 to 100 s: about 70 s of pages, then DNS
 #: failures of the external links, which it retries and does not cache).
@@ -207,7 +208,7 @@ def test_irlscrapy_requests_nothing_robots_txt_disallows(web: server.RealWeb, ir
 
 
 def test_irlscrapy_keeps_host_ip_and_crawl_delays(irl: Crawl) -> None:
-    """Zero politeness violations in nginx's log (tests/e2e/realweb/accesslog.py): host
+    """Zero politeness violations in nginx's log (harness/realweb/accesslog.py): host
     gaps >= 0.05 s (0.1 s on the Crawl-delay host), IP gaps >= 0.01 s."""
     result = accesslog.politeness(irl.requests, irl_host_delay, IP_DELAY)
     print(f"irlscrapy politeness: {result.summary()}")

@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 
 import irlscrapy
-from tests.redisserver import RedisServer
+from harness.redisserver import RedisServer
 
 from .conftest import (
     QUICK_IRL,

@@ -14,12 +14,14 @@ def run(*cmd: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_ruff_finds_nothing() -> None:
-    result = run("ruff", "check", "irlscrapy", "tests", "settings", "setup.py", "bench")
+    result = run("ruff", "check", "irlscrapy", "tests", "harness", "settings", "setup.py", "bench")
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_format_is_applied() -> None:
-    result = run("ruff", "format", "--check", "irlscrapy", "tests", "settings", "setup.py")
+    result = run(
+        "ruff", "format", "--check", "irlscrapy", "tests", "harness", "settings", "setup.py"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -1,5 +1,5 @@
 """Hostile input through link extraction, URL identity, robots rules, headers, DNS and the
-scheduler (tests/fuzz/surfaces.py states the invariants): the checked-in corpus entry by
+scheduler (harness/fuzz/surfaces.py states the invariants): the checked-in corpus entry by
 entry, then a short run of generated input per surface, drawn anew each run (the seed is
 in the failure message), without the big inputs, which have tests of their own. The
 100,000-input run is ``python bench/fuzz.py``."""
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from scrapy import Request
 
+from harness.frontierfixture import Stats
+from harness.fuzz import hostile
+from harness.fuzz.surfaces import Surfaces
 from irlscrapy.domains import url_host
 from irlscrapy.scheduler.linkrules import LinkRules
 from irlscrapy.spiders.extract import LINK_SLICE, absolute_url, crawlable, links_to_follow
-from tests.component.frontierfixture import Stats
-from tests.fuzz import hostile
-from tests.fuzz.surfaces import Surfaces
 
 #: Generated inputs per surface in the suite (the bench runs 100,000).
 SHORT_RUN = 300
@@ -175,7 +175,7 @@ def test_a_megabyte_url_is_over_the_length_limit_without_being_escaped() -> None
 def test_the_corpus_files_are_kept_byte_for_byte() -> None:
     """.gitattributes keeps git from changing CRLF, BOMs and NULs in the corpus."""
     attributes = (Path(hostile.CORPUS).parents[2] / ".gitattributes").read_text()
-    assert "tests/fuzz/corpus/** -text" in attributes
+    assert "harness/fuzz/corpus/** -text" in attributes
     assert (hostile.CORPUS / "robots" / "bom-crlf.txt").read_bytes().startswith(b"\xef\xbb\xbf")
 
 
@@ -192,5 +192,5 @@ def test_the_corpus_files_are_kept_byte_for_byte() -> None:
 )
 def test_a_port_is_keyed_as_requests_write_it(url: str) -> None:
     """One server, one workbench host: an empty port, or one with leading zeros, is the
-    port Scrapy's Request fetches (the fuzzing invariant of tests/fuzz/surfaces.py)."""
+    port Scrapy's Request fetches (the fuzzing invariant of harness/fuzz/surfaces.py)."""
     assert url_host(url) == url_host(Request(url).url)

@@ -15,7 +15,9 @@ level, function level and TYPE_CHECKING alike, so a hidden cycle counts too):
 - the storage engine (irlscrapy/storage/) imports nothing of irlscrapy but itself and
   irlscrapy.exceptions, and no Scrapy or Twisted;
 - no arrow runs back up the layers of docs/architecture.md (LAYERS), but the ones
-  KNOWN_UPWARD lists, each to be taken apart;
+  KNOWN_UPWARD lists;
+- the benchmarks (bench/) and the shared harness (harness/) import nothing from tests/:
+  what both need lives in harness/;
 - no module is longer than MAX_MODULE_LINES.
 """
 
@@ -210,6 +212,29 @@ def test_no_arrow_runs_back_up_the_layers() -> None:
     assert KNOWN_UPWARD - upward == set(), (
         f"gone, take them off KNOWN_UPWARD: {KNOWN_UPWARD - upward}"
     )
+
+
+def test_the_benchmarks_and_the_harness_import_nothing_from_the_tests() -> None:
+    root = PACKAGE.parent
+    paths = [*(root / "bench").glob("*.py"), *(root / "harness").rglob("*.py")]
+    assert any(path.parts[-2] == "harness" for path in paths)
+    found = {
+        str(path.relative_to(root)): sorted(
+            name for name in _top_level_imports(path) if name.split(".")[0] == "tests"
+        )
+        for path in paths
+    }
+    assert not {path: names for path, names in found.items() if names}
+
+
+def _top_level_imports(path: Path) -> Iterator[str]:
+    """Every module ``path`` imports, by its full name (relative imports left out: they
+    stay within the file's own package)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module
 
 
 def test_the_layer_reader_places_modules_by_their_longest_prefix() -> None:

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.frontierfixture import Stats
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.storage import drumfiles
 from irlscrapy.storage.cachedb import open_leveldb
 from irlscrapy.storage.drum import DRUM
 from irlscrapy.storage.recordfile import RecordWriter, repair
 from irlscrapy.storage.recovery import Recoveries
-from tests.component.frontierfixture import Stats
 
 #: a record's head that claims 100 bytes, and 3 of them: what a kill -9 mid-append leaves
 TORN = struct.pack(">II", 100, 0) + b"abc"

@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
+from harness.frontierfixture import Stats
 from irlscrapy.runtime.troubles import tally
-from tests.component.frontierfixture import Stats
 
 log = logging.getLogger("tests.tally")
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.redisserver import RedisServer
 from irlscrapy.scheduler.emptycrawl import ALL_REFUSED_REASON
-from tests.redisserver import RedisServer
 
 from .project import Project, Site, serve_docs, startproject
 from .readme import code_blocks

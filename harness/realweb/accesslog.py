@@ -1,6 +1,6 @@
 """Audit a crawl of the real web from nginx's access log: pages, robots.txt, politeness.
 
-The log (format ``realweb``, :mod:`tests.e2e.realweb.server`) gives each request's end
+The log (format ``realweb``, :mod:`harness.realweb.server`) gives each request's end
 (``msec``) and duration (``request_time``), both to the millisecond of nginx's clock, so
 a request *started* at ``msec - request_time``. Each crawl has a log of its own, so every
 line is that crawler's.

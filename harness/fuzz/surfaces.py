@@ -1,7 +1,7 @@
 """Where hostile input meets irlscrapy, and what must hold when it does.
 
 ``Surfaces(directory).feed(surface, value)`` hands one generated input
-(:mod:`tests.fuzz.hostile`) to the code a crawl runs on it:
+(:mod:`harness.fuzz.hostile`) to the code a crawl runs on it:
 
 - ``urls``: a link on a page: resolution (``absolute_url``, ``crawlable``), URL identity
   (``url_keys``, Scrapy's ``Request`` and fingerprint), hosts and PLDs, robots rules,
@@ -52,6 +52,8 @@ from twisted.internet import defer, task
 from twisted.names import client, dns
 from twisted.python.failure import Failure
 
+from harness.frontierfixture import Stats, open_test_frontier
+from harness.fuzz.hostile import Answer, Page
 from irlscrapy.domains import ICANN, url_host
 from irlscrapy.dupefilters.identity import RequestIdentity
 from irlscrapy.dupefilters.urlkey import url_keys
@@ -68,8 +70,6 @@ from irlscrapy.scheduler.linkrules import LinkRules
 from irlscrapy.scheduler.requestcodec import decode_request, encode_link, payload_url
 from irlscrapy.spiders.broad import BroadSpider
 from irlscrapy.spiders.extract import absolute_url, crawlable, header_nofollow
-from tests.component.frontierfixture import Stats, open_test_frontier
-from tests.fuzz.hostile import Answer, Page
 
 USER_AGENT = "irlscrapy"
 PAGE_URL = "http://site.example/dir/page.html"

@@ -11,7 +11,7 @@
 and :meth:`RealWeb.nginx_conf` writes each run's ``nginx.conf``, which logs to the run's
 own directory. The pages themselves are never copied: nginx serves each package's
 directory under /usr/share/doc in place (``alias``). Only inside the test's namespace do
-the names resolve (:mod:`tests.e2e.realweb.netns` bind-mounts the two files over
+the names resolve (:mod:`harness.realweb.netns` bind-mounts the two files over
 /etc/hosts and /etc/nsswitch.conf there); the machine's own files are never touched.
 
 The access log (format ``realweb``, one JSON object a line) has what the audit needs:
@@ -40,7 +40,7 @@ LOG_FORMAT = (
     '"length":"$sent_http_content_length","sent":$body_bytes_sent,'
     '"complete":"$request_completion","agent":"$http_user_agent"}'
 )
-#: The namespaces a run gets (:mod:`tests.e2e.realweb.netns`).
+#: The namespaces a run gets (:mod:`harness.realweb.netns`).
 NAMESPACES = ("--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc")
 #: How to get what :func:`missing` lists (for skip messages).
 INSTALL_HINT = "sh tests/system-packages.sh (as root) installs them"
@@ -104,7 +104,7 @@ class RealWeb:
         (run / "temp").mkdir(parents=True, exist_ok=True)
         servers = "\n".join(self._server(site) for site in self.sites)
         temp = run / "temp"
-        conf = f"""# written by tests/e2e/realweb/server.py
+        conf = f"""# written by harness/realweb/server.py
 # root workers: the robots files live in a directory only root may read
 user root;
 worker_processes 2;

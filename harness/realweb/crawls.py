@@ -4,7 +4,7 @@
 and progress lines (from the crawl's log) and its requests (from nginx's).
 
 Both are ``scrapy crawl broad`` of the web's seed file with the project's settings, the
-same :data:`~tests.e2e.realweb.sites.USER_AGENT` and robots.txt obeyed:
+same :data:`~harness.realweb.sites.USER_AGENT` and robots.txt obeyed:
 
 - *stock*: ``-s ADDONS={}`` (Scrapy's own scheduler, RobotsTxtMiddleware, no delays:
   Scrapy's defaults, as tests/e2e/conftest.py's STOCK);
@@ -110,7 +110,7 @@ def run(
     nice: int = 0,
 ) -> Crawl:
     """Crawl ``web`` with ``settings`` (:func:`command`) in a namespace of its own
-    (:func:`tests.e2e.realweb.netns.run`, which ``limit_file`` may give a lower time
+    (:func:`harness.realweb.netns.run`, which ``limit_file`` may give a lower time
     limit while the crawl runs), the crawler at niceness ``nice``; its files go to
     ``directory``."""
     args = command(web.seeds_file, settings)

@@ -35,12 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from irlscrapy.invitro.profiles import TINY
-from irlscrapy.invitro.web import InVitroWeb
-from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
-from irlscrapy.oracle.groundtruth import reachable
-
-from .conftest import (
+from harness.tinyweb import (
     INVITRO_PID,
     IRL_POLICY,
     QUICK_IRL,
@@ -52,6 +47,10 @@ from .conftest import (
     read_log,
     tiny_crawl_args,
 )
+from irlscrapy.invitro.profiles import TINY
+from irlscrapy.invitro.web import InVitroWeb
+from irlscrapy.oracle.audit import ROBOTS_PATHS, request_url
+from irlscrapy.oracle.groundtruth import reachable
 
 WORKBENCH_URLS = 100
 IN_FLIGHT = 64  # CONCURRENT_REQUESTS in settings/broad.py
