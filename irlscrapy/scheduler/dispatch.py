@@ -121,6 +121,7 @@ class Dispatcher:
         governor: LoadGovernor | None,
         *,
         may_give_up: Callable[[], bool] = lambda: True,
+        stopped: Callable[[], bool] = lambda: False,
     ) -> None:
         self.frontier = frontier
         self.intake = intake
@@ -145,7 +146,7 @@ class Dispatcher:
         self.may_give_up = may_give_up
         #: has the crawl stopped taking work (a full disk)? Pages are not done then: their
         #: links may have been dropped
-        self.stopped: Callable[[], bool] = lambda: False
+        self.stopped = stopped
         self._admission_due = 0.0  # the clock's time admission may run again
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
         self._hungry_due = 0.0  # the clock's time _idle may admit past the horizon again

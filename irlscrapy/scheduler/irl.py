@@ -232,8 +232,9 @@ class IRLScheduler(BaseScheduler):
             hosts.politeness.default_budget,
         )
         if indegree is not None:
-            indegree.on_error = lambda failure: self.stop.failed(failure, "refreshing STAR")
-            indegree.open(state / "star")
+            indegree.open(
+                state / "star", lambda failure: self.stop.failed(failure, "refreshing STAR")
+            )
         frontier, found = open_frontier(
             state,
             self.frontier_settings,
@@ -258,9 +259,11 @@ class IRLScheduler(BaseScheduler):
             self.dispatch_settings,
             self.governor,
             may_give_up=self.peers.may_give_up,
+            stopped=lambda: self.stop.stopped,
         )
+        # (the one binding after construction: the dispatcher is built on the frontier,
+        # and the frontier tells it when hosts become due or URLs are refused)
         frontier.on_ready, frontier.on_refused = dispatcher.ready, dispatcher.refused
-        dispatcher.stopped = lambda: self.stop.stopped
         self.frontier, self.dispatcher = frontier, dispatcher
         resume(frontier, found)
         self.intake.open(

@@ -183,8 +183,12 @@ class PLDInDegree:
         )
 
     # -- lifecycle -----------------------------------------------------------------------
-    def open(self, path: Path) -> None:
+    def open(self, path: Path, on_error: Callable[[Any], None] | None = None) -> None:
+        """Open the two DRUMs under ``path``; ``on_error(failure)``: a refresh failed (it
+        stops refreshing, and loses nothing: see the module docstring)."""
         self.path = path
+        if on_error is not None:
+            self.on_error = on_error
         sizes = self.sizes
         common: dict[str, Any] = {
             "buckets": sizes.buckets,
