@@ -79,6 +79,7 @@ class Routing(Protocol):
     """What the intake asks of the other agents of a multi-agent crawl: the part of
     :class:`irlscrapy.scheduler.peers.Peers` it uses."""
 
+    #: Does the crawl span other processes? (False: every other member is a no-op.)
     shared: bool
 
     def route_urls(self, urls: list[str], auxes: list[bytes]) -> tuple[list[str], list[bytes]]:

@@ -32,6 +32,7 @@ from scrapy.utils.misc import load_object
 from twisted.internet import defer
 
 from irlscrapy import defaults
+from irlscrapy.scheduler.intake import Routing
 
 if TYPE_CHECKING:
     from irlscrapy.scheduler.dispatch import Dispatcher
@@ -60,23 +61,17 @@ class LocalCrawl:
     give_up: Callable[[str, str], None]  # stops the crawl: (message, close reason)
 
 
-class Peers(Protocol):
-    #: Does the crawl span other processes? (False: every other member is a no-op.)
-    shared: bool
+class Peers(Routing, Protocol):
+    """The intake's :class:`~irlscrapy.scheduler.intake.Routing` (``shared``: does the
+    crawl span other processes, ``route_urls``, ``kept_salt``), and the rest the
+    scheduler asks."""
 
     def join(self, crawl: LocalCrawl) -> None:
         """Join the crawl once this process's state is open (may raise
         ConfigurationError: the crawl cannot run so)."""
 
-    def route_urls(self, urls: list[str], auxes: list[bytes]) -> tuple[list[str], list[bytes]]:
-        """The URLs (and their aux bytes) that stay here; the others go to their owners."""
-
     def route_edges(self, source: str, targets: set[str]) -> Iterable[str]:
         """The PLD edges from ``source`` that stay here; the others go to their owners."""
-
-    @property
-    def kept_salt(self) -> int | None:
-        """The salt of URLs this agent handed over and holds still (None: none)."""
 
     @property
     def crawl_done(self) -> bool:
