@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import warnings
+import weakref
 from typing import Any
 
 from irlscrapy.defaults.agents import MULTI_AGENT_SETTINGS
@@ -64,8 +65,11 @@ def check_names(settings: Any) -> None:
     from scrapy.exceptions import ScrapyDeprecationWarning  # (defaults imports no Scrapy)
 
     problems = []
+    first_check = _first_check(settings)
     for name in sorted(n for n in dict(settings) if n.startswith("IRL_") and n not in BY_NAME):
         if name in RENAMED:
+            if not first_check:
+                continue
             new = RENAMED[name]
             also = f" ({new} is set too, and wins)" if new in settings else ""
             warnings.warn(
@@ -81,6 +85,20 @@ def check_names(settings: Any) -> None:
             problems.append(f"{name} is not an irlscrapy setting{hint}")
     if problems:
         raise ConfigurationError("; ".join(problems))
+
+
+#: The settings already checked: a crawl checks its settings twice (the add-on's
+#: update_settings, then the scheduler's from_crawler), and warns of a rename once.
+_CHECKED: list[weakref.ref[Any]] = []
+
+
+def _first_check(settings: Any) -> bool:
+    """Is this the first check of ``settings`` (the same object, still alive)?"""
+    _CHECKED[:] = [ref for ref in _CHECKED if ref() is not None]
+    if any(ref() is settings for ref in _CHECKED):
+        return False
+    _CHECKED.append(weakref.ref(settings))
+    return True
 
 
 def check_values(settings: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,9 @@ def test_a_renamed_setting_is_read_under_its_old_name_with_a_warning_naming_the_
     ]
     assert defaults.get(old, "IRL_BUDGET_MODE") == "constant"
     assert defaults.get(old, "IRL_CRAWL_GIVE_UP_AFTER") == 0  # (0 wins, as always)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        defaults.check_names(old)  # (the scheduler checks the add-on's settings again)
     both = Settings({"IRL_BUDGETS": "constant", "IRL_BUDGET_MODE": "off"})
     with pytest.warns(ScrapyDeprecationWarning, match="IRL_BUDGET_MODE is set too, and wins"):
         defaults.check_names(both)
