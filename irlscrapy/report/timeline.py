@@ -18,13 +18,15 @@ ones, later ones counted as ``irl/content_type/other``, none as ``.../none``).
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, BinaryIO
 
 from scrapy import Spider, signals
 from scrapy.crawler import Crawler
@@ -33,6 +35,7 @@ from scrapy.http import Response
 from twisted.internet import task
 
 from irlscrapy import defaults
+from irlscrapy.exceptions import disk_full
 from irlscrapy.report.figures import crawl_figures
 from irlscrapy.report.layout import (
     FORMAT,
@@ -88,7 +91,7 @@ class CrawlRecorder:
         self.opened = 0.0
         self.finished = False
         self.report: Path | None = None  # the report rendered at close
-        self._file: IO[str] | None = None
+        self._file: BinaryIO | None = None  # unbuffered: a line is written whole, or cut
         self._loop: task.LoopingCall | None = None
         self._content_types: set[str] = set()
 
@@ -145,7 +148,7 @@ class CrawlRecorder:
                 recovered("torn_tail", timeline, detail=f"{torn} bytes")
         recoveries.publish(self.crawler.stats, state_dir)  # irl/recovered/torn_tail/report
         self.run = last_run(timeline) + 1
-        self._file = open(timeline, "a", encoding="utf-8")  # noqa: SIM115 -- held until close
+        self._file = open(timeline, "ab", buffering=0)  # noqa: SIM115 -- held until close
         self.opened = self.clock()
         self._write("open", settings=self.settings)
         self._loop = task.LoopingCall(self.sample)
@@ -184,8 +187,20 @@ class CrawlRecorder:
                 robots[key] = value
         line.update(status=status, content_types=content_types, robots=robots)
         line.update(extra)
-        self._file.write(json.dumps(line, default=jsonable) + "\n")
-        self._file.flush()
+        data = (json.dumps(line, default=jsonable) + "\n").encode()
+        try:
+            if self._file.write(data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError as exc:
+            if not disk_full(exc):
+                raise
+            logger.warning(
+                "the crawl's report records stop here: the disk holding %s is full (%s)",
+                self.records,
+                exc,
+            )
+            self._file.close()  # its torn last line is cut at the next open
+            self._file = None
 
     def response_received(self, response: Response, request: Any, spider: Spider) -> None:
         kind = media_type(response.headers) or "none"
@@ -219,14 +234,26 @@ class CrawlRecorder:
         self.finished = True
         if self._loop is not None and self._loop.running:
             self._loop.stop()
-        if self._file is None or self.records is None:
-            return
+        if self.records is None:
+            return  # never recorded: no state directory, or the spider never opened
         self._write("close", reason=reason)
-        self._file.close()
-        self._file = None
+        if self._file is not None:  # (closed already if the disk filled)
+            self._file.close()
+            self._file = None
         stats = self.crawler.stats
         assert stats is not None
-        write_stats(self.records / STATS, stats.get_stats(), self.run, self.clock())
+        try:
+            write_stats(self.records / STATS, stats.get_stats(), self.run, self.clock())
+        except OSError as exc:
+            if not disk_full(exc):
+                raise
+            logger.warning(
+                "the crawl's final stats were not recorded and no report is rendered: the "
+                "disk holding %s is full (%s); the resumed crawl renders it",
+                self.records,
+                exc,
+            )
+            return
         if self.report_dir is not None:
             self._render(self.records.parent, self.report_dir)
 

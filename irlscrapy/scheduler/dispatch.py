@@ -51,6 +51,7 @@ from irlscrapy import defaults
 from irlscrapy.domains import url_host, url_origin
 from irlscrapy.runtime.internals import EngineWaker, engine_requests
 from irlscrapy.runtime.troubles import tally
+from irlscrapy.scheduler.diskfull import CrawlStop
 from irlscrapy.scheduler.frontier.loadgovernor import LoadGovernor
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.frontieritems import Item, MemoryItem, RobotsFetch
@@ -120,8 +121,8 @@ class Dispatcher:
         settings: DispatchSettings,
         governor: LoadGovernor | None,
         *,
+        stop: CrawlStop,
         may_give_up: Callable[[], bool] = lambda: True,
-        stopped: Callable[[], bool] = lambda: False,
     ) -> None:
         self.frontier = frontier
         self.intake = intake
@@ -135,7 +136,7 @@ class Dispatcher:
         self.give_up_after = settings.give_up_after
         self.continuous = settings.continuous
         self.ledger: FetchLedger[VisitState, Item | MemoryItem | RobotsFetch] = FetchLedger()
-        self.robots = RobotsFetches(frontier, stats, crawler_signals, self.end)
+        self.robots = RobotsFetches(frontier, stats, crawler_signals, self.end, stop)
         self.refusals: deque[Request] = deque()  # refused requests, back to the engine
         #: the clock's time a host last answered (or the crawl opened, or new URLs were
         #: stored): a finite crawl that is blocked gives up give_up_after past it
@@ -144,9 +145,9 @@ class Dispatcher:
         #: once every other agent is idle: until then the crawl makes progress elsewhere
         #: (irlscrapy.scheduler.peers.Peers.may_give_up)
         self.may_give_up = may_give_up
-        #: has the crawl stopped taking work (a full disk)? Pages are not done then: their
-        #: links may have been dropped
-        self.stopped = stopped
+        #: the crawl's stop (a full disk): once stopped, pages are not done (their links
+        #: may have been dropped)
+        self.stop = stop
         self._admission_due = 0.0  # the clock's time admission may run again
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
         self._hungry_due = 0.0  # the clock's time _idle may admit past the horizon again
@@ -189,7 +190,7 @@ class Dispatcher:
             self.waker.wake_at(self._admission_due)  # come back for the rest
         if not len(frontier.beast) and not intake.merging and intake.pending:
             intake.flush()  # the early flush: BEAST is dry, the workbench will be next
-        if now >= self._pages_due and not self.stopped():
+        if now >= self._pages_due and not self.stop.stopped:
             self._pages_due = now + PAGE_CHECK_INTERVAL
             self.finish_pages()
         got = frontier.take(now)

@@ -258,8 +258,8 @@ class IRLScheduler(BaseScheduler):
             spider,
             self.dispatch_settings,
             self.governor,
+            stop=self.stop,
             may_give_up=self.peers.may_give_up,
-            stopped=lambda: self.stop.stopped,
         )
         # (the one binding after construction: the dispatcher is built on the frontier,
         # and the frontier tells it when hosts become due or URLs are refused)

@@ -32,6 +32,7 @@ from twisted.python.failure import Failure
 
 from irlscrapy.runtime.internals import DownloadCut
 from irlscrapy.runtime.troubles import tally
+from irlscrapy.scheduler.diskfull import CrawlStop, stops_when_disk_is_full
 from irlscrapy.scheduler.frontier.workbench import VisitState
 from irlscrapy.scheduler.frontieritems import RobotsFetch, item_url
 from irlscrapy.scheduler.hosts.robots import (
@@ -54,12 +55,18 @@ ROBOTS_STATUSES = [*range(100, 200), *range(400, 600)]
 
 class RobotsFetches:
     def __init__(
-        self, frontier: Frontier, stats: Any, signals: Any, end: Callable[[int], None]
+        self,
+        frontier: Frontier,
+        stats: Any,
+        signals: Any,
+        end: Callable[[int], None],
+        stop: CrawlStop,
     ) -> None:
         self.frontier = frontier
         self.stats = stats
         self.signals = signals  # the crawler's, for robots_parsed
         self.end = end  # releases the host of a fetch (by its token)
+        self.stop = stop  # the crawl's: the robots cache's write may find the disk full
 
     def request(self, state: VisitState, fetch: RobotsFetch) -> Request:
         """The Request of ``fetch``: its retry or redirect, or a first fetch."""
@@ -110,6 +117,7 @@ class RobotsFetches:
         else:
             self._outcome(request, None, b"")
 
+    @stops_when_disk_is_full(default=None)
     def _outcome(
         self,
         request: Request | None,

@@ -8,10 +8,11 @@ from a signal handler and opens the spider without ``spider.state`` at all.
 
 This subclass writes the state to a temporary file beside it and renames it over the
 old one only when it is whole, so the file holds either this run's state or the last
-run's. A file that cannot be read (written by Scrapy's extension and cut short,
-damaged, or holding a class the spider's code no longer has) is logged as a warning,
-counted (``irl/recovered/spider_state``) and the spider starts with an empty state, as
-it would without one.
+run's (a full disk keeps the last run's, with a warning). A file that cannot be read
+(written by Scrapy's extension and cut short, damaged, or holding a class the spider's
+code no longer has) is logged as a warning, counted (``irl/recovered/spider_state``)
+and the spider starts with an empty state, as it would without one.
+
 The add-on puts it in the place of Scrapy's extension; a project that lists Scrapy's
 in ``EXTENSIONS`` keeps it.
 """
@@ -28,6 +29,8 @@ from scrapy import Spider
 from scrapy.crawler import Crawler
 from scrapy.extensions import spiderstate
 from scrapy.statscollectors import StatsCollector
+
+from irlscrapy.exceptions import disk_full
 
 logger = logging.getLogger(__name__)
 
@@ -52,9 +55,17 @@ class SpiderState(spiderstate.SpiderState):
                 pickle.dump(spider.state, f, protocol=4)
                 f.flush()
                 os.fsync(f.fileno())
-        except BaseException:
+        except BaseException as exc:
             partial.unlink(missing_ok=True)
-            raise
+            if not disk_full(exc):
+                raise
+            logger.warning(
+                "spider.state was not saved: the disk holding %s is full (%s); a rerun "
+                "starts from the state saved before",
+                path,
+                exc,
+            )
+            return
         os.replace(partial, path)
 
     def spider_opened(self, spider: Spider) -> None:

@@ -83,7 +83,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -203,16 +203,15 @@ class DRUM:
             raise
 
     def close(self) -> None:
-        if self._journal is not None:
-            self._journal.close()
-            self._journal = None
-        if self._runs is not None:
-            self._runs.close()
-            self._runs = None
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-        self._lock.release()
+        """Close the journal, the runs, the LevelDB and the lock, in that order; each of
+        them even when one before it fails (whose error is raised after)."""
+        journal, runs, db = self._journal, self._runs, self._db
+        self._journal, self._runs, self._db = None, None, None
+        with contextlib.ExitStack() as closing:  # runs its callbacks last in, first out
+            closing.callback(self._lock.release)
+            for store in (db, runs, journal):
+                if store is not None:
+                    closing.callback(store.close)
 
     def __enter__(self) -> DRUM:
         self.open()
@@ -429,9 +428,7 @@ class DRUM:
         total = self._generations[gen].tuples
         if total:
             self._partition(gen)
-            slots = self._open_slots(
-                gen, total, "r+" if drumfiles.results_path(self.path, gen).exists() else "w+"
-            )
+            slots = drumfiles.map_results(self.path, gen, total, self._slot_dtype())
             for bucket in range(self.buckets):
                 self._merge_bucket(gen, bucket, slots)
                 if bucket == 0:
@@ -587,11 +584,3 @@ class DRUM:
         if self.value_dtype is not None:
             fields.append(("value", self.value_dtype.str))
         return np.dtype(fields)
-
-    def _open_slots(self, gen: int, total: int, mode: Literal["r+", "w+"]) -> np.memmap[Any, Any]:
-        return np.memmap(
-            drumfiles.results_path(self.path, gen),
-            dtype=self._slot_dtype(),
-            mode=mode,
-            shape=(total,),
-        )

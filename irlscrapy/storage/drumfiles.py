@@ -66,6 +66,21 @@ def results_path(directory: Path, gen: int) -> Path:
     return directory / f"results-{gen}.bin"
 
 
+def map_results(directory: Path, gen: int, total: int, dtype: np.dtype[Any]) -> np.memmap[Any, Any]:
+    """Generation ``gen``'s result file of ``total`` slots, mapped (created zeroed if it
+    is not there: a merge resumed after a kill finds it).
+
+    Its blocks are allocated before it is mapped: a store through a shared mapping into
+    a hole the file system cannot fill (a full disk) is a SIGBUS that kills the crawl,
+    where an allocation that fails is an ENOSPC that stops it cleanly
+    (:mod:`irlscrapy.scheduler.diskfull`). A file a kill left sparse is filled in the
+    same way."""
+    path = results_path(directory, gen)
+    with open(path, "r+b" if path.exists() else "w+b") as f:
+        os.posix_fallocate(f.fileno(), 0, total * dtype.itemsize)
+    return np.memmap(path, dtype=dtype, mode="r+", shape=(total,))
+
+
 def buckets_dir(directory: Path, gen: int) -> Path:
     return directory / f"buckets-{gen}"
 

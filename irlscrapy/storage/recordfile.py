@@ -9,8 +9,9 @@ Format (all integers big-endian)::
 
 Crash semantics: :meth:`RecordWriter.append` hands the record to the OS before it
 returns (``flush``), so a kill -9 of the process loses nothing appended (unless the
-caller asked for ``flush=False``: then what is in the writer's buffer until its next
-:meth:`RecordWriter.flush` is the caller's to redo); a power loss
+caller asked for ``flush=False``: then what the writer holds back until its next
+:meth:`RecordWriter.flush` is the caller's to redo, as it is when a write fails for want
+of space); a power loss
 may lose what the OS had not written yet (no fsync: a documented non-goal). A kill -9
 during ``append`` can leave only a *torn tail*: the last record's head, whole, and
 less of its payload than the head says. It is ignored on read, and :func:`repair`
@@ -32,6 +33,7 @@ leaves no headerless file behind (only a stray ``.tmp``, overwritten next time).
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import struct
@@ -219,11 +221,21 @@ def _next_whole_record(f: BinaryIO, start: int, size: int) -> int | None:
 
 
 class RecordWriter:
-    """Appends records to a file, creating it with its header if needed."""
+    """Appends records to a file, creating it with its header if needed.
+
+    A write that fails (a full disk) leaves the file with its whole records only: the
+    writer truncates it to its length before that write and forgets the records it held
+    back (``flush=False``), which are the caller's to redo, as after a kill. So a record
+    whose append raised never reaches the file later, when space is freed."""
+
+    #: Bytes of ``flush=False`` appends held back before they are handed to the OS.
+    HOLD_BYTES = io.DEFAULT_BUFFER_SIZE
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file: BinaryIO | None = None
+        self._fd: int | None = None
+        self._held = bytearray()  # appended, not yet handed to the OS
+        self._size = 0  # bytes of the file: its header and whole records
 
     def open(self) -> None:
         if self.path.exists():
@@ -232,23 +244,38 @@ class RecordWriter:
             fresh = self.path.with_name(self.path.name + ".tmp")
             fresh.write_bytes(MAGIC)
             os.replace(fresh, self.path)
-        self._file = open(self.path, "ab")  # noqa: SIM115 -- held until close()
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._size = os.fstat(self._fd).st_size
 
     def append(self, payload: bytes, *, flush: bool = True) -> None:
         """Append one record (not empty), handed to the OS before this returns unless
-        ``flush`` is False: then it may wait in the writer's buffer for :meth:`flush`."""
-        assert self._file is not None, "open() first"
+        ``flush`` is False: then it may be held back until :meth:`flush`."""
+        assert self._fd is not None, "open() first"
         assert payload, "an empty record (see _whole_record_in)"
-        self._file.write(_HEAD.pack(len(payload), zlib.crc32(payload)) + payload)
-        if flush:
-            self._file.flush()
+        self._held += _HEAD.pack(len(payload), zlib.crc32(payload))
+        self._held += payload
+        if flush or len(self._held) >= self.HOLD_BYTES:
+            self.flush()
 
     def flush(self) -> None:
-        """Hand what :meth:`append` buffered to the OS."""
-        assert self._file is not None, "open() first"
-        self._file.flush()
+        """Hand the records held back to the OS (all of them, or none: see the class)."""
+        assert self._fd is not None, "open() first"
+        held, self._held = memoryview(self._held), bytearray()
+        written = 0
+        try:
+            while written < len(held):
+                written += os.write(self._fd, held[written:])
+        except OSError:
+            os.ftruncate(self._fd, self._size)
+            raise
+        self._size += written
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Flush, then close the file (even when the flush fails, which then raises)."""
+        if self._fd is None:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
+            self._fd = None

@@ -105,6 +105,8 @@ class Net:
 class Stats(Counter[str]):
     """The ``inc_value`` part of Scrapy's StatsCollector."""
 
+    __hash__ = object.__hash__  # one collector, one object (troubles.tally keys by it)
+
     def inc_value(self, key: str, count: int = 1) -> None:
         self[key] += count
 

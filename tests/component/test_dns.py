@@ -33,6 +33,7 @@ from twisted.internet.error import DNSLookupError
 from twisted.internet.task import Clock
 from twisted.names import client
 
+from harness.fulldisk import fill, small_tmpfs
 from irlscrapy.exceptions import ConfigurationError, DirectoryLocked
 from irlscrapy.scheduler.hosts import dnsclient
 from irlscrapy.scheduler.hosts.dns import DNSCache, IRLResolver
@@ -368,6 +369,25 @@ class TestSpill:
         fired(cache.resolve("h3.example"))
         assert len(cache) == 1 and stats["irl/dns/spilled"] == 3
         cache.close()
+
+    def test_on_a_full_disk_a_spill_drops_its_entries_counted_and_answers_go_on(
+        self, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """A spill runs in the resolver's callback, which must not fail: the crawl's own
+        stores stop it on a full disk (irlscrapy.scheduler.diskfull)."""
+        batch = 200  # 12 KB of entries: more than the free part of the log's last page
+        cache, _, _, stats = scripted_cache(ram_entries=1, spill_batch=batch)
+        with small_tmpfs(tmp_path / "disk") as disk:
+            cache.open(disk / "dns")
+            fill(disk / "filler")
+            hosts = [f"h{i}.example" for i in range(2 * batch + 1)]
+            answers = [fired(cache.resolve(h)) for h in hosts]
+            assert all(isinstance(answer[0], str) for answer in answers)
+            assert stats["irl/dns/unsaved"] == 2 * batch and "irl/dns/spilled" not in stats
+            cache.close()  # RAM's last entry is dropped too, and close does not fail
+        assert stats["irl/dns/unsaved"] == 2 * batch + 1
+        unsaved = [r for r in caplog.records if "irl/dns/unsaved" in r.getMessage()]
+        assert len(unsaved) == 1 and "the disk is full" in unsaved[0].getMessage()
 
     def test_close_writes_everything_and_a_new_cache_reads_it_back(self, tmp_path: Path) -> None:
         script = {"gone.example": ["nxdomain"]}

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypeVar
 
 import pytest
 
+from harness.childprocess import run_or_dump_stacks
 from harness.tinyweb import (
     INVITRO_PID,
     IRL_POLICY,
@@ -59,7 +60,7 @@ def crawl_tiny(log: Path, *settings: str) -> subprocess.CompletedProcess[str]:
     nice = getattr(_running_job, "nice", 0)
     if nice:
         args = ["nice", "-n", str(nice), *args]
-    result = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    result = run_or_dump_stacks(args, cwd=ROOT, timeout=240)
     if "'irl/scheduler/dequeued'" in result.stderr:
         assert_never_idle_with_work(result.stderr)
     return result

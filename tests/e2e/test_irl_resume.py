@@ -71,6 +71,7 @@ def full_disk_runs(work: Path) -> tuple[subprocess.CompletedProcess[str], Path, 
         assert "Spider closed (irlscrapy_disk_full)" in stopped.stderr, stopped.stderr[-3000:]
         assert f"the disk holding {job} is full" in stopped.stderr
         assert "rerun" in stopped.stderr or "run the crawl again" in stopped.stderr
+        assert "Traceback" not in stopped.stderr, stopped.stderr[-3000:]  # one clear stop
         subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
         return crawl_tiny(second, f"JOBDIR={job}", *small), first, second
     finally:

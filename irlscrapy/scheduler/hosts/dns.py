@@ -64,6 +64,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
+import plyvel
 from twisted.internet import defer
 from twisted.internet.defer import Deferred
 from twisted.internet.interfaces import IResolverSimple
@@ -71,8 +72,9 @@ from twisted.python.failure import Failure
 from zope.interface import implementer
 
 from irlscrapy import defaults
-from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.exceptions import ConfigurationError, disk_full
 from irlscrapy.runtime.crawlservices import shared
+from irlscrapy.runtime.troubles import tally
 from irlscrapy.scheduler.hosts.resolver import (
     KINDS,
     Answer,
@@ -341,11 +343,33 @@ class DNSCache:
             self._write(self._pending, count=True)
 
     def _write(self, entries: dict[str, bytes], count: bool) -> None:
-        with self._hosts.write_batch() as batch:
-            for host, raw in entries.items():
-                batch.put(host.encode(), raw)
-        if count and entries:
-            self._inc("irl/dns/spilled", len(entries))
+        """Write ``entries`` to disk. On a full disk they are dropped instead (a cache:
+        each costs one lookup more), with a warning: the crawl's own stores stop it
+        there (:mod:`irlscrapy.scheduler.diskfull`), and the resolver's callbacks that
+        spill must not fail."""
+        try:
+            with self._hosts.write_batch() as batch:
+                for host, raw in entries.items():
+                    batch.put(host.encode(), raw)
+        except plyvel.IOError as exc:
+            if not disk_full(exc):
+                raise
+            if self.stats is not None:
+                tally(
+                    logger,
+                    self.stats,
+                    "irl/dns/unsaved",
+                    "the DNS cache dropped %d entries it could not write to %s: the disk "
+                    "is full (%s)",
+                    len(entries),
+                    self.path,
+                    exc,
+                    count=len(entries),
+                    level=logging.WARNING,
+                )
+        else:
+            if count and entries:
+                self._inc("irl/dns/spilled", len(entries))
         if entries is self._pending:
             self._pending.clear()
 
