@@ -194,11 +194,12 @@ class CrawlRecorder:
         except OSError as exc:
             if not disk_full(exc):
                 raise
-            logger.warning(
-                "the crawl's report records stop here: the disk holding %s is full (%s)",
-                self.records,
-                exc,
-            )
+            if event != "close":  # (at close, _finish says so once, if stats fail too)
+                logger.warning(
+                    "the crawl's report records stop here: the disk holding %s is full (%s)",
+                    self.records,
+                    exc,
+                )
             self._file.close()  # its torn last line is cut at the next open
             self._file = None
 
