@@ -229,7 +229,7 @@ class Surfaces:
                 paused = time.perf_counter()
                 parsed = parsed_off_the_reactor(status, body)
                 started += time.perf_counter() - paused  # (a worker thread's time)
-                rules = frontier.robots_known(item.host, status, body, parsed)
+                rules = frontier.robots.known(item.host, status, body, parsed)
                 if rules is not None:
                     delay = rules.crawl_delay(USER_AGENT)
                     check(math.isfinite(delay) and delay >= 0, f"Crawl-delay {delay!r}")

@@ -1,11 +1,11 @@
 """The robots.txt fetch: the Request the scheduler hands out for a host whose rules are
 unknown or expired, and what its outcome tells the frontier.
 
-The frontier decides *when* (:meth:`irlscrapy.scheduler.stages.Frontier.take` hands
+The frontier's robots gate decides *when* (:mod:`irlscrapy.scheduler.robotsgate` hands
 out a :class:`RobotsFetch` before any other URL of such a host); this module builds the
 Request (``/robots.txt`` on the scheme of the host's URLs, meta ``ROBOTS_KEY`` naming
 the host, redirects followed up to ``REDIRECT_HOPS`` as RFC 9309 asks) and turns its
-answer into the frontier's :meth:`~irlscrapy.scheduler.stages.Frontier.robots_known`.
+answer into the gate's :meth:`~irlscrapy.scheduler.robotsgate.RobotsGate.known`.
 The fetch holds its host until the outcome is known (its rules, or its retry or
 redirect queued), so no URL of the host slips out in between; then ``end(token)``
 releases it. Its retries are the robots cache's alone (``IRL_ROBOTS_RETRIES``, after
@@ -127,7 +127,7 @@ class RobotsFetches:
     ) -> RobotsRules | None:
         assert request is not None
         host = request.meta[ROBOTS_KEY]
-        rules = self.frontier.robots_known(host, status, body, parsed)
+        rules = self.frontier.robots.known(host, status, body, parsed)
         if rules is not None and rules.costly:
             tally(
                 logger,

@@ -13,16 +13,10 @@ URLs at a time and within the horizon; each then goes to its host:
   whose DNS fails is dropped with its waiting URLs (stats ``irl/dns/dropped_lookups``, a
   host looked up again counted again, and ``irl/dns/dropped_urls``); so is a host the address
   guard refuses (:mod:`irlscrapy.scheduler.hosts.addressguard`; ``irl/guard/refused_*``);
-- once a host's robots rules are known, its disallowed URLs are dropped
-  (``irl/robots/disallowed``), at admission and once for those already admitted.
+- robots.txt (:attr:`Frontier.robots`, :mod:`irlscrapy.scheduler.robotsgate`) drops
+  the URLs a host's rules disallow, and hands out a host's robots.txt before any URL of
+  it while its rules are unknown or expired.
 
-robots.txt (:mod:`irlscrapy.scheduler.hosts.robotscache` keeps the outcomes): when
-:meth:`Frontier.take` draws a URL of a host whose rules are unknown or expired, the URL
-goes back to the front of its host and the host's robots.txt is handed out instead (a
-:class:`RobotsFetch`, released under the IP delay only): the first fetch of every host,
-again when its TTL has passed or an unreachable one is due for a retry (the host is
-postponed until then); meanwhile its URLs wait. ``Crawl-delay`` raises the host's delay,
-up to ``max_crawl_delay`` (``irl/robots/crawl_delay_capped`` counts hosts asking more).
 A resumed run holds each host and IP for its delay first (:attr:`restart_hold`).
 
 Host health (:mod:`irlscrapy.scheduler.hosts.hosthealth`) backs off and retires failing
@@ -72,17 +66,14 @@ from irlscrapy.scheduler.frontieritems import (
     unpack_record,
 )
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
-from irlscrapy.scheduler.hosts.robots import RobotsRules
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 from irlscrapy.scheduler.requestcodec import payload_url
+from irlscrapy.scheduler.robotsgate import RobotsGate
 
 logger = logging.getLogger(__name__)
 
 #: The reason of a Request in RAM that a finished crawl gave up on.
 GIVEN_UP = "given up: its host or origin kept failing and the crawl finished"
-#: Seconds a host waits, when its turn comes while its robots.txt is still out, before
-#: it is looked at again.
-ROBOTS_PENDING_WAIT = 1.0
 
 
 class Frontier:
@@ -116,15 +107,11 @@ class Frontier:
         self.resolve = resolve
         self.host_budget = host_budget  # the budget of a host's PLD (STAR's, or B0)
         self.stats = stats
-        self.user_agent = user_agent
-        self.robots = robots  # None: robots.txt is not obeyed
         self.clock = clock
-        self.max_crawl_delay = max_crawl_delay
         self.guard = guard if guard is not None else AddressGuard()
         self.on_ready = on_ready  # called when a host's URLs may have become due
         self.on_refused = on_refused  # called for a URL dropped by robots.txt or DNS
         self.plds = plds  # a host's PLD: BEAST's key (the crawl's PayLevelDomains)
-        self._robots_out: set[str] = set()  # hosts whose robots.txt fetch is out
         self._resolving: dict[str, list[tuple[int, Item | MemoryItem | RobotsFetch, bool]]] = {}
         self.waiting_dns = 0  # URLs held while their host is resolved
         self.restart_hold: RestartHold | None = None  # None: a new crawl
@@ -133,6 +120,17 @@ class Frontier:
         self.foreign: Callable[[str], bool] | None = None
         self.forward: Callable[[int, Item], None] = lambda priority, item: None
         self.closed = False
+        #: robots.txt between the hosts' URLs and their fetches (``robots`` None: not
+        #: obeyed; irlscrapy.scheduler.robotsgate)
+        self.robots = RobotsGate(
+            robots,
+            workbench,
+            stats,
+            user_agent=user_agent,
+            max_crawl_delay=max_crawl_delay,
+            clock=clock,
+            refuse=self._refuse,
+        )
         #: which of BEAST's records move into RAM now (irlscrapy.scheduler.admission)
         self.admission = Admission(
             beast,
@@ -192,7 +190,7 @@ class Frontier:
 
     def _refuse(self, item: Item | MemoryItem | RobotsFetch, why: str) -> None:
         if isinstance(item, RobotsFetch):  # its redirect went where it cannot be fetched
-            self.robots_known(item.host, None, b"")
+            self.robots.known(item.host, None, b"")
             return
         self.finished(item)
         self.on_refused(item, why)
@@ -268,13 +266,7 @@ class Frontier:
                 return
             if self.bench.add_held(origin, FRONT if front else priority, item):
                 return
-        rules = self.robots.lookup(host)[0] if self.robots is not None else None
-        if (
-            rules is not None
-            and not isinstance(item, RobotsFetch)
-            and not rules.allowed(item_url(item), self.user_agent)
-        ):
-            self.stats.inc_value("irl/robots/disallowed")
+        if not self.robots.allows(host, item):
             self._refuse(item, "robots.txt")
             return
         budget = self.host_budget(host)
@@ -293,74 +285,17 @@ class Frontier:
             if got is None:
                 return None
             state, item = got
-            clear = isinstance(item, RobotsFetch) or self._robots_clear(state, now)
-            hold = self.restart_hold  # (after _robots_clear: it sets the Crawl-delay)
+            clear = isinstance(item, RobotsFetch) or self.robots.clear(state, now)
+            hold = self.restart_hold  # (after robots.clear: it sets the Crawl-delay)
             if hold is not None and hold.held(self.workbench, state, item, now):
                 continue
             self.admission.host_took_url(state.host)
             if clear:
                 return got
-            # The rules are unknown or expired: the URL waits for them.
-            refetch_at = self.robots.lookup(state.host)[1]  # type: ignore[union-attr]
-            self.workbench.add(state.host, state.ip, item, front=True)
-            if state.host not in self._robots_out and refetch_at <= now:
-                self._robots_out.add(state.host)
-                return state, RobotsFetch(state.host)
-            # Its robots.txt is out, or unreachable and not due for a retry yet.
-            self.workbench.release(state, now, ip_only=True)
-            self.workbench.postpone(state, max(refetch_at, now + ROBOTS_PENDING_WAIT))
-
-    def _robots_clear(self, state: VisitState, now: float) -> bool:
-        """May ``state``'s host be fetched as to robots.txt (not obeyed, or its rules
-        known and in force)? Its Crawl-delay is set from the rules."""
-        if self.robots is None:
-            return True
-        rules, refetch_at = self.robots.lookup(state.host)
-        if rules is not None and refetch_at > now and state.crawl_delay < 0:
-            state.crawl_delay = self._crawl_delay(rules, count=False)
-        return rules is not None and refetch_at > now
-
-    def robots_known(
-        self, host: str, status: int | None, body: bytes, parsed: RobotsRules | None = None
-    ) -> RobotsRules | None:
-        """The robots.txt of ``host`` answered ``status`` (None: no answer) with
-        ``body`` (``parsed``: its rules, if parsed already): store the outcome; drop
-        what it disallows; set the host's Crawl-delay; postpone the host until a retry
-        when the outcome is "try again later". Return the rules now in force (None: to
-        be fetched again)."""
-        self._robots_out.discard(host)
-        assert self.robots is not None, "robots.txt is not obeyed"
-        rules, refetch_at = self.robots.learn(host, status, body, self.clock(), parsed)
-        state = self.workbench.hosts.get(host)
-        if rules is None:
-            self.stats.inc_value("irl/robots/retries")
-            if state is not None:
-                self.workbench.postpone(state, refetch_at)
-            return None
-        self.stats.inc_value(f"irl/robots/{rules.outcome}")
-        if state is None:
-            return rules
-        state.crawl_delay = self._crawl_delay(rules, count=True)
-        dropped = self.workbench.remove_urls(
-            state,
-            lambda item: (
-                not isinstance(item, RobotsFetch)
-                and not rules.allowed(item_url(item), self.user_agent)
-            ),
-        )
-        for _, item in dropped:
-            self._refuse(item, "robots.txt")
-        if dropped:
-            self.stats.inc_value("irl/robots/disallowed", len(dropped))
-        return rules
-
-    def _crawl_delay(self, rules: RobotsRules, *, count: bool) -> float:
-        asked = rules.crawl_delay(self.user_agent)
-        if asked > self.max_crawl_delay:
-            if count:
-                self.stats.inc_value("irl/robots/crawl_delay_capped")
-            return self.max_crawl_delay
-        return asked
+            assert not isinstance(item, RobotsFetch)
+            fetch = self.robots.fetch_or_wait(state, item, now)
+            if fetch is not None:
+                return state, fetch
 
     # -- host health ------------------------------------------------------------------
     def next_due(self) -> float | None:
@@ -407,10 +342,8 @@ class Frontier:
         for state in self.workbench.hosts.values():
             if not state.urls or state.backoff > 0 or self.bench.retired(state.host, now):
                 continue
-            if self.robots is not None:
-                rules, refetch_at = self.robots.lookup(state.host)
-                if rules is None or refetch_at <= now:
-                    continue  # waits for its robots.txt
+            if self.robots.waits(state, now):
+                continue
             return False
         return True
 
@@ -429,7 +362,7 @@ class Frontier:
             elif isinstance(item, MemoryItem):
                 self._refuse(item, GIVEN_UP)
             else:
-                self._robots_out.discard(item.host)
+                self.robots.forget(item.host)
         return given
 
     def take_foreign(self, foreign: Callable[[str], bool]) -> tuple[list[str], int]:
@@ -454,7 +387,7 @@ class Frontier:
                 self.forward(_stored_priority(priority), item)
                 forwarded += 1
             elif isinstance(item, RobotsFetch):
-                self._robots_out.discard(item.host)
+                self.robots.forget(item.host)
             else:  # (a Request kept in RAM, from the bench: it stays here)
                 self._to_host(url_host(item.url), priority, item, front=False)
         self.admission.resume()  # (a lost host may have paused it)
