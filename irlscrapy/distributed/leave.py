@@ -110,7 +110,7 @@ def stored_records(frontier: Frontier) -> Iterator[bytes]:
     parked ones are read where they lie."""
     frontier.give_up()
     yield from frontier.beast.records()
-    yield from frontier.parked.records()
+    yield from frontier.holds.parked.records()
 
 
 class Departure:

@@ -64,7 +64,7 @@ class AgentPeers:
             not (
                 dispatcher.has_pending_requests()
                 or len(dispatcher.ledger)
-                or frontier.parked.replay_waits  # (found while it said it was idle)
+                or frontier.holds.parked.replay_waits  # (found while it said it was idle)
                 or handoff.active
             )
         )
@@ -76,7 +76,7 @@ class AgentPeers:
         def quiesce(idle: bool) -> None:
             """The agent says the crawl is idle (True), or busy again: parked URLs wait
             meanwhile, then go back to BEAST, and the engine is woken for them."""
-            frontier.hold_parked(idle)
+            frontier.holds.hold_parked(idle)
             if not idle:
                 crawl.wake()
 

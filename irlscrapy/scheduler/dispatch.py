@@ -156,7 +156,7 @@ class Dispatcher:
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:
         frontier, intake = self.frontier, self.intake
-        waits = self.continuous and (frontier.parked.count or frontier.bench.in_force())
+        waits = self.continuous and (frontier.holds.parked.count or frontier.holds.bench.in_force())
         queued = intake.direct or intake.merging or intake.pending or self.refusals
         return bool(len(frontier) or queued or waits)
 
@@ -489,8 +489,8 @@ class Dispatcher:
             "urlseen_merging": int(self.intake.merging),
             "admission_paused": int(frontier.admission.paused),
             "workbench_full": int(frontier.admission.ram_full),
-            "held_urls": len(frontier.bench),
-            "parked_urls": frontier.parked.count,
+            "held_urls": len(frontier.holds),
+            "parked_urls": frontier.holds.parked.count,
             "fetch_cap": self.fetch_cap(),
         }
 

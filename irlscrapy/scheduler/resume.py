@@ -182,7 +182,7 @@ def open_frontier(
 def resume(frontier: Frontier, found: Found) -> None:
     """Queue again what the last run admitted and parked."""
     frontier.readmit(found.admitted)
-    replayed = frontier.replay_parked(found.parked)
+    replayed = frontier.holds.replay_parked(found.parked)
     if replayed:
         logger.info(
             "%d parked URLs (of hosts retired, or given up by the last run) queued again",
@@ -192,7 +192,7 @@ def resume(frontier: Frontier, found: Found) -> None:
 
 def leave(frontier: Frontier, state: StateDirectory, stats: Any) -> None:
     """Close the frontier, saying what the next run will find parked."""
-    parked = frontier.parked.count
+    parked = frontier.holds.parked.count
     if parked:
         stats.set_value("irl/frontier/parked_at_close", parked)
         logger.info(

@@ -20,10 +20,9 @@ URLs at a time and within the horizon; each then goes to its host:
 A resumed run holds each host and IP for its delay first (:attr:`restart_hold`).
 
 Host health (:mod:`irlscrapy.scheduler.hosts.hosthealth`) backs off and retires failing
-hosts and origins (:mod:`irlscrapy.scheduler.frontier.parking`): a host in back-off is
-postponed; an origin in back-off has its URLs held on the bench (:meth:`hold_origin`); a
-retired host or origin has its stored URLs parked on disk (:meth:`retire`), and every URL
-of it admitted while it rests; they go back to BEAST when it ends. :meth:`give_up` parks
+hosts and origins: a host in back-off is postponed; an origin in back-off has its URLs
+held, and a retired host or origin has its stored URLs parked
+(:attr:`Frontier.holds`, :mod:`irlscrapy.scheduler.healthholds`). :meth:`give_up` parks
 what a finished crawl leaves. Retries and redirects of a host's own request skip BEAST
 (:meth:`push_direct`): they go to the front of its visit state.
 
@@ -49,22 +48,22 @@ from typing import Any
 from twisted.internet import defer
 from twisted.python.failure import Failure
 
-from irlscrapy.domains import domain_key, host_name, pld, url_host, url_origin
+from irlscrapy.domains import domain_key, host_name, pld, url_host
 from irlscrapy.scheduler.admission import Admission
 from irlscrapy.scheduler.frontier.admitted import Admitted, AdmittedJournal
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.scheduler.frontier.horizon import Horizon
-from irlscrapy.scheduler.frontier.parking import Bench, ParkedStore
+from irlscrapy.scheduler.frontier.parking import ParkedStore
 from irlscrapy.scheduler.frontier.restarthold import RestartHold
-from irlscrapy.scheduler.frontier.workbench import FRONT, VisitState, Workbench
+from irlscrapy.scheduler.frontier.workbench import VisitState, Workbench
 from irlscrapy.scheduler.frontieritems import (
     HEAD,
     Item,
     MemoryItem,
     RobotsFetch,
-    item_url,
     unpack_record,
 )
+from irlscrapy.scheduler.healthholds import HealthHolds, stored_priority
 from irlscrapy.scheduler.hosts.addressguard import AddressGuard
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
 from irlscrapy.scheduler.requestcodec import payload_url
@@ -102,8 +101,6 @@ class Frontier:
         self.beast = beast
         self.workbench = workbench
         self.journal = journal
-        self.parked = parked
-        self.bench = Bench()
         self.resolve = resolve
         self.host_budget = host_budget  # the budget of a host's PLD (STAR's, or B0)
         self.stats = stats
@@ -144,6 +141,16 @@ class Frontier:
             to_host=lambda host, priority, item: self._to_host(host, priority, item, False),
             waiting_dns=self._waiting_dns,
         )
+        #: the URLs host health holds back (irlscrapy.scheduler.healthholds)
+        self.holds = HealthHolds(
+            parked,
+            workbench,
+            journal,
+            self.admission,
+            clock=clock,
+            to_host=self._to_host,
+            push_stored=self._push_stored,
+        )
 
     def close(self) -> None:
         """Close BEAST and the journal. What ends later (a DNS answer, a fetch) changes
@@ -151,11 +158,11 @@ class Frontier:
         self.closed = True
         self.beast.close()
         self.journal.close()
-        self.parked.close()
+        self.holds.parked.close()
 
     def __len__(self) -> int:
         """URLs not handed out yet (in BEAST, waiting for DNS, in RAM; not parked)."""
-        return len(self.beast) + self.waiting_dns + len(self.workbench) + len(self.bench)
+        return len(self.beast) + self.waiting_dns + len(self.workbench) + len(self.holds)
 
     # -- in ----------------------------------------------------------------------------
     def push(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
@@ -212,7 +219,7 @@ class Frontier:
         self, host: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
     ) -> None:
         if self.foreign is not None and isinstance(item, tuple) and self.foreign(host):
-            self.forward(_stored_priority(priority), item)
+            self.forward(stored_priority(priority), item)
             return
         state = self.workbench.hosts.get(host)
         if state is not None:
@@ -257,15 +264,8 @@ class Frontier:
     def _add(
         self, host: str, ip: str, priority: int, item: Item | MemoryItem | RobotsFetch, front: bool
     ) -> None:
-        if self.bench.in_force() and not isinstance(item, RobotsFetch):
-            origin = url_origin(item_url(item))
-            if isinstance(item, tuple) and (
-                self.bench.retired(host, self.clock()) or self.bench.retired(origin, self.clock())
-            ):
-                self._park(item, priority)
-                return
-            if self.bench.add_held(origin, FRONT if front else priority, item):
-                return
+        if self.holds.holds(host, priority, item, front):
+            return
         if not self.robots.allows(host, item):
             self._refuse(item, "robots.txt")
             return
@@ -279,7 +279,7 @@ class Frontier:
         """The next fetch whose host and IP are due, both put in flight: a URL, or its
         host's robots.txt when the host's rules are unknown or expired."""
         self.workbench.forget_idle(now)
-        self._release_bench(now)
+        self.holds.release_due(now)
         while True:
             got = self.workbench.take(now)
             if got is None:
@@ -300,39 +300,9 @@ class Frontier:
     # -- host health ------------------------------------------------------------------
     def next_due(self) -> float | None:
         """When something may be handed out or leave the bench first (None: nothing)."""
-        times = [t for t in (self.workbench.next_due(), self.bench.next_time()) if t is not None]
+        due = (self.workbench.next_due(), self.holds.bench.next_time())
+        times = [t for t in due if t is not None]
         return min(times) if times else None
-
-    def hold_origin(self, state: VisitState, origin: str, until: float) -> None:
-        """``origin`` (of host ``state``) is backed off until ``until``: its URLs leave
-        the host, whose other origins go on being fetched."""
-        held = self.workbench.remove_urls(
-            state,
-            lambda item: not isinstance(item, RobotsFetch) and url_origin(item_url(item)) == origin,
-        )
-        self.bench.hold(origin, until, held)
-        self.admission.host_emptied(state.host)
-
-    def retire(self, key: str, state: VisitState, until: float) -> int:
-        """Retire ``key`` (``state``'s host, or one of its origins) until ``until``: its
-        stored URLs, held or queued, are parked; a Request kept in RAM and a robots.txt
-        fetch stay with the host. Return how many were parked."""
-        self.bench.retire(key, until)
-        is_host = key == state.host
-        parked = self.workbench.remove_urls(
-            state,
-            lambda item: isinstance(item, tuple) and (is_host or url_origin(item_url(item)) == key),
-        )
-        held = [] if is_host else self.bench.take_held(key)
-        for priority, item in [*parked, *held]:
-            if isinstance(item, tuple):
-                self._park(item, priority)
-            else:
-                self._to_host(state.host, priority, item, front=False)
-        if is_host:
-            self.workbench.postpone(state, until)
-        self.admission.host_emptied(state.host)
-        return len(parked) + len(held)
 
     def waits_on_failures(self, now: float) -> bool:
         """Does every URL in RAM wait on a failure (its origin held, its host backed
@@ -340,7 +310,7 @@ class Frontier:
         alone? A crawl gives up only on such URLs: a host whose Crawl-delay is 30 s is
         waited for, however long its queue."""
         for state in self.workbench.hosts.values():
-            if not state.urls or state.backoff > 0 or self.bench.retired(state.host, now):
+            if not state.urls or state.backoff > 0 or self.holds.bench.retired(state.host, now):
                 continue
             if self.robots.waits(state, now):
                 continue
@@ -351,13 +321,14 @@ class Frontier:
         """The crawl ends: park every stored URL still in RAM (of hosts and origins in
         back-off, retired, or waiting for a robots.txt retry); refuse the Requests kept
         in RAM (their errbacks run); drop robots.txt retries. Return the URLs parked."""
-        items = [i for origin in self.bench.held_origins() for i in self.bench.take_held(origin)]
+        bench = self.holds.bench
+        items = [i for origin in bench.held_origins() for i in bench.take_held(origin)]
         for state in list(self.workbench.hosts.values()):
             items += self.workbench.remove_urls(state, lambda item: True)
         given = 0
         for priority, item in items:
             if isinstance(item, tuple):
-                self._park(item, priority)
+                self.holds.park(item, priority)
                 given += 1
             elif isinstance(item, MemoryItem):
                 self._refuse(item, GIVEN_UP)
@@ -370,9 +341,9 @@ class Frontier:
         hosts it picks, drop their robots.txt retries; the hosts, and URLs forwarded."""
         self.foreign = foreign
         items: list[tuple[int, Any]] = []
-        for origin in self.bench.held_origins():
+        for origin in self.holds.bench.held_origins():
             if foreign(url_host(origin)):
-                items += self.bench.take_held(origin)
+                items += self.holds.bench.take_held(origin)
         hosts = [state for state in self.workbench.hosts.values() if foreign(state.host)]
         for state in hosts:
             items += self.workbench.remove_urls(state, lambda i: not isinstance(i, MemoryItem))
@@ -384,7 +355,7 @@ class Frontier:
         forwarded = 0
         for priority, item in items:
             if isinstance(item, tuple):
-                self.forward(_stored_priority(priority), item)
+                self.forward(stored_priority(priority), item)
                 forwarded += 1
             elif isinstance(item, RobotsFetch):
                 self.robots.forget(item.host)
@@ -393,39 +364,7 @@ class Frontier:
         self.admission.resume()  # (a lost host may have paused it)
         return [state.host for state in hosts], forwarded
 
-    def _park(self, item: Item, priority: int) -> None:
-        self.parked.park(HEAD.pack(_stored_priority(priority), 0) + item[0])
-        self.journal.done(item[1])
-
-    def _release_bench(self, now: float) -> None:
-        """Back-offs that have ended: their URLs back to their hosts; a retirement that
-        has ended: every parked URL back to BEAST."""
-        released, retirement_ended = self.bench.release_due(now)
-        for origin, items in released:
-            host = url_host(origin)
-            for priority, item in items:
-                self._to_host(host, priority, item, front=False)
-        if retirement_ended:
-            self.replay_parked()
-
-    def hold_parked(self, hold: bool) -> None:
-        """Start or end a hold on replays of parked URLs (ParkedStore.hold)."""
-        if self.parked.hold(hold):
-            self.replay_parked()
-
-    def replay_parked(self, older: list[Any] | None = None) -> int:
-        """Parked URLs (of ``older`` generations, else the current one) back to BEAST."""
-
-        def push(record: bytes) -> None:
-            payload = record[HEAD.size :]
-            self.beast.push(domain_key(self.plds(url_host(payload_url(payload)))), record)
-
-        pushed = self.parked.replay(push, older)
-        if pushed:
-            self.admission.resume()
-        return pushed
-
-
-def _stored_priority(priority: int) -> int:
-    """The priority a URL of the workbench is stored with (a retry's FRONT: 0)."""
-    return priority if priority != FRONT else 0
+    def _push_stored(self, record: bytes) -> None:
+        """A stored record (a parked URL's) into BEAST, under its PLD."""
+        payload = record[HEAD.size :]
+        self.beast.push(domain_key(self.plds(url_host(payload_url(payload)))), record)

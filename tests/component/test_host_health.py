@@ -57,21 +57,21 @@ def test_backoff_postpones_the_host_then_retirement_parks_its_urls(frontier: Any
     HEALTH.failed(state, frontier, 7.0, None, stats)  # the third in a row: retired
     assert stats.values["irl/hosts/retired"] == 1
     assert stats.values["irl/hosts/parked_urls"] == 9
-    assert frontier.parked.count == 9 and len(frontier.beast) == 0  # parked on disk
+    assert frontier.holds.parked.count == 9 and len(frontier.beast) == 0  # parked on disk
     assert [item for _, _, item in state.urls] == [memory]  # what cannot be stored stays
     assert frontier.workbench.next_due() == 607.0 and state.failures == 0
     # A URL of the retired host admitted meanwhile is parked too, not held in RAM.
     frontier.now[0] = 100.0
     frontier.push(encode_link(f"http://{HOST}/late", 1, None, None))
     frontier.admission.admit()
-    assert frontier.parked.count == 10 and len(frontier.workbench) == 1
+    assert frontier.holds.parked.count == 10 and len(frontier.workbench) == 1
     # Nothing is lost: the journal's live URLs are exactly what RAM holds.
     frontier.journal.close()
     live = frontier.journal.open()
     assert live == []
     # The retirement ends: every parked URL goes back to BEAST.
     assert frontier.take(607.0) is not None  # (the memory item)
-    assert frontier.parked.count == 0
+    assert frontier.holds.parked.count == 0
     parked = sorted(item_url((record[12:], 0)) for _, record in iter(frontier.beast.pop, None))
     assert parked == sorted([*(f"http://{HOST}/{n}" for n in range(1, 10)), f"http://{HOST}/late"])
 
@@ -108,7 +108,7 @@ def test_a_refused_origin_is_held_and_retired_while_the_host_goes_on(frontier: A
     assert sorted(fetched) == sorted(f"http://{HOST}/{n}" for n in range(6))
     assert stats.values["irl/origins/backoffs"] == 2
     assert stats.values["irl/origins/retired"] == 1
-    assert frontier.parked.count == 3  # the https URLs not tried
+    assert frontier.holds.parked.count == 3  # the https URLs not tried
     assert now < 20  # the http URLs did not wait for the https back-offs
 
 
@@ -124,10 +124,10 @@ def test_hosts_differing_in_case_trailing_dot_or_default_port_are_one(frontier: 
 def test_an_answer_makes_the_host_and_the_origin_healthy_again(frontier: Any) -> None:
     state = VisitState(HOST, "8.8.8.8")
     state.failures, state.backoff = 2, 8.0
-    frontier.bench.origin_failures[f"http://{HOST}"] = 2
+    frontier.holds.bench.origin_failures[f"http://{HOST}"] = 2
     HEALTH.answered(state, f"http://{HOST}", frontier)
     assert (state.failures, state.backoff) == (0, 0.0)
-    assert frontier.bench.origin_failures == {}
+    assert frontier.holds.bench.origin_failures == {}
 
 
 def test_only_urls_waiting_on_failures_may_be_given_up(frontier: Any) -> None:
@@ -144,7 +144,7 @@ def test_only_urls_waiting_on_failures_may_be_given_up(frontier: Any) -> None:
     HEALTH.failed(state, frontier, 0.5, None, frontier.stats)  # a 503: back-off
     assert frontier.waits_on_failures(0.5)
     assert frontier.give_up() == 1 and len(frontier) == 0
-    assert frontier.parked.count == 1
+    assert frontier.holds.parked.count == 1
 
 
 def test_retirements_are_each_counted_and_the_first_logged(

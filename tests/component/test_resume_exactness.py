@@ -178,7 +178,7 @@ class ResumeMachine(RuleBasedStateMachine):
             for frontier, _ in self.killed:
                 frontier.beast.close()  # (its files only: the directory is gone next)
                 frontier.journal.close()
-                frontier.parked.close()
+                frontier.holds.parked.close()
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def drain(self) -> None:

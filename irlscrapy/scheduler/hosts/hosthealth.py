@@ -20,7 +20,7 @@ visit state, an origin's on the frontier's bench) and any answer resets both. A 
 back-off is its ``VisitState.backoff``, one input of the one delay function
 (:mod:`irlscrapy.scheduler.hosts.delays`), and, because a failure may be learned after the
 host was released, a postponement of its next fetch (``Workbench.postpone``). An
-origin's back-off holds its URLs out of the host (``Frontier.hold_origin``) until it
+origin's back-off holds its URLs out of the host (``HealthHolds.hold_origin``) until it
 ends; the host's politeness delay is untouched.
 
 After ``max_failures`` failures in a row the host or origin is *retired*: its stored
@@ -96,27 +96,27 @@ class HostHealth:
         healthy again."""
         state.failures = 0
         state.backoff = 0.0
-        frontier.bench.origin_failures.pop(origin, None)
+        frontier.holds.bench.origin_failures.pop(origin, None)
 
     def origin_failed(
         self, state: VisitState, origin: str, frontier: Frontier, now: float, stats: Any
     ) -> None:
         """A connection to ``origin`` (of ``state``'s host) failed at ``now``: hold the
         origin's URLs for its back-off, or retire it."""
-        failures = frontier.bench.origin_failures.get(origin, 0) + 1
+        failures = frontier.holds.bench.origin_failures.get(origin, 0) + 1
         if self.retires(failures):
-            frontier.bench.origin_failures.pop(origin, None)
+            frontier.holds.bench.origin_failures.pop(origin, None)
             self._retire(origin, state, frontier, now, stats, "irl/origins/retired")
             return
-        frontier.bench.origin_failures[origin] = failures
+        frontier.holds.bench.origin_failures[origin] = failures
         backoff, _ = self.backoff(failures, None)
-        frontier.hold_origin(state, origin, now + backoff)
+        frontier.holds.hold_origin(state, origin, now + backoff)
         stats.inc_value("irl/origins/backoffs")
 
     def _retire(
         self, key: str, state: VisitState, frontier: Frontier, now: float, stats: Any, stat: str
     ) -> None:
-        parked = frontier.retire(key, state, now + self.retire_delay)
+        parked = frontier.holds.retire(key, state, now + self.retire_delay)
         stats.inc_value("irl/hosts/parked_urls", parked)
         tally(
             logger,
