@@ -178,7 +178,7 @@ class Agent:
         self.journal = self.router.journal = OutboxJournal(directory)
         self.journal.open()  # what it left is sent again: owners drop what they have
         # (a handover cut short goes on)
-        self.ownership.salt_kind, self.ownership.salt = marks.salt_of(directory)
+        self.ownership.set_salt(*marks.salt_of(directory))
         self._checkpoint_at = self.clock.seconds() + CHECKPOINT_S
         try:
             self._joined(self._join())
@@ -536,8 +536,7 @@ class Agent:
         lost = self.ownership.set_members(members)
         self.router.own(self.ownership.routed_here)
         if lost and self.journal is not None:  # a new loss: a new salt to hand over under
-            self.ownership.salt = marks.new_salt(self.journal.directory, "handoff")
-            self.ownership.salt_kind = "handoff"
+            self.ownership.set_salt("handoff", marks.new_salt(self.journal.directory, "handoff"))
             self.on_hand_off(lost)
 
     def hand_off(self, partitions: frozenset[int], keys: list[Outgoing]) -> None:

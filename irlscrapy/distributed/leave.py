@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from twisted.internet import task
 
-from irlscrapy.distributed.leavemarks import new_salt, salt_of
+from irlscrapy.distributed.leavemarks import new_salt
 from irlscrapy.distributed.partitions import assignment
 from irlscrapy.distributed.streams import Outgoing
 from irlscrapy.runtime.closing import close_spider
@@ -143,10 +143,10 @@ class Departure:
             return
         self.begun = True
         directory = self.agent.journal.directory if self.agent.journal is not None else None
-        if directory is not None:  # (a leave cut short goes on under its salt)
-            kind, salt = salt_of(directory)
-            self.agent.ownership.salt = salt if kind == "leave" else new_salt(directory, "leave")
-            self.agent.ownership.salt_kind = "leave"
+        ownership = self.agent.ownership
+        # (a leave cut short goes on under its salt, read at the start: Agent.start)
+        if directory is not None and ownership.salt_kind != "leave":
+            ownership.set_salt("leave", new_salt(directory, "leave"))
         self._say_at = self.clock.seconds() + SAY_EVERY_S
         logger.info(
             "Agent %s leaves the crawl: it finishes its fetches in flight, then hands its "

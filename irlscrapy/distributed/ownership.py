@@ -54,6 +54,11 @@ class Ownership:
         #: what for: "leave", "handoff" or "none"
         self.salt, self.salt_kind = 0, "none"
 
+    def set_salt(self, kind: str, salt: int) -> None:
+        """The URLs this agent hands over from now on go under ``salt``, for ``kind``
+        ("leave", "handoff"; "none": no handover yet)."""
+        self.salt_kind, self.salt = kind, salt
+
     @property
     def kept_salt(self) -> int | None:
         """The salt of URLs this agent sent and still holds: a leave's (nothing leaves

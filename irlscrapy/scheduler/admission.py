@@ -63,10 +63,12 @@ class Admission:
         horizon: Horizon | None,
         host_budget: Callable[[str], float],
         to_host: Callable[[str, int, Item], None],
-        waiting_dns: Callable[[str | None], int],
+        waiting_dns: Callable[[], int],
+        host_waiting_dns: Callable[[str], int],
     ) -> None:
         """``to_host(host, priority, item)``: the next stage of an admitted URL;
-        ``waiting_dns(host)``: URLs of ``host`` (None: of all hosts) waiting for DNS."""
+        ``waiting_dns()``: URLs waiting for DNS; ``host_waiting_dns(host)``: those of
+        ``host``."""
         self.beast = beast
         self.workbench = workbench
         self.journal = journal
@@ -77,6 +79,7 @@ class Admission:
         self.host_budget = host_budget  # the budget of a host's PLD (STAR's, or B0)
         self.to_host = to_host
         self.waiting_dns = waiting_dns
+        self.host_waiting_dns = host_waiting_dns
         self._full_hosts: set[str] = set()  # hosts that made admission pause
         self._deferred_run = 0  # records deferred in a row since one was admitted
 
@@ -164,13 +167,13 @@ class Admission:
         self._full_hosts.discard(host)
 
     def _ram_urls(self) -> int:
-        return self.waiting_dns(None) + len(self.workbench)
+        return self.waiting_dns() + len(self.workbench)
 
     def _room_for(self, host: str) -> bool:
         """May ``host`` take another URL: is it below ``host_cap`` and, with a horizon,
         below its share, and its IP (once known) below the IP's?"""
         state = self.workbench.hosts.get(host)
-        urls = (len(state.urls) if state else 0) + self.waiting_dns(host)
+        urls = (len(state.urls) if state else 0) + self.host_waiting_dns(host)
         if urls >= self.host_cap:
             return False
         horizon, workbench = self.horizon, self.workbench

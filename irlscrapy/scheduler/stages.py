@@ -139,7 +139,8 @@ class Frontier:
             horizon=horizon,
             host_budget=host_budget,
             to_host=lambda host, priority, item: self._to_host(host, priority, item, False),
-            waiting_dns=self._waiting_dns,
+            waiting_dns=lambda: self.waiting_dns,
+            host_waiting_dns=self._host_waiting_dns,
         )
         #: the URLs host health holds back (irlscrapy.scheduler.healthholds)
         self.holds = HealthHolds(
@@ -208,10 +209,8 @@ class Frontier:
             self.journal.done(item[1])
 
     # -- to a host --------------------------------------------------------------------
-    def _waiting_dns(self, host: str | None) -> int:
-        """URLs of ``host`` (None: of every host) held while it is resolved."""
-        if host is None:
-            return self.waiting_dns
+    def _host_waiting_dns(self, host: str) -> int:
+        """URLs of ``host`` held while it is resolved."""
         held = self._resolving.get(host)
         return len(held) if held else 0
 

@@ -37,7 +37,7 @@ def _intake(path: Path, salt_kind: str = "leave") -> Intake:
     urlseen.batched = True
     urlseen.open()
     ownership = Ownership("a", 16)
-    ownership.salt, ownership.salt_kind = OWN_SALT, salt_kind
+    ownership.set_salt(salt_kind, OWN_SALT)
     peers = AgentPeers(SimpleNamespace(ownership=ownership))  # type: ignore[arg-type]
     intake = Intake(urlseen, None, None, _Waker(), dedup=True, persistent=False,  # type: ignore[arg-type]
                     log_unserializable=False, peers=peers)  # fmt: skip
