@@ -111,8 +111,9 @@ ADDON_SETTINGS = ADDON_ON_LOOPBACK
 SHOWN_VERSIONS = ("Scrapy", "Twisted", "pytest", "pytest-twisted", "pytest-timeout", "irlscrapy")
 
 #: The differences from stock Scrapy that the add-on makes by design. Each key's value is
-#: a phrase that README.md's line for it must contain (the line is printed beside the
-#: tests it covers), and the line as proposed, used while README.md lacks it.
+#: a phrase that its line in README.md or the manual must contain (the line is printed
+#: beside the tests it covers; docs/project.md holds them), and the line as proposed,
+#: used while neither has it.
 DIFFERENCES: dict[str, tuple[str, str]] = {
     "order": (
         "The order is BEAST's across",
@@ -759,9 +760,10 @@ def classify(tid: str, r: Result) -> Rule | None:
 
 
 def readme_line(key: str) -> str:
-    """The clause of README.md that documents the difference ``key``."""
+    """The clause of README.md or the manual (docs/) that documents the difference ``key``."""
     phrase, proposed = DIFFERENCES[key]
-    text = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    pages = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+    text = " ".join(" ".join(p.read_text(encoding="utf-8").split()) for p in pages)
     at = text.find(phrase)
     if at < 0:
         return f"NOT IN README (proposed: {proposed})"

@@ -5,7 +5,8 @@ mode's (:mod:`irlscrapy.defaults.agents`), each declared as a
 
 Components read them with :func:`get`, which applies the typed getter and this default,
 so a value of 0 set by the user always wins over the default (never ``if value:``).
-The README's settings table is checked against :data:`SETTINGS` by the test suite.
+The manual's settings table (docs/settings.md) is checked against :data:`SETTINGS` by the
+test suite.
 
 Names change between releases. A setting *renamed* (:data:`RENAMED`) is still read
 under its old name for one release, with a warning that names the new one; a setting

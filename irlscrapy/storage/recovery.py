@@ -42,7 +42,7 @@ from typing import Any
 
 logger = logging.getLogger(__name__)
 
-#: kind -> (log level, what was done). The README's "Operating a long crawl" table says
+#: kind -> (log level, what was done). The manual's stats table (docs/stats.md) says
 #: what each means for the operator.
 KINDS: dict[str, tuple[int, str]] = {
     "torn_tail": (logging.WARNING, "cut a torn last record, an append a kill -9 interrupted"),

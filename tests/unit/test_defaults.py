@@ -1,7 +1,9 @@
-"""Every IRL_* setting is declared once, documented in the README, and read with its default."""
+"""Every IRL_* setting is declared once, documented in the manual (docs/settings.md), and read
+with its default."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import warnings
 from pathlib import Path
@@ -16,11 +18,15 @@ from irlscrapy.exceptions import ConfigurationError
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_readme_settings_table_matches_the_defaults_module() -> None:
-    readme = (ROOT / "README.md").read_text()
-    documented = set(re.findall(r"^\| `(IRL_[A-Z0-9_]+)` \| (?!`)", readme, re.M))
+#: The manual's page that holds the settings table and the "Renamed in 0.2" table.
+SETTINGS_PAGE = ROOT / "docs" / "settings.md"
+
+
+def test_the_manuals_settings_table_matches_the_defaults_module() -> None:
+    page = SETTINGS_PAGE.read_text()
+    documented = set(re.findall(r"^\| `(IRL_[A-Z0-9_]+)` \| (?!`)", page, re.M))
     assert documented == set(defaults.BY_NAME)
-    renamed = dict(re.findall(r"^\| `(IRL_[A-Z0-9_]+)` \| `(IRL_[A-Z0-9_]+)` \|$", readme, re.M))
+    renamed = dict(re.findall(r"^\| `(IRL_[A-Z0-9_]+)` \| `(IRL_[A-Z0-9_]+)` \|$", page, re.M))
     assert renamed == defaults.RENAMED
 
 
@@ -114,3 +120,15 @@ def test_every_wrong_value_is_named_in_one_refusal() -> None:
 
 def test_a_negative_value_is_taken_where_it_has_a_meaning() -> None:
     defaults.check_values(Settings({"IRL_LOG_FETCH_ERRORS": -1}))  # logs them all
+
+
+def test_the_manuals_settings_table_is_the_one_the_declarations_generate() -> None:
+    """docs/settings.md's table is rendered from :data:`defaults.SETTINGS`; after
+    changing a declaration, ``python docs/settings_table.py`` writes it again."""
+    spec = importlib.util.spec_from_file_location(
+        "settings_table", ROOT / "docs" / "settings_table.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generator = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generator)
+    assert generator.written() == generator.table(), "run: python docs/settings_table.py"

@@ -1,4 +1,4 @@
-"""Every class path a user names in settings (the README's, the add-on's) loads, the
+"""Every class path a user names in settings (the manual's, the add-on's) loads, the
 short aliases too, and importing a DRUM or frontier module does not import Scrapy."""
 
 from __future__ import annotations
