@@ -118,8 +118,9 @@ def star_data(data: dict[str, Any], star: StarRecords | None) -> None:
         data["host_delays"] = {str(k): v for k, v in star.host_delays.items()}
 
 
-def report_data(crawl: CrawlRecords) -> dict[str, Any]:
-    """The numbers of every table and plot of one crawl's report (``report.json``)."""
+def report_data(crawl: CrawlRecords, state_dir_removed: bool = False) -> dict[str, Any]:
+    """The numbers of every table and plot of one crawl's report (``report.json``);
+    ``state_dir_removed``: the crawl's temporary state directory is removed at its close."""
     lines = crawl.lines
     samples = analysis.stitch(analysis.thin(crawl.samples, POINTS))  # thin keeps run ends
     summary = totals([lines])
@@ -129,14 +130,17 @@ def report_data(crawl: CrawlRecords) -> dict[str, Any]:
     add_spam(summary, [lines])
     data: dict[str, Any] = {
         "state_dir": str(crawl.state_dir),
+        "state_dir_exists": not state_dir_removed and crawl.state_dir.is_dir(),
         "summary": summary,
         "notes": crawl.notes,
         "restarts": crawl.restarts,
+        "run_spans": [list(span) for span in run_spans(lines)],
         **{name: run_counts([lines], name) for name in COUNTS},
         "download_rate": [list(r) for r in analysis.download_rates(samples)],
         "uniqueness": [list(u) for u in analysis.uniqueness(samples)],
         "start": samples[0].t,
         "politeness": {k: crawl.settings.get(k) for k in POLITENESS_SETTINGS},
+        "pace": crawl.pace,
     }
     star_data(data, crawl.star)
     return data

@@ -114,6 +114,7 @@ def agents_data(
         "grid_seconds": width,
         "start": min(sample.t for crawl in crawls for sample in crawl.samples),
         "politeness": {k: crawls[0].settings.get(k) for k in POLITENESS_SETTINGS},
+        "pace": crawls[0].pace,
     }
     star_data(data, star)
     if star is not None:
