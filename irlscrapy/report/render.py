@@ -166,8 +166,8 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
     parts.append("<h1>Crawl report</h1>")
     parts += [f"<p class='plain'>{e(sentence)}</p>" for sentence in words.plain_summary(data)]
     parts.append(
-        f"<p>{e(words.state_dir_sentence(data))} {s['runs']} run(s){restarts}; "
-        f"report written {written}.</p>"
+        f"<p>{s['runs']} run(s){restarts}; report written {written}. "
+        f"{e(words.state_dir_sentence(data))}</p>"
     )
     if "agents" in data:
         parts.append(

@@ -77,7 +77,7 @@ def plain_summary(data: dict[str, Any]) -> list[str]:
 def state_dir_sentence(data: dict[str, Any]) -> str:
     """Where the crawl's state is: named only if it is still there."""
     if "agents" in data:
-        return f"The agents' state directories are listed below ({len(data['agents'])})."
+        return f"One crawl of {len(data['agents'])} agents, from their state directories:"
     if data.get("state_dir_exists", True):
         return f"The crawl's state directory (resume it with JOBDIR): {data['state_dir']}."
     return (
