@@ -79,14 +79,15 @@ def broken(rates: list[list[float]], gaps: list[tuple[float, float, int]]) -> li
 
 def write_plots(data: dict[str, Any], out: Path) -> None:
     figure = load_plotting()
-    _rate(figure, data, out / PNG_RATE)
+    rate_figure(figure, data).savefig(out / PNG_RATE, dpi=100)
     _uniqueness(figure, data, out / PNG_UNIQUENESS)
     if data["star"]:
         _pages_per_pld(figure, data, out / PNG_PLDS)
         _host_delays(figure, data, out / PNG_DELAYS)
 
 
-def _rate(figure: Any, data: dict[str, Any], path: Path) -> None:
+def rate_figure(figure: Any, data: dict[str, Any]) -> Any:
+    """Fig. 6 (see the module docstring), drawn on matplotlib's ``figure`` class."""
     start = data["start"]
     unit, seconds = time_axis(data)
     gaps = stops(data)
@@ -132,7 +133,7 @@ def _rate(figure: Any, data: dict[str, Any], path: Path) -> None:
         if any(agent["restarts"] for agent in data["agents"]):
             pages.legend(loc="lower left", fontsize="small")
     pages.set_title("Download rate (Fig. 6)")
-    fig.savefig(path, dpi=100)
+    return fig
 
 
 def _uniqueness(figure: Any, data: dict[str, Any], path: Path) -> None:
