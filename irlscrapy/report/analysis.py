@@ -5,8 +5,9 @@
   recorded, so the curves neither drop nor double count. What a run did after its last
   recorded line (a kill -9) is missing from the timeline, not from the later counts.
 - :func:`download_rates` (Fig. 6): pages/s and bits/s between consecutive lines of one
-  run (the paper plots 10-minute averages; ours average over ``IRL_REPORT_INTERVAL``,
-  or over longer windows when :func:`thin` keeps one line in k of a long crawl).
+  run (the paper plots 10-minute averages; ours average over the time between two
+  lines, at least 1/:data:`irlscrapy.report.data.POINTS` of the crawl as :func:`thin`
+  keeps them).
 - :func:`uniqueness` (Fig. 7(a)): the probability of uniqueness ``p``, the share of the
   URLs checked against URLseen between two lines that were new, plotted against the
   pages crawled by the end of the interval. Intervals without checks have no ``p``.
@@ -73,17 +74,23 @@ def stitch(samples: Sequence[Sample]) -> list[Sample]:
 
 
 def thin(samples: Sequence[Sample], limit: int) -> list[Sample]:
-    """At most about ``limit`` of ``samples``: every k-th line of each run, and each
-    run's first and last, so rates and ``p`` over the lines kept are averages over
-    longer windows (the paper's Fig. 6 plots 10-minute averages) and nothing is lost
-    from the totals."""
+    """At most about ``limit`` of ``samples``: each run's first and last line, and
+    between them a line whenever ``span / limit`` seconds passed since the last one kept
+    (``span``: the runs' seconds added), so rates and ``p`` over the lines kept are
+    averages over windows of at least that length (the paper's Fig. 6 plots 10-minute
+    averages; the recorder's lines come closer together early in a run, which would
+    make the start of a long crawl a scribble) and nothing is lost from the totals."""
     assert limit >= 1
-    step = max(1, -(-len(samples) // limit))  # ceil
+    ends: dict[int, tuple[float, float]] = {}
+    for sample in samples:
+        first, _ = ends.get(sample.run, (sample.t, sample.t))
+        ends[sample.run] = (first, sample.t)
+    window = sum(last - first for first, last in ends.values()) / limit
     kept: list[Sample] = []
     for i, sample in enumerate(samples):
         first = i == 0 or samples[i - 1].run != sample.run
         last = i == len(samples) - 1 or samples[i + 1].run != sample.run
-        if first or last or i % step == 0:
+        if first or last or sample.t - kept[-1].t >= window:
             kept.append(sample)
     return kept
 

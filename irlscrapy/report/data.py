@@ -4,7 +4,8 @@ combined in :mod:`irlscrapy.report.merge`, with the helpers here.
 
 Whole-crawl figures sum the last timeline line of every run (Scrapy's counters restart
 with each run). The download rate and ``p`` come from the timeline, thinned to about
-:data:`POINTS` lines; the per-PLD tables from STAR's store (:mod:`irlscrapy.report.plds`).
+:data:`POINTS` lines spread evenly in time; the per-PLD tables from STAR's store
+(:mod:`irlscrapy.report.plds`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from irlscrapy.report import analysis
 from irlscrapy.report.plds import StarRecords
 from irlscrapy.report.reader import CrawlRecords
 
-#: Timeline lines kept for the rate and ``p`` (longer crawls average over longer windows).
-POINTS = 500
+#: Timeline lines kept for the rate and ``p``, at least 1/POINTS of the crawl's time
+#: apart (analysis.thin: longer crawls average over longer windows).
+POINTS = 200
 #: Settings shown under "Politeness in force".
 POLITENESS_SETTINGS = (
     "IRL_HOST_DELAY",
