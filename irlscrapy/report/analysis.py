@@ -10,7 +10,8 @@
   keeps them).
 - :func:`uniqueness` (Fig. 7(a)): the probability of uniqueness ``p``, the share of the
   URLs checked against URLseen between two lines that were new, plotted against the
-  pages crawled by the end of the interval. Intervals without checks have no ``p``.
+  pages crawled by the end of the interval. Intervals without checks have no ``p``; the
+  report joins an interval of few checks to the next (``least``).
 - :func:`on_grid` sums several timelines (a multi-agent crawl's agents, sampled at
   different instants) on one time grid: each counter's growth between two lines of one
   run is spread evenly over the time between them, and added to the grid's bins in
@@ -117,14 +118,25 @@ class Uniqueness(NamedTuple):
     checked: float
 
 
-def uniqueness(samples: Sequence[Sample]) -> list[Uniqueness]:
-    """``p`` over each interval between two lines of the same run that checked URLs."""
+def uniqueness(samples: Sequence[Sample], least: float = 0) -> list[Uniqueness]:
+    """``p`` over each interval between two lines of the same run that checked URLs;
+    an interval that checked fewer than ``least`` is joined to the next ones of its run
+    until they have (a run's last interval stands as it is): URLseen checks in batches,
+    and a handful of URLs re-checked at a restart would plot as a fall to 0."""
     points = []
-    for a, b in itertools.pairwise(samples):
-        new = b.unique_urls - a.unique_urls
-        checked = new + b.duplicates - a.duplicates
-        if a.run == b.run and checked > 0:
+    start: Sample | None = None
+    for i, b in enumerate(samples):
+        if start is None or start.run != b.run:
+            start = b
+            continue
+        new = b.unique_urls - start.unique_urls
+        checked = new + b.duplicates - start.duplicates
+        last = i == len(samples) - 1 or samples[i + 1].run != b.run
+        if checked > 0 and (checked >= least or last):
             points.append(Uniqueness(b.pages, new / checked, checked))
+            start = b
+        elif checked <= 0:
+            start = b
     return points
 
 

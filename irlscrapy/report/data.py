@@ -120,6 +120,11 @@ def star_data(data: dict[str, Any], star: StarRecords | None) -> None:
         data["host_delays"] = {str(k): v for k, v in star.host_delays.items()}
 
 
+def least(summary: dict[str, Any]) -> float:
+    """The URLs checked a point of ``p`` stands for at least: 1/(2 POINTS) of the crawl's."""
+    return (summary["unique_urls"] + summary["duplicates"]) / (2 * POINTS)
+
+
 def report_data(crawl: CrawlRecords, state_dir_removed: bool = False) -> dict[str, Any]:
     """The numbers of every table and plot of one crawl's report (``report.json``);
     ``state_dir_removed``: the crawl's temporary state directory is removed at its close."""
@@ -139,7 +144,7 @@ def report_data(crawl: CrawlRecords, state_dir_removed: bool = False) -> dict[st
         "run_spans": [list(span) for span in run_spans(lines)],
         **{name: run_counts([lines], name) for name in COUNTS},
         "download_rate": [list(r) for r in analysis.download_rates(samples)],
-        "uniqueness": [list(u) for u in analysis.uniqueness(samples)],
+        "uniqueness": [list(u) for u in analysis.uniqueness(samples, least(summary))],
         "start": samples[0].t,
         "politeness": {k: crawl.settings.get(k) for k in POLITENESS_SETTINGS},
         "pace": crawl.pace,

@@ -155,7 +155,7 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
     e = html.escape
     s = data["summary"]
     written = e(datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
-    restarts = f", {len(data['restarts'])} restart(s)" if data["restarts"] else ""
+    restarts = f", {words.count(len(data['restarts']), 'restart')}" if data["restarts"] else ""
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>irlscrapy crawl report"
         "</title><style>body{font-family:sans-serif;max-width:60em;margin:auto}"
@@ -166,7 +166,7 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
     parts.append("<h1>Crawl report</h1>")
     parts += [f"<p class='plain'>{e(sentence)}</p>" for sentence in words.plain_summary(data)]
     parts.append(
-        f"<p>{s['runs']} run(s){restarts}; report written {written}. "
+        f"<p>{words.count(s['runs'], 'run')}{restarts}; report written {written}. "
         f"{e(words.state_dir_sentence(data))}</p>"
     )
     if "agents" in data:

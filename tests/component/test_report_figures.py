@@ -19,6 +19,7 @@ from scrapy.http import Request, Response
 from scrapy.utils.test import get_crawler
 
 from irlscrapy.report import words
+from irlscrapy.report.analysis import Sample, uniqueness
 from irlscrapy.report.data import POINTS
 from irlscrapy.report.layout import write_stats
 from irlscrapy.report.plots import load_plotting, rate_figure
@@ -203,3 +204,15 @@ def test_robots_txt_is_not_counted_among_the_content_types(tmp_path: Path) -> No
         ext.response_received(Response(request.url, headers=headers), request, Spider("s"))
     assert crawler.stats is not None
     assert crawler.stats.get_value("irl/content_type/text/plain") == 1  # only the last
+
+
+def test_a_few_urls_rechecked_at_a_restart_do_not_plot_as_a_fall_of_p_to_0() -> None:
+    samples = [
+        Sample(0.0, 2, pages=0),
+        Sample(1.0, 2, pages=10, duplicates=1),  # 1 URL re-checked: p 0 on its own
+        Sample(2.0, 2, pages=20, unique_urls=60, duplicates=41),
+        Sample(3.0, 2, pages=30, unique_urls=61, duplicates=41),  # the run's last: kept
+    ]
+    assert [p for _, p, _ in uniqueness(samples)] == [0.0, 60 / 100, 1.0]
+    joined = uniqueness(samples, least=50)
+    assert joined == [(20, 60 / 101, 101), (30, 1.0, 1)]
