@@ -297,6 +297,7 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
                 ("stat", *(e(name) for name, _ in columns)),
                 [(e(k), *(e(_stat(k, table.get(k), data)) for _, table in columns)) for k in names],
                 table_id="stats",
+                fold=False,  # the page's end: nothing below to scroll past
             )
         )
     parts.append("</body></html>\n")
@@ -379,6 +380,7 @@ def _table(
     rows: list[tuple[str, ...]],
     keys: list[str] | None = None,
     table_id: str = "",
+    fold: bool = True,
 ) -> str:
     head = "".join(f"<th>{h}</th>" for h in header)
     body = []
@@ -387,7 +389,7 @@ def _table(
         cells = f"<th>{row[0]}</th>" + "".join(f"<td>{c}</td>" for c in row[1:])
         body.append(f"<tr{key}>{cells}</tr>")
     table = f"<table id='{table_id}'><tr>{head}</tr>{''.join(body)}</table>"
-    if len(rows) > FOLDED:
+    if fold and len(rows) > FOLDED:
         return f"<details><summary>the table ({len(rows):,} rows)</summary>{table}</details>"
     return table
 
