@@ -141,6 +141,8 @@ SUMMARY_LABELS = {
     "crawled_plds": "PLDs crawled",
     "spam_pages": "pages of spam farms",
     "spam_share": "share of spam pages",
+    "agents": "agents",
+    "shared_plds": "PLDs in more than one agent's STAR store",
 }
 
 
@@ -309,7 +311,9 @@ def _rate_section(data: dict[str, Any]) -> list[str]:
     stops as rows between the runs'."""
     unit, seconds = time_axis(data)
     gaps = stops(data)
-    caption = words.RATE_CAPTION + (words.RESUME_CAPTION if data["restarts"] else "")
+    caption = words.RATE_CAPTION
+    if data["restarts"]:
+        caption += words.AGENT_RESTART_CAPTION if "agents" in data else words.RESUME_CAPTION
     parts = ["<h2>Download rate</h2>", f"<p>{html.escape(caption)}</p>"]
     if "grid_seconds" in data:
         parts.append(

@@ -95,6 +95,7 @@ RESUME_CAPTION = (
     " A shaded gap is a time the crawl was stopped; the dashed line after it is the "
     "restart, from which the resumed run counts on."
 )
+AGENT_RESTART_CAPTION = " A dashed line is the restart of an agent, in its colour."
 UNIQUENESS_CAPTION = (
     "The share of the links checked against URLseen that were new, between two lines of "
     "the timeline, against the pages crawled so far: it falls as the crawl sees more of "
