@@ -4,7 +4,8 @@
 - the download rate (Fig. 6): pages/s above, Mbit/s below, each on an axis of its own
   over one time axis; a resumed crawl's stop is a shaded gap, its restart a dashed line
   (a multi-agent crawl's restarts: one dashed line per agent's, in its colour);
-- ``p`` against pages crawled (Fig. 7(a)), from 0 pages;
+- ``p`` against pages crawled (Fig. 7(a)), from 0 pages: each point's ``p`` as a step
+  over the pages crawled since the point before (URLseen checks in batches);
 - pages per PLD by in-degree (Fig. 7(b)) and the PLDs by host delay, with STAR only.
 
 The time axis's unit (:func:`time_axis`) is the one of the rate's table in the HTML.
@@ -140,8 +141,11 @@ def _uniqueness(figure: Any, data: dict[str, Any], path: Path) -> None:
     fig = _figure(figure, 4)
     ax = fig.subplots()
     points = data["uniqueness"]
-    marker = "." if len(points) < DOTTED else None
-    ax.plot([u[0] for u in points], [u[1] for u in points], marker=marker)
+    # a point's p is over the pages since the one before: a step over them, from 0
+    pages = [0.0, *(u[0] for u in points)] if points else []
+    shares = [points[0][1], *(u[1] for u in points)] if points else []
+    ax.step(pages, shares, where="pre")
+    ax.plot(pages[1:], shares[1:], ".", color="tab:blue")
     ax.set_ylim(0, 1)
     ax.set_xlim(left=0)
     ax.grid(alpha=0.3)

@@ -100,7 +100,8 @@ UNIQUENESS_CAPTION = (
     "The share of the links checked against URLseen that were new, between two lines of "
     "the timeline, against the pages crawled so far: it falls as the crawl sees more of "
     "the web, and a crawl in a trap or a small site drives it towards 0. URLseen checks "
-    "links in batches, so a point stands for the batches checked since the one before."
+    "links in batches, so p is drawn in steps: each step is the share of new links among "
+    "those checked while the pages under it were crawled."
 )
 PLDS_CAPTION = (
     "Mean and median pages crawled per PLD, the PLDs grouped by their in-degree (how "
