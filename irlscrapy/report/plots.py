@@ -81,7 +81,7 @@ def broken(rates: list[list[float]], gaps: list[tuple[float, float, int]]) -> li
 def write_plots(data: dict[str, Any], out: Path) -> None:
     figure = load_plotting()
     rate_figure(figure, data).savefig(out / PNG_RATE, dpi=100)
-    _uniqueness(figure, data, out / PNG_UNIQUENESS)
+    uniqueness_figure(figure, data).savefig(out / PNG_UNIQUENESS, dpi=100)
     if data["star"]:
         _pages_per_pld(figure, data, out / PNG_PLDS)
         _host_delays(figure, data, out / PNG_DELAYS)
@@ -137,7 +137,8 @@ def rate_figure(figure: Any, data: dict[str, Any]) -> Any:
     return fig
 
 
-def _uniqueness(figure: Any, data: dict[str, Any], path: Path) -> None:
+def uniqueness_figure(figure: Any, data: dict[str, Any]) -> Any:
+    """Fig. 7(a) (see the module docstring), drawn on matplotlib's ``figure`` class."""
     fig = _figure(figure, 4)
     ax = fig.subplots()
     points = data["uniqueness"]
@@ -152,7 +153,7 @@ def _uniqueness(figure: Any, data: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("pages crawled")
     ax.set_ylabel("p (new URLs / URLs checked)")
     ax.set_title("Probability of uniqueness p (Fig. 7(a))")
-    fig.savefig(path, dpi=100)
+    return fig
 
 
 def _pages_per_pld(figure: Any, data: dict[str, Any], path: Path) -> None:

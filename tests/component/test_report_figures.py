@@ -22,7 +22,7 @@ from irlscrapy.report import words
 from irlscrapy.report.analysis import Sample, uniqueness
 from irlscrapy.report.data import POINTS
 from irlscrapy.report.layout import write_stats
-from irlscrapy.report.plots import load_plotting, rate_figure
+from irlscrapy.report.plots import load_plotting, rate_figure, uniqueness_figure
 from irlscrapy.report.render import write_report
 from irlscrapy.report.timeline import FIRST_GAP, CrawlRecorder, sample_gap
 from irlscrapy.scheduler.metakeys import ROBOTS_KEY
@@ -85,6 +85,16 @@ def test_the_demos_rate_has_30_points_and_pages_per_second_on_its_own_axis(
     # stacked, not drawn over each other (a twin axis hid pages/s behind Mbit/s)
     assert pages.get_position().y0 > mbits.get_position().y1
     assert table(html, "download_rate")[0][0] and "<th>seconds since start</th>" in html
+
+
+def test_p_is_drawn_from_0_pages_in_steps_not_as_a_dot_on_a_narrow_axis(tmp_path: Path) -> None:
+    """The issue's demo: one dot on a 2,900-3,150 axis."""
+    data, _ = report(tmp_path, [paced_run(1000.0, 7.0)])
+    assert len(data["uniqueness"]) >= 30
+    ax = uniqueness_figure(load_plotting(), data).axes[0]
+    steps = ax.get_lines()[0]
+    assert steps.get_drawstyle() == "steps-pre" and steps.get_xdata()[0] == 0
+    assert ax.get_xlim()[0] == 0 and ax.get_ylim() == (0, 1)
 
 
 def test_a_resumed_crawl_shows_its_stop_as_a_gap_with_the_restart_marked(
