@@ -511,8 +511,9 @@ CRAWL_SETTINGS: tuple[Setting, ...] = (
         10.0,
         "float",
         "seconds",
-        "how often the crawl appends a line of figures to <state dir>/report/timeline.jsonl "
-        "for its report (irlscrapy report); 0: no report records; extension "
+        "the longest gap between two lines of figures the crawl appends to <state "
+        "dir>/report/timeline.jsonl for its report (irlscrapy report; the first lines come "
+        "every 0.2 s, then ever further apart up to this); 0: no report records; extension "
         "irlscrapy.report.timeline.CrawlRecorder, enabled by the add-on",
     ),
     Setting(

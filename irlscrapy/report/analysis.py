@@ -5,11 +5,13 @@
   recorded, so the curves neither drop nor double count. What a run did after its last
   recorded line (a kill -9) is missing from the timeline, not from the later counts.
 - :func:`download_rates` (Fig. 6): pages/s and bits/s between consecutive lines of one
-  run (the paper plots 10-minute averages; ours average over ``IRL_REPORT_INTERVAL``,
-  or over longer windows when :func:`thin` keeps one line in k of a long crawl).
+  run (the paper plots 10-minute averages; ours average over the time between two
+  lines, at least 1/:data:`irlscrapy.report.data.POINTS` of the crawl as :func:`thin`
+  keeps them).
 - :func:`uniqueness` (Fig. 7(a)): the probability of uniqueness ``p``, the share of the
   URLs checked against URLseen between two lines that were new, plotted against the
-  pages crawled by the end of the interval. Intervals without checks have no ``p``.
+  pages crawled by the end of the interval. Intervals without checks have no ``p``; the
+  report joins an interval of few checks to the next (``least``).
 - :func:`on_grid` sums several timelines (a multi-agent crawl's agents, sampled at
   different instants) on one time grid: each counter's growth between two lines of one
   run is spread evenly over the time between them, and added to the grid's bins in
@@ -73,17 +75,23 @@ def stitch(samples: Sequence[Sample]) -> list[Sample]:
 
 
 def thin(samples: Sequence[Sample], limit: int) -> list[Sample]:
-    """At most about ``limit`` of ``samples``: every k-th line of each run, and each
-    run's first and last, so rates and ``p`` over the lines kept are averages over
-    longer windows (the paper's Fig. 6 plots 10-minute averages) and nothing is lost
-    from the totals."""
+    """At most about ``limit`` of ``samples``: each run's first and last line, and
+    between them a line whenever ``span / limit`` seconds passed since the last one kept
+    (``span``: the runs' seconds added), so rates and ``p`` over the lines kept are
+    averages over windows of at least that length (the paper's Fig. 6 plots 10-minute
+    averages; the recorder's lines come closer together early in a run, which would
+    make the start of a long crawl a scribble) and nothing is lost from the totals."""
     assert limit >= 1
-    step = max(1, -(-len(samples) // limit))  # ceil
+    ends: dict[int, tuple[float, float]] = {}
+    for sample in samples:
+        first, _ = ends.get(sample.run, (sample.t, sample.t))
+        ends[sample.run] = (first, sample.t)
+    window = sum(last - first for first, last in ends.values()) / limit
     kept: list[Sample] = []
     for i, sample in enumerate(samples):
         first = i == 0 or samples[i - 1].run != sample.run
         last = i == len(samples) - 1 or samples[i + 1].run != sample.run
-        if first or last or i % step == 0:
+        if first or last or sample.t - kept[-1].t >= window:
             kept.append(sample)
     return kept
 
@@ -110,14 +118,25 @@ class Uniqueness(NamedTuple):
     checked: float
 
 
-def uniqueness(samples: Sequence[Sample]) -> list[Uniqueness]:
-    """``p`` over each interval between two lines of the same run that checked URLs."""
+def uniqueness(samples: Sequence[Sample], least: float = 0) -> list[Uniqueness]:
+    """``p`` over each interval between two lines of the same run that checked URLs;
+    an interval that checked fewer than ``least`` is joined to the next ones of its run
+    until they have (a run's last interval stands as it is): URLseen checks in batches,
+    and a handful of URLs re-checked at a restart would plot as a fall to 0."""
     points = []
-    for a, b in itertools.pairwise(samples):
-        new = b.unique_urls - a.unique_urls
-        checked = new + b.duplicates - a.duplicates
-        if a.run == b.run and checked > 0:
+    start: Sample | None = None
+    for i, b in enumerate(samples):
+        if start is None or start.run != b.run:
+            start = b
+            continue
+        new = b.unique_urls - start.unique_urls
+        checked = new + b.duplicates - start.duplicates
+        last = i == len(samples) - 1 or samples[i + 1].run != b.run
+        if checked > 0 and (checked >= least or last):
             points.append(Uniqueness(b.pages, new / checked, checked))
+            start = b
+        elif checked <= 0:
+            start = b
     return points
 
 

@@ -4,7 +4,8 @@ combined in :mod:`irlscrapy.report.merge`, with the helpers here.
 
 Whole-crawl figures sum the last timeline line of every run (Scrapy's counters restart
 with each run). The download rate and ``p`` come from the timeline, thinned to about
-:data:`POINTS` lines; the per-PLD tables from STAR's store (:mod:`irlscrapy.report.plds`).
+:data:`POINTS` lines spread evenly in time; the per-PLD tables from STAR's store
+(:mod:`irlscrapy.report.plds`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from irlscrapy.report import analysis
 from irlscrapy.report.plds import StarRecords
 from irlscrapy.report.reader import CrawlRecords
 
-#: Timeline lines kept for the rate and ``p`` (longer crawls average over longer windows).
-POINTS = 500
+#: Timeline lines kept for the rate and ``p``, at least 1/POINTS of the crawl's time
+#: apart (analysis.thin: longer crawls average over longer windows).
+POINTS = 200
 #: Settings shown under "Politeness in force".
 POLITENESS_SETTINGS = (
     "IRL_HOST_DELAY",
@@ -118,8 +120,14 @@ def star_data(data: dict[str, Any], star: StarRecords | None) -> None:
         data["host_delays"] = {str(k): v for k, v in star.host_delays.items()}
 
 
-def report_data(crawl: CrawlRecords) -> dict[str, Any]:
-    """The numbers of every table and plot of one crawl's report (``report.json``)."""
+def least(summary: dict[str, Any]) -> float:
+    """The URLs checked a point of ``p`` stands for at least: 1/(2 POINTS) of the crawl's."""
+    return (summary["unique_urls"] + summary["duplicates"]) / (2 * POINTS)
+
+
+def report_data(crawl: CrawlRecords, state_dir_removed: bool = False) -> dict[str, Any]:
+    """The numbers of every table and plot of one crawl's report (``report.json``);
+    ``state_dir_removed``: the crawl's temporary state directory is removed at its close."""
     lines = crawl.lines
     samples = analysis.stitch(analysis.thin(crawl.samples, POINTS))  # thin keeps run ends
     summary = totals([lines])
@@ -129,14 +137,17 @@ def report_data(crawl: CrawlRecords) -> dict[str, Any]:
     add_spam(summary, [lines])
     data: dict[str, Any] = {
         "state_dir": str(crawl.state_dir),
+        "state_dir_exists": not state_dir_removed and crawl.state_dir.is_dir(),
         "summary": summary,
         "notes": crawl.notes,
         "restarts": crawl.restarts,
+        "run_spans": [list(span) for span in run_spans(lines)],
         **{name: run_counts([lines], name) for name in COUNTS},
         "download_rate": [list(r) for r in analysis.download_rates(samples)],
-        "uniqueness": [list(u) for u in analysis.uniqueness(samples)],
+        "uniqueness": [list(u) for u in analysis.uniqueness(samples, least(summary))],
         "start": samples[0].t,
         "politeness": {k: crawl.settings.get(k) for k in POLITENESS_SETTINGS},
+        "pace": crawl.pace,
     }
     star_data(data, crawl.star)
     return data

@@ -4,9 +4,14 @@
 :mod:`irlscrapy.report.reader` reads them for ``irlscrapy report``.
 
 Files under ``<state dir>/report/`` (format version 1; DO NOT CHANGE a field's meaning,
-add fields instead)::
+add fields instead: a reader skips fields it does not know and does without fields an
+older writer did not write, so ``v`` stays 1; raise :data:`FORMAT` only for a change an
+older reader would misread, and keep reading every earlier version)::
 
-    timeline.jsonl  line := JSON object "\\n", appended; one per event:
+    timeline.jsonl  line := JSON object "\\n", appended; one per event ("sample" lines
+                    come closer together early in a run, at most IRL_REPORT_INTERVAL
+                    apart: irlscrapy.report.timeline.sample_gap; a reader takes the
+                    time between lines from ``t``, never from the setting):
                       v       1 (the format version)
                       event   "open" (the spider opened: a run begins), "sample", or
                               "close" (the crawl is closing)
@@ -18,11 +23,17 @@ add fields instead)::
                               counters start at 0 in every run), plus
                       bytes   downloader/response_bytes
                       status  {"<HTTP status>": responses}
-                      content_types  {"<type>/<subtype>": responses} (see below)
+                      content_types  {"<type>/<subtype>": responses} (robots.txt left out
+                              since 2026-11-29; irlscrapy.report.timeline)
                       robots  {stat: value} of the irl/robots/* and robotstxt/* stats
                       settings  ("open" lines only) every IRL_* setting of the run but
                               secrets, and CLOSESPIDER_PAGECOUNT, CONCURRENT_REQUESTS,
                               ROBOTSTXT_OBEY: the report reopens STAR's store with them
+                      pace    ("open" lines only; absent before 2026-11-29) where the
+                              delays came from: {"source": "IRL_HOST_DELAY" (the user's),
+                              "DOWNLOAD_DELAY" (the project's) or "default", "set": [the
+                              delay settings of IRL_HOST_DELAY(_MIN), IRL_IP_DELAY(_MIN)
+                              the user set; the others were derived]}
     stats.json      {"v": 1, "t": ..., "run": n, "stats": {Scrapy stat: value}},
                     rewritten (temporary file, then rename) when the crawl closes; values
                     made JSON-safe (:func:`jsonable`: numbers as numbers, datetimes as ISO 8601,

@@ -12,7 +12,7 @@ URLseen, and counts their in-degrees. So the whole crawl's figures are:
 - the download rate (Fig. 6): the sum of the agents' rates over wall-clock time. The
   agents' timelines are sampled at different instants, so each agent's growth is put on
   one time grid (:func:`irlscrapy.report.analysis.on_grid`) and summed per bin: bins of
-  the longest ``IRL_REPORT_INTERVAL`` the agents recorded, widened so that about
+  the longest of the agents' median gaps between lines, widened so that about
   :data:`irlscrapy.report.data.POINTS` bins span the crawl;
 - ``p`` over time (Fig. 7(a)): per bin of the same grid, the URLs every agent checked in
   it, against the pages all of them had crawled by its end;
@@ -33,6 +33,7 @@ note on the report, not an error: the sums are made all the same.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -64,12 +65,19 @@ def agent_names(crawls: Sequence[CrawlRecords]) -> list[str]:
 
 
 def grid_width(crawls: Sequence[CrawlRecords], points: int = POINTS) -> float:
-    """Seconds per bin of the time grid: the longest report interval the agents
-    recorded, or longer, so that about ``points`` bins span the crawl."""
+    """Seconds per bin of the time grid: the longest of the agents' median gaps between
+    two lines of a run (the recorder's lines come closer together early in a run), or
+    longer, so that about ``points`` bins span the crawl."""
     default = defaults.BY_NAME["IRL_REPORT_INTERVAL"].default
-    interval = max(float(c.settings.get("IRL_REPORT_INTERVAL") or default) for c in crawls)
+    medians = []
+    for crawl in crawls:
+        gaps = sorted(
+            b.t - a.t for a, b in itertools.pairwise(crawl.samples) if a.run == b.run and b.t > a.t
+        )
+        if gaps:
+            medians.append(gaps[len(gaps) // 2])
     times = [sample.t for crawl in crawls for sample in crawl.samples]
-    return max(interval, (max(times) - min(times)) / points)
+    return max(max(medians, default=default), (max(times) - min(times)) / points)
 
 
 def agents_data(
@@ -114,6 +122,7 @@ def agents_data(
         "grid_seconds": width,
         "start": min(sample.t for crawl in crawls for sample in crawl.samples),
         "politeness": {k: crawls[0].settings.get(k) for k in POLITENESS_SETTINGS},
+        "pace": crawls[0].pace,
     }
     star_data(data, star)
     if star is not None:

@@ -66,6 +66,7 @@ class CrawlRecords:
     lines: list[dict[str, Any]]  # the timeline, torn lines left out
     samples: list[Sample]
     settings: dict[str, Any]  # the last run's, from its "open" line
+    pace: dict[str, Any]  # the last run's, from its "open" line ({} before it was recorded)
     stats: dict[str, Any] | None  # stats.json's stats; None: no run closed
     stats_run: int  # the run stats.json belongs to (0: none)
     torn_lines: int = 0
@@ -208,6 +209,7 @@ def _read_records(state_dir: Path, meter: Meter) -> CrawlRecords:
         raise ReportError(f"{timeline} is empty: the crawl recorded nothing; crawl again")
     opens = [line for line in lines if line["event"] == "open"]
     settings = opens[-1].get("settings", {}) if opens else {}
+    pace = opens[-1].get("pace", {}) if opens else {}
     samples = [
         Sample(
             t=line["t"],
@@ -240,7 +242,9 @@ def _read_records(state_dir: Path, meter: Meter) -> CrawlRecords:
         )
     if torn:
         notes.append(f"{torn} torn timeline line(s) skipped (a crawl killed mid-write)")
-    return CrawlRecords(state_dir, lines, samples, settings, stats, stats_run, torn, notes=notes)
+    return CrawlRecords(
+        state_dir, lines, samples, settings, pace, stats, stats_run, torn, notes=notes
+    )
 
 
 def read_stars(stores: Sequence[tuple[Path, dict[str, Any]]], meter: Meter) -> StarRecords:

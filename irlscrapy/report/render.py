@@ -4,7 +4,10 @@ a multi-agent crawl, as one report of the whole crawl.
 
 What it shows, after seeds/003 section VIII:
 
-- download rate over time, pages/s and Mbit/s (Fig. 6), restarts marked;
+- first, the crawl in plain words (:mod:`irlscrapy.report.words`), then the summary's
+  figures;
+- download rate over time, pages/s and Mbit/s each on its own axis (Fig. 6), a resumed
+  crawl's stop as a gap, its restart marked (:mod:`irlscrapy.report.plots`);
 - the probability of uniqueness ``p`` against pages crawled (Fig. 7(a));
 - mean and median pages per PLD by PLD in-degree, power-of-two bins (Fig. 7(b));
 - the top PLDs by in-degree with budget and pages (Table VIII);
@@ -20,7 +23,11 @@ with each run); ``stats.json`` holds the last run's full Scrapy stats, shown at 
 ``report.json`` (``{"summary": {...}, "status": {...}, "content_types": {...}, "robots":
 {...}, "download_rate": [[t, pages/s, bits/s], ...], "uniqueness": [[pages, p, checked],
 ...], "in_degree_bins": [[low, high, plds, pages, mean, median], ...], "top_plds":
-[[rank, pld, in-degree, budget, pages], ...], "host_delays": {seconds: PLDs}}``).
+[[rank, pld, in-degree, budget, pages], ...], "host_delays": {seconds: PLDs}}``; one
+crawl's also has ``"run_spans": [[opened, last line], ...]`` per run, ``"pace"`` (where
+its delays came from) and ``"state_dir_exists"``). Every figure has a sentence under its
+title saying what it shows and how to read it; a table under a time axis is in the
+figure's unit.
 
 *Several agents* (:func:`write_agents_report`, ``irlscrapy report JOBDIR JOBDIR ...
 --out DIR``): the JOBDIRs of one multi-agent crawl's agents make one report, combined as
@@ -32,7 +39,7 @@ restarts marked in its colour, and a table of the agents. ``report.json`` then h
 runs, restarts, pages, finish_reason, star) and ``"grid_seconds"``; the summary adds
 ``agents`` and, with STAR, ``shared_plds``. The stats table has a column per agent.
 
-matplotlib is imported here only (Agg, no display), so a crawl never loads it.
+matplotlib is imported in :mod:`irlscrapy.report.plots` only, so a crawl never loads it.
 """
 
 from __future__ import annotations
@@ -44,29 +51,52 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from irlscrapy.report import words
 from irlscrapy.report.data import report_data
 from irlscrapy.report.merge import agent_names, agents_data
+from irlscrapy.report.plots import (
+    PNG_DELAYS,
+    PNG_PLDS,
+    PNG_RATE,
+    PNG_UNIQUENESS,
+    load_plotting,
+    stops,
+    time_axis,
+    write_plots,
+)
 from irlscrapy.report.reader import Meter, read_crawl, read_crawls
+
+__all__ = [
+    "PNG_DELAYS",
+    "PNG_PLDS",
+    "PNG_RATE",
+    "PNG_UNIQUENESS",
+    "load_plotting",
+    "write_agents_report",
+    "write_report",
+]
 
 REPORT = "report.html"
 REPORT_JSON = "report.json"
-PNG_RATE = "download_rate.png"
-PNG_UNIQUENESS = "uniqueness.png"
-PNG_PLDS = "pages_per_pld.png"
-PNG_DELAYS = "host_delays.png"
 
 #: The Scrapy stats table: its title, one column per crawl (name, stats.json's stats).
 StatsTable = tuple[str, list[tuple[str, dict[str, Any] | None]]]
 
 
 def write_report(
-    state_dir: Path, out: Path, meter: Meter | None = None, *, check_lock: bool = True
+    state_dir: Path,
+    out: Path,
+    meter: Meter | None = None,
+    *,
+    check_lock: bool = True,
+    state_dir_removed: bool = False,
 ) -> Path:
     """Read the crawl at ``state_dir`` and write its report into ``out``; returns the
-    HTML page's path. ``check_lock``: see read_crawl."""
+    HTML page's path. ``check_lock``: see read_crawl; ``state_dir_removed``: the crawl's
+    state directory is temporary, removed at its close (the report does not name it)."""
     crawl = read_crawl(state_dir, meter, check_lock=check_lock)
     stats: StatsTable = (f"Scrapy stats (run {crawl.stats_run})", [("value", crawl.stats)])
-    return _write(report_data(crawl), stats, out)
+    return _write(report_data(crawl, state_dir_removed), stats, out)
 
 
 def write_agents_report(state_dirs: Sequence[Path], out: Path, meter: Meter | None = None) -> Path:
@@ -82,114 +112,11 @@ def write_agents_report(state_dirs: Sequence[Path], out: Path, meter: Meter | No
 
 def _write(data: dict[str, Any], stats: StatsTable, out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    _plots(data, out)
+    write_plots(data, out)
     (out / REPORT_JSON).write_text(json.dumps(data, indent=1), encoding="utf-8")
     page = out / REPORT
     page.write_text(_html(data, stats), encoding="utf-8")
     return page
-
-
-# -- plots -----------------------------------------------------------------------------
-def load_plotting() -> Any:
-    """matplotlib's Figure, on the Agg backend (imported on first use: a second or more;
-    a crawl imports it on a thread when its close begins, irlscrapy.report.timeline)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib.figure import Figure
-
-    return Figure
-
-
-def _plots(data: dict[str, Any], out: Path) -> None:
-    Figure = load_plotting()
-
-    start = data["start"]
-    unit, seconds = time_unit(data["download_rate"][-1][0] - start if data["download_rate"] else 0)
-    # (agent, restarts); one crawl's are unlabelled
-    marks = [(a["agent"], a["restarts"]) for a in data["agents"]] if "agents" in data else []
-    marks = marks or [("", data["restarts"])]
-
-    fig = _figure(Figure, 4)
-    ax = fig.subplots()
-    rates = data["download_rate"]
-    times = [(t - start) / seconds for t, _, _ in rates]
-    ax.plot(times, [r[1] for r in rates], color="tab:blue", label="pages/s")
-    ax.set_xlabel(f"{unit} since the crawl began")
-    ax.set_ylabel("pages/s")
-    right = ax.twinx()
-    right.plot(times, [r[2] / 1e6 for r in rates], color="tab:orange", label="Mbit/s")
-    right.set_ylabel("Mbit/s")
-    for i, (agent, restarts) in enumerate(marks):
-        for j, t in enumerate(restarts):
-            ax.axvline(
-                (t - start) / seconds,
-                color=f"C{i + 2}" if agent else "grey",
-                linestyle="--",
-                label=f"restart of {agent}" if agent and j == 0 else None,
-            )
-    ax.set_title("Download rate (Fig. 6)")
-    # one legend for both axes, inside the plot (a figure legend overlaps the right axis)
-    lines = [*ax.get_legend_handles_labels()[0], *right.get_legend_handles_labels()[0]]
-    ax.legend(lines, [line.get_label() for line in lines], loc="best")
-    fig.savefig(out / PNG_RATE, dpi=100)
-
-    fig = _figure(Figure, 4)
-    ax = fig.subplots()
-    points = data["uniqueness"]
-    ax.plot([u[0] for u in points], [u[1] for u in points], marker=".")
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("pages crawled")
-    ax.set_ylabel("p (new URLs / URLs checked)")
-    ax.set_title("Probability of uniqueness p (Fig. 7(a))")
-    fig.savefig(out / PNG_UNIQUENESS, dpi=100)
-
-    if data["star"]:
-        fig = _figure(Figure, 4)
-        ax = fig.subplots()
-        bins = [b for b in data["in_degree_bins"] if b[0] > 0]
-        ax.plot([b[0] for b in bins], [b[4] for b in bins], marker="o", label="mean")
-        ax.plot([b[0] for b in bins], [b[5] for b in bins], marker="x", label="median")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("symlog", linthresh=1)
-        ax.set_ylim(bottom=0)
-        ax.set_xlabel("PLD in-degree (bin's lowest)")
-        ax.set_ylabel("pages crawled per PLD")
-        ax.set_title("Pages per PLD by in-degree (Fig. 7(b))")
-        ax.legend()
-        fig.savefig(out / PNG_PLDS, dpi=100)
-
-        fig = _figure(Figure, 3)
-        ax = fig.subplots()
-        delays = data["host_delays"]
-        ax.bar(range(len(delays)), list(delays.values()))
-        ax.set_xticks(range(len(delays)), [f"{float(k):g}" for k in delays])
-        ax.set_yscale("log")
-        ax.set_xlabel("host delay tau_h (s) implied by the PLD's budget")
-        ax.set_ylabel("crawled PLDs")
-        ax.set_title("Politeness: host delays in force at the end")
-        fig.savefig(out / PNG_DELAYS, dpi=100)
-
-
-def _figure(figure: Any, height: float) -> Any:
-    """An 8-inch-wide figure of ``height`` inches with fixed margins for the axis labels
-    and the title: matplotlib's constrained layout measures every tick label and took
-    two thirds of the report's time, which a demo waits for at its close."""
-    fig = figure(figsize=(8, height))
-    fig.subplots_adjust(left=0.1, right=0.9, bottom=0.6 / height, top=1 - 0.4 / height)
-    return fig
-
-
-def time_unit(span: float) -> tuple[str, float]:
-    """The unit of a time axis spanning ``span`` seconds, and its length in seconds."""
-    for unit, seconds, up_to in (
-        ("seconds", 1, 120),
-        ("minutes", 60, 7200),
-        ("hours", 3600, 172800),
-    ):
-        if span <= up_to:
-            return unit, seconds
-    return "days", 86400
 
 
 # -- HTML ------------------------------------------------------------------------------
@@ -204,16 +131,18 @@ SUMMARY_LABELS = {
     "download_errors": "downloads failed",
     "bytes": "bytes received",
     "links": "links extracted",
-    "unique_urls": "new URLs (URLseen)",
-    "duplicates": "URLs seen before (URLseen)",
-    "p": "p: new URLs / URLs checked",
-    "seconds_crawling": "seconds crawling",
+    "unique_urls": "unique URLs found (new to URLseen)",
+    "duplicates": "links to URLs seen before (URLseen)",
+    "p": "probability of uniqueness p: unique URLs / links checked",
+    "seconds_crawling": "time crawling",
     "runs": "runs",
     "finish_reason": "finish reason",
     "plds": "PLDs known to STAR",
     "crawled_plds": "PLDs crawled",
     "spam_pages": "pages of spam farms",
     "spam_share": "share of spam pages",
+    "agents": "agents",
+    "shared_plds": "PLDs in more than one agent's STAR store",
 }
 
 
@@ -228,7 +157,7 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
     e = html.escape
     s = data["summary"]
     written = e(datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"))
-    restarts = f", {len(data['restarts'])} restart(s) (dashed lines)" if data["restarts"] else ""
+    restarts = f", {words.count(len(data['restarts']), 'restart')}" if data["restarts"] else ""
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>irlscrapy crawl report"
         "</title><style>body{font-family:sans-serif;max-width:60em;margin:auto}"
@@ -236,11 +165,13 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
         "padding:2px 8px;text-align:right}th{text-align:left}.note{color:#a00}</style>"
         "</head><body>",
     ]
+    parts.append("<h1>Crawl report</h1>")
+    parts += [f"<p class='plain'>{e(sentence)}</p>" for sentence in words.plain_summary(data)]
+    parts.append(
+        f"<p>{words.count(s['runs'], 'run')}{restarts}; report written {written}. "
+        f"{e(words.state_dir_sentence(data))}</p>"
+    )
     if "agents" in data:
-        parts.append(
-            f"<h1>Crawl report</h1><p>One crawl of {len(data['agents'])} agents, from their "
-            f"state directories; {s['runs']} run(s){restarts}; written {written}.</p>"
-        )
         parts.append(
             _table(
                 ("agent", "state directory", "runs", "restarts", "pages", "finish reason"),
@@ -259,17 +190,12 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
                 table_id="agents",
             )
         )
-    else:
-        parts.append(
-            f"<h1>Crawl report</h1><p>State directory <code>{e(data['state_dir'])}</code>; "
-            f"{s['runs']} run(s){restarts}; written {written}.</p>"
-        )
     parts += [f"<p class='note'>{e(note)}</p>" for note in data["notes"]]
     parts.append("<h2>Summary</h2>")
     parts.append(
         _table(
             ("figure", "value"),
-            [(SUMMARY_LABELS.get(k, k), _fmt(s[k])) for k in summary_keys(s)],
+            [(SUMMARY_LABELS.get(k, k), e(_summary_value(k, s[k]))) for k in summary_keys(s)],
             keys=summary_keys(s),
             table_id="summary",
         )
@@ -280,26 +206,10 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
             f"{_fmt(s['spam_pages'])}, {s['spam_share']:.2%} of the pages the spider handled."
             "</p>"
         )
-    parts.append("<h2>Download rate</h2>")
-    if "grid_seconds" in data:
-        parts.append(
-            f"<p>The sum of the agents' rates, averaged over {data['grid_seconds']:g} s "
-            "bins of wall-clock time.</p>"
-        )
-    parts.append(f"<img src='{PNG_RATE}' alt='download rate'>")
+    parts += _rate_section(data)
     parts.append(
-        _table(
-            ("seconds since start", "pages/s", "Mbit/s"),
-            [
-                (f"{t - data['start']:.0f}", f"{p:.2f}", f"{b / 1e6:.3f}")
-                for t, p, b in data["download_rate"]
-            ],
-            table_id="download_rate",
-        )
-    )
-    parts.append(
-        f"<h2>Probability of uniqueness</h2><p>p over the whole crawl: {_fmt(s['p'])}</p>"
-        f"<img src='{PNG_UNIQUENESS}' alt='uniqueness'>"
+        f"<h2>Probability of uniqueness</h2><p>{e(words.UNIQUENESS_CAPTION)} Over the "
+        f"whole crawl: p = {_fmt(s['p'])}.</p><img src='{PNG_UNIQUENESS}' alt='uniqueness'>"
     )
     parts.append(
         _table(
@@ -311,8 +221,8 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
     if data["star"]:
         parts.append(
             "<h2>Pages per PLD by in-degree</h2>"
-            f"<p>{_fmt(s['plds'])} PLDs known to STAR, {_fmt(s['crawled_plds'])} crawled."
-            f"</p><img src='{PNG_PLDS}' alt='pages per PLD'>"
+            f"<p>{e(words.PLDS_CAPTION)} {_fmt(s['plds'])} PLDs known to STAR, "
+            f"{_fmt(s['crawled_plds'])} crawled.</p><img src='{PNG_PLDS}' alt='pages per PLD'>"
         )
         parts.append(
             _table(
@@ -346,6 +256,11 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
         ("robots.txt", "robots"),
     ):
         parts.append(f"<h2>{title}</h2>")
+        if name == "content_types":
+            parts.append(
+                "<p>Of the responses, by their Content-Type (robots.txt files are not "
+                "pages: they are counted under robots.txt).</p>"
+            )
         parts.append(
             _table(
                 ("", "count"),
@@ -364,8 +279,7 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
     )
     if data["star"]:
         parts.append(
-            "<p>Crawled PLDs by the host delay their final budget implies (tau_h before "
-            "Crawl-delay and back-off, which only raise it).</p>"
+            f"<p id='delays'>{e(words.delays_caption(data))}</p>"
             f"<img src='{PNG_DELAYS}' alt='host delays'>"
         )
         parts.append(
@@ -383,12 +297,86 @@ def _html(data: dict[str, Any], stats: StatsTable) -> str:
         parts.append(
             _table(
                 ("stat", *(e(name) for name, _ in columns)),
-                [(e(k), *(e(_fmt(table.get(k))) for _, table in columns)) for k in names],
+                [(e(k), *(e(_stat(k, table.get(k), data)) for _, table in columns)) for k in names],
                 table_id="stats",
+                fold=False,  # the page's end: nothing below to scroll past
             )
         )
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _rate_section(data: dict[str, Any]) -> list[str]:
+    """Fig. 6, its caption and its table, in the figure's time unit, a resumed crawl's
+    stops as rows between the runs'."""
+    unit, seconds = time_axis(data)
+    gaps = stops(data)
+    caption = words.RATE_CAPTION
+    if data["restarts"]:
+        caption += words.AGENT_RESTART_CAPTION if "agents" in data else words.RESUME_CAPTION
+    parts = ["<h2>Download rate</h2>", f"<p>{html.escape(caption)}</p>"]
+    if "grid_seconds" in data:
+        parts.append(
+            f"<p>The sum of the agents' rates, averaged over {data['grid_seconds']:g} s "
+            "bins of wall-clock time.</p>"
+        )
+    parts.append(f"<img src='{PNG_RATE}' alt='download rate'>")
+    places = 1 if seconds == 1 else 2
+    rows: list[tuple[str, ...]] = []
+    pending = sorted(gaps, key=lambda gap: gap[1])
+    for t, pages, bits in data["download_rate"]:
+        while pending and pending[0][1] <= t:
+            stopped, restarted, run = pending.pop(0)
+            when = f"{(stopped - data['start']) / seconds:.{places}f}"
+            back = f"{(restarted - data['start']) / seconds:.{places}f}"
+            rows.append((f"{when}-{back}", f"stopped; run {run} resumes", ""))
+        rows.append(
+            (f"{(t - data['start']) / seconds:.{places}f}", f"{pages:.2f}", f"{bits / 1e6:.3f}")
+        )
+    parts.append(
+        _table((f"{unit} since start", "pages/s", "Mbit/s"), rows, table_id="download_rate")
+    )
+    return parts
+
+
+def _summary_value(key: str, value: Any) -> str:
+    """A summary figure as the reader says it: a duration, a share, a number."""
+    if key == "seconds_crawling" and isinstance(value, int | float):
+        return words.duration(value)
+    if key in ("p", "spam_share") and isinstance(value, float):
+        return f"{value:.4f} ({value:.1%})"
+    if key == "finish_reason":
+        return (
+            f"{value} ({words.FINISH_REASONS[value]})"
+            if value in words.FINISH_REASONS
+            else _fmt(value)
+        )
+    return _fmt(value)
+
+
+#: Stats that count at a moment of the crawl the report has moved past: stat -> (summary
+#: figure that counts it at the end, what the stat's value is).
+STALE_STATS = {
+    "irl/star/plds": (
+        "plds",
+        "at STAR's last refresh in the crawl; the report, which merges "
+        "the links recorded since, counts {}",
+    ),
+}
+
+
+def _stat(key: str, value: Any, data: dict[str, Any]) -> str:
+    """A Scrapy stat, with what the report counts where the two differ."""
+    if key in STALE_STATS and value is not None:
+        figure, words_of = STALE_STATS[key]
+        final = data["summary"].get(figure)
+        if final is not None and final != value:
+            return f"{_fmt(value)} ({words_of.format(_fmt(final))})"
+    return _fmt(value)
+
+
+#: Tables of more rows are folded (a click shows them).
+FOLDED = 30
 
 
 def _table(
@@ -396,6 +384,7 @@ def _table(
     rows: list[tuple[str, ...]],
     keys: list[str] | None = None,
     table_id: str = "",
+    fold: bool = True,
 ) -> str:
     head = "".join(f"<th>{h}</th>" for h in header)
     body = []
@@ -403,7 +392,10 @@ def _table(
         key = f" data-key='{html.escape(keys[i])}'" if keys else ""
         cells = f"<th>{row[0]}</th>" + "".join(f"<td>{c}</td>" for c in row[1:])
         body.append(f"<tr{key}>{cells}</tr>")
-    return f"<table id='{table_id}'><tr>{head}</tr>{''.join(body)}</table>"
+    table = f"<table id='{table_id}'><tr>{head}</tr>{''.join(body)}</table>"
+    if fold and len(rows) > FOLDED:
+        return f"<details><summary>the table ({len(rows):,} rows)</summary>{table}</details>"
+    return table
 
 
 def _fmt(value: Any) -> str:

@@ -1,19 +1,25 @@
 """``CrawlRecorder``: the records a crawl leaves for its report (``irlscrapy report``).
 
-Every ``IRL_REPORT_INTERVAL`` seconds the extension appends one line of figures to the
-timeline; when the crawl closes it writes a last line and the final Scrapy stats, and,
-with ``IRL_REPORT_DIR`` set, renders the report there (:mod:`irlscrapy.report.render`).
-It records only where the crawl has a state directory: the IRL scheduler's (``IRL_STATE_DIR``,
-else ``JOBDIR``, else its temporary directory), or ``IRL_STATE_DIR`` / ``JOBDIR`` under
-another scheduler.
+The extension appends one line of figures to the timeline at a pace that gives a crawl of
+any length enough points for its report's figures (:func:`sample_gap`): every
+:data:`FIRST_GAP` seconds at first, then every ``uptime / SPAN_SAMPLES`` seconds, and
+from ``IRL_REPORT_INTERVAL * SPAN_SAMPLES`` seconds on every ``IRL_REPORT_INTERVAL``
+seconds; so a crawl of 6 seconds has 30 lines, one of a minute about 100. When the
+crawl closes it writes a last line and the final Scrapy stats, and, with
+``IRL_REPORT_DIR`` set, renders the report there (:mod:`irlscrapy.report.render`). It
+records only where the crawl has a state directory: the IRL scheduler's
+(``IRL_STATE_DIR``, else ``JOBDIR``, else its temporary directory), or ``IRL_STATE_DIR``
+/ ``JOBDIR`` under another scheduler.
 
 The files it writes under ``<state dir>/report/``, their format and crash semantics:
 :mod:`irlscrapy.report.layout`.
 
-Cost on the reactor: one line every ``IRL_REPORT_INTERVAL`` seconds (the figures are RAM
-reads), and per response one header lookup for ``irl/content_type/<type>/<subtype>``
-(the media type without parameters, lowercased; at most :data:`CONTENT_TYPES` distinct
-ones, later ones counted as ``irl/content_type/other``, none as ``.../none``).
+Cost on the reactor: one line per :func:`sample_gap` (the figures are RAM reads: five lines
+a second for the first 6 seconds, then fewer), and per response one header lookup for
+``irl/content_type/<type>/<subtype>`` (the media type without parameters, lowercased;
+at most :data:`CONTENT_TYPES` distinct ones, later ones counted as
+``irl/content_type/other``, none as ``.../none``; robots.txt responses are not counted:
+they are not pages, and the robots.txt stats count them).
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from scrapy import Spider, signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
-from twisted.internet import task
+from twisted.internet.base import DelayedCall
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import disk_full
@@ -49,8 +55,8 @@ from irlscrapy.report.layout import (
 )
 from irlscrapy.runtime.closing import spider_closing
 from irlscrapy.runtime.mediatype import media_type
-from irlscrapy.scheduler.hosts.pace import pace_of
-from irlscrapy.scheduler.metakeys import state_closed
+from irlscrapy.scheduler.hosts.pace import is_set, pace_of
+from irlscrapy.scheduler.metakeys import ROBOTS_KEY, state_closed
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.recovery import Recoveries, recovered
 
@@ -63,6 +69,16 @@ SCRAPY_SETTINGS = ("CLOSESPIDER_PAGECOUNT", "CONCURRENT_REQUESTS", "ROBOTSTXT_OB
 STATUS_PREFIX = "downloader/response_status_count/"
 CONTENT_TYPE_PREFIX = "irl/content_type/"
 ROBOTS_PREFIXES = ("irl/robots/", "robotstxt/")
+#: The first lines' gap (seconds), and how many lines :func:`sample_gap` gives each span
+#: ``[t, e * t]`` of uptime until the gap reaches IRL_REPORT_INTERVAL (DO NOT CHANGE
+#: lightly: the report's figures of a short crawl need about 30 points).
+FIRST_GAP = 0.2
+SPAN_SAMPLES = 30
+#: The delay settings whose origin the "open" line's ``pace`` records.
+DELAYS = ("IRL_HOST_DELAY", "IRL_HOST_DELAY_MIN", "IRL_IP_DELAY", "IRL_IP_DELAY_MIN")
+#: Request meta marking a robots.txt fetch: the IRL scheduler's (ROBOTS_KEY), Scrapy's
+#: RobotsTxtMiddleware's.
+ROBOTS_META = (ROBOTS_KEY, "dont_obey_robotstxt")
 #: Counts the broad spider keeps on the in-vitro web (its ground truth): timeline name ->
 #: stat; recorded only when the crawl has them.
 INVITRO_COUNTS = {"invitro_pages": "invitro/pages", "spam_pages": "invitro/spam_pages"}
@@ -79,12 +95,14 @@ class CrawlRecorder:
         state: StateDirectory,
         settings: dict[str, Any],
         clock: Callable[[], float] = time.time,
+        pace: dict[str, Any] | None = None,
     ) -> None:
         self.crawler = crawler
         self.interval = interval
         self.report_dir = report_dir  # render the report here at close; None: don't
         self.state = state  # the crawl's (irlscrapy.state.directory)
         self.settings = settings
+        self.pace = pace or {}  # where the delays came from (layout: "open" lines' pace)
         self.clock = clock
         self.records: Path | None = None  # <state dir>/report while recording
         self.run = 0
@@ -92,7 +110,8 @@ class CrawlRecorder:
         self.finished = False
         self.report: Path | None = None  # the report rendered at close
         self._file: BinaryIO | None = None  # unbuffered: a line is written whole, or cut
-        self._loop: task.LoopingCall | None = None
+        self._next: DelayedCall | None = None  # the next sample's call
+        self.temporary = False  # the state directory is removed at close
         self._content_types: set[str] = set()
 
     @classmethod
@@ -118,6 +137,7 @@ class CrawlRecorder:
             Path(report_dir) if report_dir else None,
             StateDirectory.of(crawler),
             snapshot,
+            pace={"source": pace.source, "set": [n for n in DELAYS if is_set(settings, n)]},
         )
         crawler.signals.connect(ext.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=signals.spider_closed)
@@ -150,12 +170,20 @@ class CrawlRecorder:
         self.run = last_run(timeline) + 1
         self._file = open(timeline, "ab", buffering=0)  # noqa: SIM115 -- held until close
         self.opened = self.clock()
-        self._write("open", settings=self.settings)
-        self._loop = task.LoopingCall(self.sample)
-        self._loop.start(self.interval, now=False)
+        self._write("open", settings=self.settings, pace=self.pace)
+        self._schedule()
 
     def sample(self) -> None:
         self._write("sample")
+        if not self.finished:
+            self._schedule()
+
+    def _schedule(self) -> None:
+        from twisted.internet import reactor  # the crawl's, installed by then
+
+        installed: Any = reactor
+        gap = sample_gap(self.clock() - self.opened, self.interval)
+        self._next = installed.callLater(gap, self.sample)
 
     def _write(self, event: str, **extra: Any) -> None:
         if self._file is None:
@@ -204,6 +232,8 @@ class CrawlRecorder:
             self._file = None
 
     def response_received(self, response: Response, request: Any, spider: Spider) -> None:
+        if any(request.meta.get(key) for key in ROBOTS_META):
+            return  # robots.txt: not a page (the robots.txt stats count it)
         kind = media_type(response.headers) or "none"
         if kind != "none" and kind not in self._content_types:
             if len(self._content_types) < CONTENT_TYPES:
@@ -219,6 +249,7 @@ class CrawlRecorder:
         """The IRL scheduler closed its state directory: a temporary one is removed next,
         so finish (and render) now, with the close reason Scrapy's CoreStats records only
         later; otherwise wait for the final stats at spider_closed."""
+        self.temporary = temporary
         if temporary:
             stats = self.crawler.stats
             assert stats is not None
@@ -233,8 +264,8 @@ class CrawlRecorder:
 
     def _finish(self, reason: str | None = None) -> None:
         self.finished = True
-        if self._loop is not None and self._loop.running:
-            self._loop.stop()
+        if self._next is not None and self._next.active():
+            self._next.cancel()
         if self.records is None:
             return  # never recorded: no state directory, or the spider never opened
         self._write("close", reason=reason)
@@ -263,12 +294,20 @@ class CrawlRecorder:
 
         try:
             # the crawl's own files are closed; this process may still hold the lock
-            self.report = write_report(state_dir, out, check_lock=False)
+            self.report = write_report(
+                state_dir, out, check_lock=False, state_dir_removed=self.temporary
+            )
         except Exception:  # the crawl is done; its report must not fail it
             logger.exception("the crawl report could not be written to %s", out)
 
 
+def sample_gap(uptime: float, interval: float) -> float:
+    """Seconds from a line written at ``uptime`` to the next: :data:`FIRST_GAP`, growing
+    with the uptime (:data:`SPAN_SAMPLES` lines from t to e * t), at most ``interval``."""
+    return min(interval, max(FIRST_GAP, uptime / SPAN_SAMPLES))
+
+
 def _load_renderer() -> None:
-    from irlscrapy.report.render import load_plotting
+    from irlscrapy.report.plots import load_plotting
 
     load_plotting()

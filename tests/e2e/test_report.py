@@ -22,6 +22,7 @@ from irlscrapy.report.render import (
     PNG_UNIQUENESS,
     SUMMARY_LABELS,
 )
+from irlscrapy.report.timeline import FIRST_GAP
 from tests.reportdirs import TWO_AGENTS, write_two_agents
 
 from .conftest import QUICK_IRL, ROOT, crawl_tiny, side_by_side
@@ -92,6 +93,8 @@ def test_summary_sums_both_runs_and_marks_the_restart(resumed: dict[str, Any]) -
     first, second = resumed["stats"]
     summary = resumed["data"]["summary"]
     assert summary["runs"] == 2 and len(resumed["data"]["restarts"]) == 1
+    # the stop is a gap in the rate's table, not a drop to 0 and a second listed twice
+    assert "stopped; run 2 resumes" in resumed["html"]
     for figure, stat in (
         ("pages", "response_received_count"),
         ("unique_urls", "irl/urlseen/unique"),
@@ -129,8 +132,9 @@ def test_status_codes_and_content_types_match_the_stats(resumed: dict[str, Any])
     assert data["status"] == expected
     for code, count in expected.items():
         assert f"<tr data-key='{code}'><th>{code}</th><td>{count:,}</td></tr>" in resumed["html"]
-    # every response received has its content type counted once
-    assert sum(data["content_types"].values()) == data["summary"]["pages"]
+    # every response received but robots.txt has its content type counted once
+    pages = data["summary"]["pages"]
+    assert sum(data["content_types"].values()) + data["summary"]["robots_responses"] == pages
     assert data["content_types"].get("text/html", 0) > 0
     # the last run's stats.json is the second crawl's dump
     stats_json = json.loads((resumed["job"] / "report" / "stats.json").read_text())
@@ -191,6 +195,12 @@ def test_the_demo_writes_the_report_at_close_without_a_jobdir(
     state_dir = Path(data["state_dir"])
     assert state_dir.name.startswith("irlscrapy-state-")
     assert not state_dir.exists()  # the temporary state directory is gone
+    assert not data["state_dir_exists"]  # and the report does not send anyone there
+    assert str(state_dir) not in (report_dir / "report.html").read_text()
+    # a crawl of a few seconds has its points: a line each FIRST_GAP at first (this one
+    # of 200 pages lasts about 5 s; the README's demo, 30 or more: firsthour/test_demo.py)
+    crawling = data["summary"]["seconds_crawling"]
+    assert len(data["download_rate"]) >= min(30, 0.5 * crawling / FIRST_GAP)  # (a busy reactor)
     assert (report_dir / PNG_PLDS).read_bytes().startswith(PNG_MAGIC)
 
 
