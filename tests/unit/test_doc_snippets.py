@@ -12,7 +12,8 @@ must read the block at test time: one of its ``section("...")`` or ``code_blocks
 calls (the heading given as a string, or as a module-level string constant) must name a
 section whose text holds the block word for word. A block that repeats another word for
 word (the README's demo, again in the manual's "Getting started") is run with its twin.
-``not run`` gives a reason; an output sample says ``not run: output, ...``.
+``not run`` gives a reason; an output sample says ``not run: output, ...``. Run or not,
+every ``irlscrapy ...`` command of an ``sh`` block must parse with this tree's CLI.
 
 Out of scope, by rule and not by marker:
 - MyST directives (```` ```{toctree} ````, ```` ```{include} ````) are not code blocks;
@@ -24,9 +25,13 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from irlscrapy import cli
 from tests.e2e.firsthour.readme import section
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -150,3 +155,44 @@ def test_the_run_by_check_reads_a_heading_given_as_a_constant() -> None:
     """test_mistakes.py names its section through ``SECTION``: that must count."""
     path = ROOT / "tests" / "e2e" / "firsthour" / "test_mistakes.py"
     assert "Adding it to an existing project" in headings_read_by(path)
+
+
+def irlscrapy_commands() -> list[tuple[str, list[str]]]:
+    """Every ``irlscrapy ...`` command of the ``sh`` blocks (run or not), as argv."""
+    found = []
+    for block in every_block():
+        if block.info != "sh":
+            continue
+        for line in block.body.replace("\\\n", " ").splitlines():
+            for command in re.split(r"&&|;|\|", line):
+                argv = shlex.split(command, comments=True)
+                if argv[:1] == ["irlscrapy"]:
+                    found.append((block.where(), argv[1:]))
+    return found
+
+
+def parses(argv: list[str]) -> bool:
+    try:
+        cli._parser().parse_args(argv)
+    except SystemExit:
+        return False
+    return True
+
+
+def test_every_irlscrapy_command_the_docs_show_parses_with_the_cli_of_this_tree(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Blocks that are not run still name subcommands and options that exist."""
+    commands = irlscrapy_commands()
+    assert {argv[0] for _, argv in commands} >= {"report", "check", "repair", "invitro"}
+    refused = [
+        f"{where}: irlscrapy {shlex.join(argv)}" for where, argv in commands if not parses(argv)
+    ]
+    assert not refused, (refused, capsys.readouterr().err)
+
+
+def test_a_misspelt_option_does_not_parse(capsys: pytest.CaptureFixture[str]) -> None:
+    """The check above can fail: the parser refuses what the CLI does not have."""
+    assert parses(["report", "crawls/demo", "--out", "/tmp/r"])
+    assert not parses(["report", "crawls/demo", "--output", "/tmp/r"])
+    assert "unrecognized arguments: --output" in capsys.readouterr().err
