@@ -30,6 +30,7 @@ import html
 import logging
 import time
 import urllib.parse
+import warnings
 from typing import Any
 
 from scrapy.crawler import Crawler
@@ -303,13 +304,20 @@ def changed_settings(settings: Any) -> list[tuple[str, str]]:
     (irlscrapy's for IRL_*, else Scrapy's), sorted; secrets masked."""
     changed = []
     scrapy_defaults = Settings()
-    for name in sorted(dict(settings)):
-        value = settings[name]
-        if name in defaults.BY_NAME:
-            default = defaults.BY_NAME[name].default
-        else:
-            default = scrapy_defaults.get(name)
-        if value == default or (isinstance(value, dict) and not value and default is None):
+    with warnings.catch_warnings():  # reading a deprecated name warns: not the user's doing
+        warnings.simplefilter("ignore")
+        pairs = [
+            (
+                name,
+                settings[name],
+                defaults.BY_NAME[name].default
+                if name in defaults.BY_NAME
+                else scrapy_defaults.get(name),
+            )
+            for name in sorted(dict(settings))
+        ]
+    for name, value, default in pairs:
+        if value == default or (default is None and not value):
             continue
         if str(value) == str(default):
             continue  # a command-line string of the default's value
@@ -385,7 +393,7 @@ def _round_up(value: float) -> float:
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:72em}
 h1{margin:0 0 .3em}h2{font-size:1.1em;margin:1.2em 0 .4em}
 td,th{padding:2px 10px;text-align:left;vertical-align:top}
-td:nth-child(2){font-variant-numeric:tabular-nums}
+td:nth-child(2){font-variant-numeric:tabular-nums;white-space:nowrap}
 #frontier td:nth-child(2),#hosts td:nth-child(n+3),#ips td:nth-child(n+2),
 #figures td:nth-child(2){text-align:right}
 .quiet{color:#777}.columns{display:flex;flex-wrap:wrap;gap:0 3em}
