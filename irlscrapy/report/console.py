@@ -86,7 +86,7 @@ def render(
             f'<p class="state {state}" id="state">{state}'
             + (f" ({_duration(controls.paused_seconds())} so far)" if controls.paused else "")
             + "</p>",
-            _progress(crawler, figures),
+            _progress(crawler, figures, controls),
             "<h2>Pages per second</h2>",
             _rate_chart(rates, sample_seconds),
             '<div class="columns">',
@@ -133,14 +133,14 @@ def _controls(query: str, on: bool) -> str:
     return f'<div id="controls">{buttons}<span id="said" role="status"></span></div>'
 
 
-def _progress(crawler: Crawler, figures: dict[str, float]) -> str:
-    """As the log line: responses, their rate over the time crawled, and with a page
-    budget its bar, share and ETA."""
+def _progress(crawler: Crawler, figures: dict[str, float], controls: CrawlControls) -> str:
+    """As the log line: responses, their rate over the time crawled (time paused left
+    out), and with a page budget its bar, share and ETA (none while paused)."""
     responses = figures.get("pages", 0.0)
-    elapsed = _elapsed(crawler)
+    elapsed = max(0.0, _elapsed(crawler) - controls.paused_seconds())
     rate = responses / elapsed if elapsed > 0 else 0.0
     line = (
-        f"{responses:,.0f} responses in {_duration(elapsed)} ({rate:,.1f}/s overall, "
+        f"{responses:,.0f} responses in {_duration(elapsed)} crawling ({rate:,.1f}/s overall, "
         f"{figures.get('pages_per_second', 0.0):,.1f}/s now)"
     )
     budget = crawler.settings.getint("CLOSESPIDER_PAGECOUNT")
@@ -148,6 +148,8 @@ def _progress(crawler: Crawler, figures: dict[str, float]) -> str:
         return f'<p id="progress">{line}; no page budget (CLOSESPIDER_PAGECOUNT), no ETA</p>'
     share = min(responses / budget, 1.0)
     eta = _duration((budget - responses) / rate) if rate > 0 and responses < budget else "-"
+    if controls.paused:
+        eta = "- (paused)"
     return (
         f'<p id="progress"><progress max="{budget}" value="{min(responses, budget):.0f}">'
         f"{html.escape(bar(share, 20))}</progress> {share:.0%} of {budget:,} responses, "
@@ -403,7 +405,7 @@ button{font-size:1em;padding:.3em 1.2em}#said{margin-left:1em;color:#555}
 .stopping{color:#b00}progress{width:20em;vertical-align:middle}
 tr.error td{color:#b00}tr.warning td{color:#8a5a00}
 svg text{font-size:11px;fill:#555}svg .axis{stroke:#555}svg .grid{stroke:#ddd}
-code{font-size:.9em}"""
+code{font-size:.9em;word-break:break-all}"""
 
 #: Submits the controls without leaving the page, and refreshes <main> by fetching the
 #: page again (with its own query, hence its token).
