@@ -107,7 +107,7 @@ def render(
 <title>irlscrapy: {spider}</title>
 <style>{STYLE}</style></head>
 <body><header><h1>irlscrapy: {spider}</h1>
-{_controls(q, controls_on)}
+{_controls(q, controls_on, state)}
 <nav><a href="status.json{q}">JSON</a> <a href="metrics{q}">Prometheus</a>
 <span class="quiet">refreshes every {REFRESH_SECONDS} s</span></nav></header>
 <main id="main">
@@ -119,15 +119,18 @@ def render(
     return page.encode()
 
 
-def _controls(query: str, on: bool) -> str:
+def _controls(query: str, on: bool, state: str) -> str:
+    """The buttons; those that would do nothing now are disabled (the script keeps
+    them so as the state changes)."""
     if not on:
         return (
             '<p class="quiet" id="controls">Controls are off: set IRL_STATUS_TOKEN to '
             "pause, resume or stop the crawl from here.</p>"
         )
+    idle = {"running": "resume", "paused": "pause"}.get(state, "pause resume stop")
     buttons = "".join(
-        f'<form method="post" action="{action}{query}">'
-        f'<button type="submit" id="{action}">{action.capitalize()}</button></form>'
+        f'<form method="post" action="{action}{query}"><button type="submit" id="{action}"'
+        f"{' disabled' if action in idle.split() else ''}>{action.capitalize()}</button></form>"
         for action in ("pause", "resume", "stop")
     )
     return f'<div id="controls">{buttons}<span id="said" role="status"></span></div>'
@@ -417,6 +420,9 @@ async function refresh() {
     if (!answer.ok) return;
     const page = new DOMParser().parseFromString(await answer.text(), "text/html");
     document.getElementById("main").replaceWith(page.getElementById("main"));
+    for (const button of document.querySelectorAll("#controls button")) {
+      button.disabled = page.getElementById(button.id).disabled;
+    }
   } catch (error) { /* the crawl has ended: keep the last figures */ }
 }
 for (const form of document.querySelectorAll("#controls form")) {

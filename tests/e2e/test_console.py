@@ -181,6 +181,9 @@ def test_the_console_in_chromium(crawl: Crawl, tmp_path: Path) -> None:
         assert page.wait_for(
             "document.getElementById('state').textContent.startsWith('paused')", 10
         )
+        assert page.evaluate(
+            "['pause', 'resume'].map(id => document.getElementById(id).disabled)"
+        ) == [True, False]  # the button that would do nothing is disabled
         time.sleep(SETTLE_SECONDS)
         quiet_from = time.time()
         time.sleep(3)
