@@ -398,7 +398,7 @@ def _round_up(value: float) -> float:
 STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:72em}
 h1{margin:0 0 .3em}h2{font-size:1.1em;margin:1.2em 0 .4em}
 td,th{padding:2px 10px;text-align:left;vertical-align:top}
-td:nth-child(2){font-variant-numeric:tabular-nums;white-space:nowrap}
+td{font-variant-numeric:tabular-nums}#figures td:nth-child(2){white-space:nowrap}
 #frontier td:nth-child(2),#hosts td:nth-child(n+3),#ips td:nth-child(n+2),
 #figures td:nth-child(2){text-align:right}
 .quiet{color:#777}.columns{display:flex;flex-wrap:wrap;gap:0 3em}
@@ -408,7 +408,7 @@ button{font-size:1em;padding:.3em 1.2em}#said{margin-left:1em;color:#555}
 .stopping{color:#b00}progress{width:20em;vertical-align:middle}
 tr.error td{color:#b00}tr.warning td{color:#8a5a00}
 svg text{font-size:11px;fill:#555}svg .axis{stroke:#555}svg .grid{stroke:#ddd}
-code{font-size:.9em;word-break:break-all}"""
+code{font-size:.9em;word-break:break-all}#settings td:last-child{max-width:52em}"""
 
 #: Submits the controls without leaving the page, and refreshes <main> by fetching the
 #: page again (with its own query, hence its token).
