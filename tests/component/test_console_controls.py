@@ -24,11 +24,27 @@ from irlscrapy.scheduler.irl import IRLScheduler
 from .test_recovery_stats import IRL
 
 
+class FakeSlot:
+    closing = None
+    inprogress: set[Any] = set()
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    @property
+    def nextcall(self) -> FakeSlot:
+        return self
+
+    def schedule(self, delay: float = 0) -> None:
+        self.asked += 1
+
+
 class FakeEngine:
     def __init__(self, spider: Spider) -> None:
         self.spider = spider
         self.paused = False
-        self._slot = None
+        self.running = True
+        self._slot = FakeSlot()
         self.closed: list[str] = []
 
     def pause(self) -> None:
@@ -102,20 +118,30 @@ def test_a_pause_at_the_close_counts_up_to_it() -> None:
     assert stats is not None and stats.get_value("irl/console/paused_seconds") == 7
 
 
-def test_a_resume_restarts_the_give_up_wait(tmp_path: Path) -> None:
+def test_a_resume_restarts_the_give_up_wait_and_a_pause_is_not_idle(tmp_path: Path) -> None:
     """Time paused is no host's silence: a finite crawl blocked on back-off gives up
-    IRL_CRAWL_GIVE_UP_AFTER past the last progress, and a resume is progress."""
+    IRL_CRAWL_GIVE_UP_AFTER past the last progress, and a resume is progress. And the
+    no-idle watch does not sample a paused crawl (its work waits for the resume)."""
     crawler = get_crawler(Spider, {**IRL, "JOBDIR": str(tmp_path / "job")})
     spider = Spider.from_crawler(crawler, "s")
     crawler.spider = spider
+    engine = FakeEngine(spider)
+    crawler.engine = engine  # type: ignore[assignment]
     scheduler = IRLScheduler.from_crawler(crawler)
     scheduler.open(spider)
     try:
+        controls = CrawlControls(crawler)
         assert scheduler.dispatcher is not None
+        assert scheduler.idle_status() is not None  # running: sampled
+        controls.act("pause", "127.0.0.1")
+        assert scheduler.idle_status() is None  # paused: not sampled
         scheduler.dispatcher.progress_at = -1000.0  # long ago: a pause of 1000 s
-        scheduler.resumed()
+        asked = engine._slot.asked
+        controls.act("resume", "127.0.0.1")
         now = scheduler.waker.clock.seconds()
         assert now - 1 <= scheduler.dispatcher.progress_at <= now
+        assert engine._slot.asked > asked  # the engine asks again at once
+        assert scheduler.idle_status() is not None
     finally:
         scheduler.close("finished")
 
