@@ -26,10 +26,10 @@ from .test_recovery_stats import IRL
 
 class FakeSlot:
     closing = None
-    inprogress: set[Any] = set()
 
     def __init__(self) -> None:
         self.asked = 0
+        self.inprogress: set[Any] = set()
 
     @property
     def nextcall(self) -> FakeSlot:
