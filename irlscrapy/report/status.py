@@ -5,7 +5,9 @@ listens on ``IRL_STATUS_HOST`` (127.0.0.1; any other loopback address may be giv
 non-loopback one is refused: the figures say what the crawl is fetching) and serves,
 on the reactor, from :func:`irlscrapy.report.figures.crawl_figures`:
 
-- ``/status.json``: every figure, plus the pages-per-second sparkline;
+- ``/status.json``: every figure, plus the pages-per-second sparkline and, under
+  ``console``, whether the controls are on and the crawl paused (seconds paused so
+  far) or stopping;
 - ``/metrics``: the same in Prometheus' text format (prometheus-client), each as
   ``irlscrapy_<figure>``, totals as counters;
 - ``/``: the console, an HTML page that refreshes itself every few seconds
