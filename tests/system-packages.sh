@@ -11,6 +11,8 @@
 #                                `unshare` to make that namespace (util-linux is Essential)
 #   redis-server                 the multi-agent mode's tests (irlscrapy/distributed/): a real
 #                                Redis on an ephemeral loopback port (harness/redisserver.py)
+#   chromium                     tests/e2e/test_console.py: the status console and the
+#                                crawl report in a real headless browser (DevTools Protocol)
 #   *-doc, debian-policy         the real web's pages: HTML documentation written by the
 #                                projects themselves (harness/realweb/sites.py maps each
 #                                package to its host name)
@@ -24,7 +26,7 @@
 # the tests that need these packages then skip, each with its reason.
 set -eu
 
-PACKAGES="nginx iproute2 util-linux redis-server postgresql-doc-15 python3.11-doc sqlite3-doc git-doc \
+PACKAGES="nginx iproute2 util-linux redis-server chromium postgresql-doc-15 python3.11-doc sqlite3-doc git-doc \
 python-flask-doc python-requests-doc debian-policy"
 
 case "${1:-}" in

@@ -5,15 +5,23 @@ listens on ``IRL_STATUS_HOST`` (127.0.0.1; any other loopback address may be giv
 non-loopback one is refused: the figures say what the crawl is fetching) and serves,
 on the reactor, from :func:`irlscrapy.report.figures.crawl_figures`:
 
-- ``/status.json``: every figure, plus the pages-per-second sparkline;
+- ``/status.json``: every figure, plus the pages-per-second sparkline and, under
+  ``console``, whether the controls are on and the crawl paused (seconds paused so
+  far) or stopping;
 - ``/metrics``: the same in Prometheus' text format (prometheus-client), each as
   ``irlscrapy_<figure>``, totals as counters;
-- ``/``: a small HTML page that refreshes itself every :data:`REFRESH_SECONDS`, with
-  the figures and a throughput sparkline.
+- ``/``: the console, an HTML page that refreshes itself every few seconds
+  (:mod:`irlscrapy.report.console`): progress and ETA, pages per second, the frontier,
+  the busiest hosts and IPs, the last problems, the job directory and settings;
+- ``POST /pause``, ``POST /resume``, ``POST /stop``: the controls
+  (:mod:`irlscrapy.report.controls`), on only with ``IRL_STATUS_TOKEN`` set (403
+  without: any web page can make a browser POST to loopback). Each answers JSON
+  (``{"action": ..., "result": ..., "paused": ...}``), or, to a browser's plain form
+  (``Accept: text/html``), a redirect back to the console.
 
 With ``IRL_STATUS_TOKEN`` set, every request must carry it: ``Authorization: Bearer
-<token>`` or ``?token=<token>``; without it the answer is 401. The HTML page's links
-carry the token it was opened with, so a browser that opened ``/?token=...`` follows
+<token>`` or ``?token=<token>``; without it the answer is 401. The console's links and
+forms carry the token it was opened with, so a browser that opened ``/?token=...`` follows
 them. Figures are computed on request, at most once a second (RAM reads only); one
 timer a second adds a throughput sample. ``port`` holds the port actually bound
 (useful with a port chosen by the system in tests).
@@ -31,7 +39,6 @@ for an error raised while the crawler is built or the scheduler opens, and a
 from __future__ import annotations
 
 import hmac
-import html
 import ipaddress
 import json
 import logging
@@ -55,6 +62,8 @@ from twisted.web.server import Request, Site
 
 from irlscrapy import defaults
 from irlscrapy.exceptions import ConfigurationError
+from irlscrapy.report import console
+from irlscrapy.report.controls import ACTIONS, CrawlControls
 from irlscrapy.report.figures import AGENT_GAUGES, COUNTERS, GAUGES, Throughput, crawl_figures
 from irlscrapy.runtime.openfailure import report_open_failure
 from irlscrapy.runtime.workers import installed_reactor
@@ -64,7 +73,6 @@ logger = logging.getLogger(__name__)
 SAMPLE_SECONDS = 1.0
 #: Figures are computed at most this often; requests in between get the same ones.
 FIGURES_MAX_AGE = 1.0
-REFRESH_SECONDS = 5
 PREFIX = "irlscrapy_"
 
 
@@ -80,6 +88,8 @@ class StatusServer:
         self._listener: Any = None
         self._loop: task.LoopingCall | None = None
         self._figures: tuple[float, dict[str, float]] = (float("-inf"), {})
+        self.controls = CrawlControls(crawler)
+        self.problems = console.RecentProblems()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> StatusServer:
@@ -142,6 +152,12 @@ class StatusServer:
             "figures": self.figures(),
             "pages_per_second_history": self.throughput.sparkline(),
             "sample_seconds": SAMPLE_SECONDS,
+            "console": {
+                "controls": bool(self.token),
+                "paused": self.controls.paused,
+                "paused_seconds": round(self.controls.paused_seconds(), 3),
+                "stopping": self.controls.stopping,
+            },
         }
         return json.dumps(body).encode()
 
@@ -151,33 +167,23 @@ class StatusServer:
         return generate_latest(registry)
 
     def as_html(self, token: str = "") -> bytes:
-        """The page; its links carry ``token`` (the one it was asked with, if any)."""
-        figures = self.figures()
-        query = "?" + urllib.parse.urlencode({"token": token}) if token else ""
-        rows = "\n".join(
-            f"<tr><td>{html.escape(name)}</td><td>{_shown(value)}</td>"
-            f"<td>{html.escape(_meaning(name))}</td></tr>"
-            for name, value in figures.items()
+        """The console; its links and forms carry ``token`` (the one it was asked with)."""
+        return console.render(
+            self.crawler,
+            self.figures(),
+            self.throughput.sparkline(),
+            SAMPLE_SECONDS,
+            self.controls,
+            self.problems,
+            token,
+            controls_on=bool(self.token),
         )
-        spider = self.crawler.spider.name if self.crawler.spider else "-"
-        page = f"""<!doctype html>
-<html><head><meta charset="utf-8"><meta http-equiv="refresh" content="{REFRESH_SECONDS}">
-<title>irlscrapy: {html.escape(spider)}</title>
-<style>body{{font-family:sans-serif;margin:2em}}td{{padding:2px 12px}}
-td:nth-child(2){{text-align:right;font-variant-numeric:tabular-nums}}</style></head>
-<body><h1>irlscrapy: {html.escape(spider)}</h1>
-<p>{_shown(figures.get("pages_per_second", 0.0))} pages/s; refreshes every
-{REFRESH_SECONDS} s. <a href="status.json{html.escape(query)}">JSON</a>
-<a href="metrics{html.escape(query)}">Prometheus</a></p>
-{_sparkline_svg(self.throughput.sparkline())}
-<table>{rows}</table></body></html>
-"""
-        return page.encode()
 
     # -- signals -------------------------------------------------------------------
     def spider_opened(self, spider: Spider) -> None:
         self._loop = task.LoopingCall(self._sample)
         self._loop.start(SAMPLE_SECONDS, now=True)
+        logging.getLogger().addHandler(self.problems)
         host = f"[{self.host}]" if ":" in self.host else self.host
         logger.info(
             "status endpoint: http://%s:%d/ (JSON /status.json, Prometheus /metrics)%s",
@@ -187,6 +193,8 @@ td:nth-child(2){{text-align:right;font-variant-numeric:tabular-nums}}</style></h
         )
 
     async def spider_closed(self, spider: Spider) -> None:
+        logging.getLogger().removeHandler(self.problems)
+        self.controls.spider_closed()
         if self._loop is not None and self._loop.running:
             self._loop.stop()
         if self._listener is not None:
@@ -235,6 +243,30 @@ class _StatusResource(Resource):
         request.setResponseCode(404)
         return b"not found: try /, /status.json or /metrics\n"
 
+    def render_POST(self, request: Request) -> bytes:
+        action = request.path.strip(b"/").decode("ascii", "replace")
+        if action not in ACTIONS:
+            request.setResponseCode(404)
+            return b"not found: POST /pause, /resume or /stop\n"
+        if not self.status.token:
+            request.setResponseCode(403)
+            return b"the controls are off: set IRL_STATUS_TOKEN to use them\n"
+        if not self.status.authorized(request):
+            request.setResponseCode(401)
+            request.setHeader(b"www-authenticate", b'Bearer realm="irlscrapy"')
+            return b"a token is required: Authorization: Bearer <token> or ?token=<token>\n"
+        client = request.getClientAddress()
+        result = self.status.controls.act(action, getattr(client, "host", str(client)))
+        request.setHeader(b"cache-control", b"no-store")
+        if b"text/html" in (request.getHeader(b"accept") or b""):  # a plain form: back
+            back = "./?" + urllib.parse.urlencode({"token": self.status.token})
+            request.setResponseCode(303)  # See Other: the console, with GET
+            request.setHeader(b"location", back.encode())
+            return b""
+        request.setHeader(b"content-type", b"application/json")
+        paused = self.status.controls.paused
+        return json.dumps({"action": action, "result": result, "paused": paused}).encode()
+
 
 class _Collector:
     """A prometheus-client collector over a figures function, read at each scrape."""
@@ -250,26 +282,3 @@ class _Collector:
 
 def _meaning(name: str) -> str:
     return COUNTERS[name][1] if name in COUNTERS else {**GAUGES, **AGENT_GAUGES}.get(name, name)
-
-
-def _shown(value: float) -> str:
-    return (
-        f"{value:,.1f}" if isinstance(value, float) and not value.is_integer() else f"{value:,.0f}"
-    )
-
-
-def _sparkline_svg(rates: list[float], width: int = 480, height: int = 60) -> str:
-    if len(rates) < 2:
-        return "<p>(the sparkline starts after two samples)</p>"
-    top = max(max(rates), 1e-9)
-    step = width / (len(rates) - 1)
-    points = " ".join(
-        f"{i * step:.1f},{height - rate / top * (height - 2) - 1:.1f}"
-        for i, rate in enumerate(rates)
-    )
-    return (
-        f'<svg width="{width}" height="{height}" role="img" '
-        f'aria-label="pages per second, last {len(rates)} seconds, peak {top:.0f}">'
-        f'<polyline fill="none" stroke="steelblue" stroke-width="1.5" points="{points}"/></svg>'
-        f"<p>pages/s over the last {len(rates)} s (peak {top:,.0f})</p>"
-    )

@@ -401,6 +401,14 @@ class IRLScheduler(BaseScheduler):
         if self.dispatcher is not None:
             self.dispatcher.origin_failed(request)
 
+    def resumed(self) -> None:
+        """The engine was paused (irlscrapy.report.controls) and asks again: the wait of
+        a blocked finite crawl before it gives up starts now (time paused is no host's
+        silence), and the engine asks for requests at its next turn."""
+        if self.dispatcher is not None:
+            self.dispatcher.progress()
+        self.waker.wake()
+
     # -- status --------------------------------------------------------------------------
     def status(self) -> dict[str, int]:
         """The frontier now, for the progress line and the status endpoint."""

@@ -7,9 +7,9 @@ import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 
+from irlscrapy.report.console import _rate_chart
 from irlscrapy.report.figures import Throughput, crawl_figures
 from irlscrapy.report.progress import progress_bar, responses_part
-from irlscrapy.report.status import _sparkline_svg
 
 
 class FakeClock:
@@ -42,12 +42,21 @@ def test_samples_at_one_instant_give_no_division_by_zero() -> None:
     assert throughput.sparkline() == [0.0]
 
 
-def test_sparkline_svg_scales_to_the_peak() -> None:
-    assert "<svg" not in _sparkline_svg([3.0])
-    svg = _sparkline_svg([0.0, 50.0, 100.0], width=100, height=60)
+def test_the_rate_chart_scales_to_a_round_top_and_labels_its_axes() -> None:
+    assert "<svg" not in _rate_chart([3.0], 1.0)
+    svg = _rate_chart([0.0, 50.0, 80.0], 1.0, width=158, height=138)  # a 100 x 100 plot
     points = svg.split('points="')[1].split('"')[0].split()
-    assert points[0] == "0.0,59.0" and points[-1] == "100.0,1.0"
-    assert "peak 100" in svg
+    assert points == ["48.0,110.0", "98.0,60.0", "148.0,30.0"]  # 80 of a top of 100
+    labels = [t.split(">")[1] for t in svg.split("<text")[1:]]
+    assert labels[:6] == [
+        "0</text",
+        "50</text",
+        "100</text",
+        "-2.0 s</text",
+        "-1.0 s</text",
+        "now</text",
+    ]
+    assert "pages/s</text" in labels[-1] and "peak 80.0" in svg
 
 
 def test_progress_bar_towards_the_page_budget() -> None:
