@@ -7,6 +7,7 @@ import signal
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 #: Seconds a child has to dump its stacks and die once sent SIGABRT.
 DUMP_SECONDS = 30
@@ -37,3 +38,13 @@ def run_or_dump_stacks(
                 f"its stacks at SIGABRT, and the end of its log:\n{err[-8000:]}"
             ) from None
     return subprocess.CompletedProcess(list(args), child.returncode, out, err)
+
+
+def stop_child(child: subprocess.Popen[Any], seconds: float) -> None:
+    """SIGTERM ``child``, and SIGKILL it if it has not exited ``seconds`` later."""
+    child.terminate()
+    try:
+        child.wait(timeout=seconds)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()

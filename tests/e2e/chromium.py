@@ -28,6 +28,8 @@ from typing import Any
 
 import pytest
 
+from harness.childprocess import stop_child
+
 START_SECONDS = 30
 
 
@@ -76,12 +78,7 @@ def chromium(profile: Path) -> Iterator[Page]:
         finally:
             page.close()
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_child(process, 20)
 
 
 class Page:

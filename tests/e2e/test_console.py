@@ -24,7 +24,7 @@ from harness.tinyweb import assert_never_idle_with_work
 from .chromium import Page, chromium
 from .conftest import ROOT, read_log, tiny_crawl_args
 from .test_report import dumped_stats
-from .test_status_endpoint import TOKEN, free_port, get
+from .test_status_endpoint import TOKEN, free_port, get, wait_for_a_page
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +32,6 @@ pytestmark = pytest.mark.e2e
 PAUSE_SECONDS = 10.0
 #: After the pause, for fetches in flight to end before the quiet window starts.
 SETTLE_SECONDS = 2.0
-WAIT_SECONDS = 60
 
 
 def post(url: str, token: str | None = TOKEN) -> tuple[int, dict[str, Any] | bytes]:
@@ -85,18 +84,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Any:
     )
     crawl = Crawl(process, f"http://127.0.0.1:{port}", log, report_dir)
     try:
-        deadline = time.monotonic() + WAIT_SECONDS
-        while True:
-            try:
-                status, _, body = get(f"{crawl.base}/status.json")
-                if status == 200 and json.loads(body)["figures"]["pages"] > 0:
-                    break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                _, err = process.communicate(timeout=30)
-                pytest.fail(f"the endpoint never showed a page; crawl log:\n{err[-3000:]}")
-            time.sleep(0.2)
+        wait_for_a_page(process, crawl.base)
         yield crawl
     finally:
         if process.poll() is None:

@@ -41,6 +41,7 @@ from typing import Any
 import pytest
 
 import irlscrapy
+from harness.childprocess import stop_child
 from harness.redisserver import RedisServer
 
 from .conftest import (
@@ -205,12 +206,7 @@ def scrapyd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scrapyd]:
         yield server
     finally:
         stop_jobs(server)
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_child(process, 15)
 
 
 def copy_project(copy: Path) -> None:

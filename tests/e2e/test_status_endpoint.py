@@ -39,6 +39,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_for_a_page(process: subprocess.Popen[str], base: str) -> None:
+    """Wait until the endpoint at ``base`` of the crawl ``process`` counts a page; fail
+    with the crawl's log if it ends first, or after WAIT_SECONDS."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    while True:
+        try:
+            status, _, body = get(f"{base}/status.json")
+            if status == 200 and json.loads(body)["figures"]["pages"] > 0:
+                return
+        except OSError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            _, err = process.communicate(timeout=30)
+            pytest.fail(f"the endpoint never showed a page; crawl log:\n{err[-3000:]}")
+        time.sleep(0.2)
+
+
 def get(url: str, token: str | None = TOKEN) -> tuple[int, str, bytes]:
     request = urllib.request.Request(url)
     if token is not None:
@@ -62,18 +79,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Any:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + WAIT_SECONDS
-        while True:
-            try:
-                status, _, body = get(f"{base}/status.json")
-                if status == 200 and json.loads(body)["figures"]["pages"] > 0:
-                    break
-            except OSError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                _, err = process.communicate(timeout=30)
-                pytest.fail(f"the endpoint never showed a page; crawl log:\n{err[-3000:]}")
-            time.sleep(0.2)
+        wait_for_a_page(process, base)
         yield process, base
     finally:
         process.terminate()
