@@ -29,7 +29,7 @@ from typing import Any
 from scrapy.crawler import Crawler
 
 from irlscrapy.runtime.closing import close_spider
-from irlscrapy.runtime.internals import crawl_engine
+from irlscrapy.runtime.internals import crawl_engine, wake_engine
 from irlscrapy.scheduler.irl import IRLScheduler
 
 logger = logging.getLogger(__name__)
@@ -96,25 +96,29 @@ class CrawlControls:
         return "stopping"
 
     def _unpause(self, engine: Any) -> float:
+        seconds = self._end_pause()
+        engine.unpause()
+        scheduler = IRLScheduler.of(self.crawler)
+        if scheduler is not None:
+            scheduler.resumed()  # the give-up timer starts again; the engine asks at once
+        else:  # another scheduler: ask at the engine's next turn
+            wake_engine(self.crawler)
+        return seconds
+
+    def _end_pause(self) -> float:
+        """End the pause in force, adding its seconds to ``irl/console/paused_seconds``;
+        return them."""
         assert self.paused_at is not None
         seconds = self.clock() - self.paused_at
         self.paused_at = None
         if self.crawler.stats is not None:
             self.crawler.stats.inc_value("irl/console/paused_seconds", round(seconds, 3))
-        engine.unpause()
-        scheduler = IRLScheduler.of(self.crawler)
-        if scheduler is not None:
-            scheduler.resumed()  # the give-up timer starts again; the engine asks at once
-        elif engine._slot is not None:  # another scheduler: ask at the engine's next turn
-            engine._slot.nextcall.schedule()
         return seconds
 
     def spider_closed(self) -> None:
         """The crawl closed: a pause still on counts up to now."""
-        if self.paused_at is not None and self.crawler.stats is not None:
-            seconds = self.clock() - self.paused_at
-            self.crawler.stats.inc_value("irl/console/paused_seconds", round(seconds, 3))
-        self.paused_at = None
+        if self.paused_at is not None:
+            self._end_pause()
 
     def _count(self, key: str) -> None:
         if self.crawler.stats is not None:

@@ -189,6 +189,13 @@ def download_handlers(crawler: Crawler) -> list[Any]:
         ) from None
 
 
+def wake_engine(crawler: Crawler) -> None:
+    """Have the engine ask for requests at its next turn (nothing while no spider runs)."""
+    slot = engine_slot(crawler)
+    if slot is not None:
+        slot.nextcall.schedule()
+
+
 class DownloadCut(IgnoreRequest):
     """A download ended by :meth:`PoliteHTTPDownloadHandler.cut_downloads`: the spider
     was closing. An IgnoreRequest, so Scrapy logs no error for it; its URL was not
@@ -205,9 +212,7 @@ class EngineWaker:
 
     def wake(self) -> None:
         """Have the engine ask for requests at its next turn."""
-        nextcall = self._nextcall()
-        if nextcall is not None:
-            nextcall.schedule()
+        wake_engine(self.crawler)
 
     def wake_at(self, when: float) -> None:
         """Have the engine ask for requests at ``when`` (the clock's time), or earlier."""
@@ -240,10 +245,6 @@ class EngineWaker:
             and bool(getattr(engine, "running", False))
             and not getattr(engine, "paused", False)
         )
-
-    def _nextcall(self) -> Any:
-        slot = self._slot()
-        return None if slot is None else slot.nextcall
 
     def _slot(self) -> Any:
         return engine_slot(self.crawler)
