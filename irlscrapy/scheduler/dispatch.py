@@ -156,9 +156,18 @@ class Dispatcher:
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:
         frontier, intake = self.frontier, self.intake
-        waits = self.continuous and (frontier.holds.parked.count or frontier.holds.bench.in_force())
         queued = intake.direct or intake.merging or intake.pending or self.refusals
-        return bool(len(frontier) or queued or waits)
+        return bool(len(frontier) or queued or self._waits_on_parked())
+
+    def _waits_on_parked(self) -> bool:
+        """Is work parked out of RAM that this crawl waits for? A continuous crawl
+        waits for every parked URL and held origin. A finite one waits for the URLs
+        parked by a retirement still in force, as it waits for a host in back-off: up
+        to IRL_CRAWL_GIVE_UP_AFTER (:meth:`_idle`; a give-up ends the retirements)."""
+        holds = self.frontier.holds
+        if self.continuous:
+            return bool(holds.parked.count or holds.bench.in_force())
+        return bool(holds.parked.count) and holds.bench.retiring()
 
     def __len__(self) -> int:
         """Requests not handed out yet (refused ones and parked URLs aside)."""

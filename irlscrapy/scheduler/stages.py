@@ -319,8 +319,10 @@ class Frontier:
     def give_up(self) -> int:
         """The crawl ends: park every stored URL still in RAM (of hosts and origins in
         back-off, retired, or waiting for a robots.txt retry); refuse the Requests kept
-        in RAM (their errbacks run); drop robots.txt retries. Return the URLs parked."""
+        in RAM (their errbacks run); drop robots.txt retries; end the retirements in
+        force (what they parked waits for a rerun). Return the URLs parked."""
         bench = self.holds.bench
+        bench.end_retirements()
         items = [i for origin in bench.held_origins() for i in bench.take_held(origin)]
         for state in list(self.workbench.hosts.values()):
             items += self.workbench.remove_urls(state, lambda item: True)

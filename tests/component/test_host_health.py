@@ -147,6 +147,25 @@ def test_only_urls_waiting_on_failures_may_be_given_up(frontier: Any) -> None:
     assert frontier.holds.parked.count == 1
 
 
+def test_a_give_up_ends_the_retirements_and_leaves_their_urls_parked(frontier: Any) -> None:
+    """A finite crawl waits for a retired host's parked URLs while the retirement is in
+    force (irlscrapy.scheduler.dispatch); once it gives up, none is, and they stay
+    parked for a rerun."""
+    for n in range(3):
+        frontier.push(encode_link(f"http://{HOST}/{n}", 1, None, None))
+    frontier.admission.admit()
+    state, first = frontier.take(0.0)
+    frontier.workbench.release(state, 0.0)
+    frontier.finished(first)
+    for _ in range(3):
+        HEALTH.failed(state, frontier, 1.0, None, frontier.stats)
+    bench = frontier.holds.bench
+    assert bench.retiring() and frontier.holds.parked.count == 2 and len(frontier) == 0
+    assert frontier.give_up() == 0
+    assert not bench.retiring() and bench.next_time() is None
+    assert frontier.holds.parked.count == 2
+
+
 def test_retirements_are_each_counted_and_the_first_logged(
     frontier: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

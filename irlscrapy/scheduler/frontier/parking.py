@@ -229,6 +229,15 @@ class Bench:
         self._retired[key] = until
         heapq.heappush(self._times, (until, key))
 
+    def retiring(self) -> bool:
+        """Is a retirement in force (or ended and not released yet)?"""
+        return bool(self._retired)
+
+    def end_retirements(self) -> None:
+        """The crawl gives up on the retired hosts and origins: none is retired now
+        (what they parked stays parked)."""
+        self._retired.clear()
+
     def retired(self, key: str, now: float) -> bool:
         until = self._retired.get(key)
         return until is not None and until > now
