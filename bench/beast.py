@@ -22,7 +22,13 @@ checkpoint, beside the prediction at that alpha:
 
 with b the URL's bytes; eq. 27 with b + 8 (the record as stored) is printed beside it.
 The naive scheme stops once it does 10x BEAST's I/O per page (``--no-naive``: not run).
-At the end: BEAST's average over the whole run beside eq. 27's limit 2b(2L - 1), the
+The simulator runs BEAST's QF re-splits in slices as a crawl does
+(``irlscrapy.scheduler.resplitter``): one slice (``RESPLIT_SLICE`` records) after each
+page, as a reactor turn between two responses, and slices until BEAST can give a URL
+when a page finds its next queue waiting for one; it times each page (its pop and
+pushes) and each slice, and reports the longest of each (``reactor_stalls``): what a
+crawl's reactor would be blocked for. Files BEAST is done with go on a worker thread,
+as in a crawl. At the end: BEAST's average over the whole run beside eq. 27's limit 2b(2L - 1), the
 bytes its state directory holds per page (du), and BEAST's j beside eq. 31,
 j = 2^ceil(log2(alpha + 1)) - 1. Eq. 31 counts the 2^(i+1) - 1 queues emptied in the last
 stage; BEAST's j is its window, 2^i slots after i re-splits, so the two agree when
@@ -38,7 +44,9 @@ rows so far, a copy of BEAST's state.json and the size of each queue file):
 - every SAVE_EVERY pages and at each checkpoint, after a page's pushes;
 - in BEAST's ``on_slot_read`` hook (a slot read to its end, before its file goes and
   before a cycle end can re-split QF), with the position past the slot;
-- right after a pop() that moved BEAST to another slot (pushes of that page pending).
+- right after a pop() that moved BEAST to another slot (pushes of that page pending),
+  which is also right after a re-split began (no periodic save while one runs: a kill
+  then resumes from its start, as BEAST begins its phase again).
 
 BEAST's state.json is written (``Beast._save_state``, as ``close()`` does) just before
 each save, so its counts (N taken, E[B_x], V) are current. Rerunning the same command
@@ -77,6 +85,7 @@ clock far ahead of the CPU clock says so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import math
@@ -86,7 +95,9 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from time import perf_counter
 from typing import Any
 
 import numpy as np
@@ -265,10 +276,16 @@ class Simulation:
         self.slot_reads = 0
         self.saves = 0
         self.peak_length = 0  # largest queue bytes (file lengths) at safe points and re-splits
+        #: the reactor's stalls, as a crawl would see them: the longest page (its pop and
+        #: pushes) and the longest re-split slice, in seconds; slices run, and pops that
+        #: found BEAST waiting for a re-split
+        self.longest_page = self.longest_slice = 0.0
+        self.slices = self.waits = 0
         self._before_resplit = (0, 0)  # (queue bytes at a re-split's end, re-splits before)
         self.naive: NaiveTwoQueues | None = None
         self.naive_done = args.no_naive
         self.links = Links(self.domains, self.b)
+        self.deleter = ThreadPoolExecutor(1)
         self.started = time.perf_counter()
         self.cpu_started = time.process_time()
         self.beast = self._beast()
@@ -280,6 +297,9 @@ class Simulation:
             initial_queues=2,
             max_queues=MAX_QUEUES,
             on_slot_read=self._slot_read,
+            on_resplit=lambda: None,  # re-splits run in slices: run() drives them
+            # (files it is done with go on a worker thread, as in a crawl)
+            discard=lambda path: self.deleter.submit(path.unlink, missing_ok=True),
         )
 
     # -- totals ----------------------------------------------------------------------
@@ -298,7 +318,8 @@ class Simulation:
         sizes = {}
         for entry in os.scandir(self.beast_dir):
             if entry.name.endswith(".rec"):
-                sizes[entry.name] = entry.stat().st_size
+                with contextlib.suppress(FileNotFoundError):  # (the discard thread's)
+                    sizes[entry.name] = entry.stat().st_size
         return sizes
 
     def save(self, phase: str) -> None:
@@ -335,6 +356,7 @@ class Simulation:
             "slot_reads": self.slot_reads,
             "saves": self.saves,
             "peak_length": self.peak_length,
+            "stalls": [self.longest_page, self.longest_slice, self.slices, self.waits],
             "before_resplit": self._before_resplit,
             "naive_active": self.naive is not None,
             "naive_done": self.naive_done,
@@ -383,8 +405,10 @@ class Simulation:
         now = json.loads((self.beast_dir / "state.json").read_text())
         phase = sim["phase"]
         lag_cycle_end = False
-        if now["reading"] == saved["reading"] and now["qf"] == saved["qf"] and not now["resplit"]:
-            # Nothing but pushes and pops inside one slot since the save: roll back.
+        same = now["reading"] == saved["reading"] and now["qf"] == saved["qf"]
+        if same and now["resplit"] == saved["resplit"]:
+            # Nothing but pushes and pops inside one slot since the save, and re-split
+            # slices of the phase in flight at the save (BEAST undoes it): roll back.
             for entry in os.scandir(self.beast_dir):
                 if not entry.name.endswith(".rec"):
                     continue
@@ -405,7 +429,11 @@ class Simulation:
                 sim["written"] += qf
                 sim["read"] += qf
                 sim["resplits"] += 1
-            elif now["qf"] != saved["qf"]:
+            elif now["qf"] != saved["qf"] and not (
+                now["qf"] == saved["qf"] + 1
+                and now["resplit"]
+                and now["resplit"]["sources"] == [f"qf-{saved['qf']}.rec"]
+            ):  # (a re-split begun after the save: BEAST undoes it and begins it again)
                 raise SystemExit(f"BEAST's state.json {now} does not follow the save {saved}")
             if now["taken"] != saved["taken"]:  # a "taken" save cut short counted the pop
                 now["taken"] = saved["taken"]  # that the resumed run does again
@@ -421,6 +449,9 @@ class Simulation:
         self.sessions = sim["sessions"] + 1
         self.slot_reads, self.saves = sim["slot_reads"], sim["saves"]
         self.peak_length = sim["peak_length"]
+        self.longest_page, self.longest_slice, self.slices, self.waits = sim.get(
+            "stalls", [0.0, 0.0, 0, 0]
+        )
         self._before_resplit = (sim["before_resplit"][0], sim["before_resplit"][1])
         self.naive_done = sim["naive_done"]
         position: tuple[int, int] = (sim["position"][0], sim["position"][1])
@@ -467,17 +498,25 @@ class Simulation:
             naive = self.naive
             end = links.page(self.done)[0]
             for i in range(self.done - batch * SAVE_EVERY, stop - batch * SAVE_EVERY):
+                started = perf_counter()
                 if self.pending:
                     self.pending = False
                 else:
                     reading = beast.reading
-                    if pop() is None:
+                    got = pop()
+                    while got is None and len(beast):  # the next slot waits for a re-split
+                        self.waits += 1
+                        self.resplit_slice()
+                        started = perf_counter()
+                        got = pop()
+                    if got is None:
                         empty = True
                         break
                     if beast.reading != reading:
                         self.pending = True
                         self.save("taken")
                         self.pending = False
+                        started = perf_counter()
                 at, end = end, ends[i]
                 if naive is None:
                     consume(map(push, domains[at:end], payloads[at:end]))
@@ -486,10 +525,14 @@ class Simulation:
                     for domain, payload in zip(domains[at:end], payloads[at:end], strict=True):
                         push(domain, payload)
                         naive.push(domain, payload)
+                self.longest_page = max(self.longest_page, perf_counter() - started)
                 self.done += 1
+                if beast.resplitting:  # a reactor turn between two responses
+                    self.resplit_slice()
             if self.done in self.checkpoints or self.done == self.pages or empty:
                 self.report()
-            self.save("page")
+            if not beast.resplitting:  # (a kill mid-re-split resumes from its start)
+                self.save("page")
             if self.done % PROGRESS_EVERY == 0:
                 emit(
                     figure="progress",
@@ -497,10 +540,18 @@ class Simulation:
                     bytes_per_page=round(self.beast_io() / self.done),
                     j=beast.j,
                     resplits=self.base_resplits + beast.qf_resplits,
+                    longest_stall_ms=round(1000 * max(self.longest_page, self.longest_slice), 1),
                     seconds=round(self.seconds()),
                     cpu_seconds=round(self.cpu_seconds()),
                 )
         self.finish()
+
+    def resplit_slice(self) -> None:
+        """One slice of the re-split in flight (RESPLIT_SLICE records), timed."""
+        started = perf_counter()
+        self.beast.resplit_step()
+        self.longest_slice = max(self.longest_slice, perf_counter() - started)
+        self.slices += 1
 
     def interval_rate(self, scheme: str, io: int) -> float:
         """Disk bytes per crawled page since the scheme's previous checkpoint."""
@@ -589,6 +640,13 @@ class Simulation:
                 "qf_resplits": self.base_resplits + beast.qf_resplits,
                 "max_queues": MAX_QUEUES,
             },
+            "stalls": {
+                "figure": "reactor_stalls",
+                "longest_page_ms": round(self.longest_page * 1000, 2),
+                "longest_resplit_slice_ms": round(self.longest_slice * 1000, 2),
+                "resplit_slices": self.slices,
+                "pops_waiting_for_a_resplit": self.waits,
+            },
             "run": {
                 "figure": "run",
                 "seconds": round(self.seconds()),
@@ -604,6 +662,7 @@ class Simulation:
         for figure in figures.values():
             emit(**figure)  # type: ignore[arg-type]
         beast.close()
+        self.deleter.shutdown()
         self.results = {"params": self.params, "rows": self.rows, **figures}
         return self.results
 

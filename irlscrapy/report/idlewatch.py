@@ -8,13 +8,14 @@ every ``IRL_IDLE_WATCH_INTERVAL`` seconds it samples the scheduler's status
 sample is *idle with work* when no fetch is in flight and no URLseen merge runs while
 
 - URLseen holds URLs, or
-- BEAST holds URLs and admission is not paused for a full host (a URL of a host in
-  back-off or retired is never in BEAST: it is held or parked, see
-  irlscrapy.scheduler.frontier.parking; while admission waits for a full host to take a URL, the
-  records BEAST has left may all be that host's, waiting on its politeness delay; the
-  scheduler resumes such a pause every second when idle) and RAM has room for more
-  (when IRL_WORKBENCH_URLS admitted URLs all wait on their hosts' politeness or DNS,
-  BEAST's wait for room is the bound the user set, not idleness), or
+- BEAST holds URLs, re-splits none (its next queue may wait for the re-split: a wait on
+  work in progress, as a URLseen merge is) and admission is not paused for a full host
+  (a URL of a host in back-off or retired is never in BEAST: it is held or parked, see
+  irlscrapy.scheduler.frontier.parking; while admission waits for a full host to take a
+  URL, the records BEAST has left may all be that host's, waiting on its politeness
+  delay; the scheduler resumes such a pause every second when idle) and RAM has room for
+  more (when IRL_WORKBENCH_URLS admitted URLs all wait on their hosts' politeness or
+  DNS, BEAST's wait for room is the bound the user set, not idleness), or
 - a workbench host is due.
 
 Samples while the engine no longer asks for requests (closing the spider, paused) or
@@ -49,7 +50,12 @@ def idle_with_work(status: dict[str, int]) -> bool:
     """Is the crawler idle while fetchable work waits (see the module docstring)?"""
     if not status or status["fetches_in_flight"] or status["urlseen_merging"]:
         return False
-    beast = status["beast_urls"] and not status["admission_paused"] and not status["workbench_full"]
+    beast = (
+        status["beast_urls"]
+        and not status["beast_resplitting"]
+        and not status["admission_paused"]
+        and not status["workbench_full"]
+    )
     return bool(status["urlseen_pending"] or beast or status["ips_due"])
 
 

@@ -96,7 +96,8 @@ class Admission:
             and self.can_admit(hungry=hungry)
         ):
             popped = self.beast.pop()
-            assert popped is not None
+            if popped is None:
+                break  # a cycle ended: the next queue waits for QF's re-split
             read += 1
             domain, record = popped
             priority = HEAD.unpack_from(record)[0]
@@ -118,12 +119,13 @@ class Admission:
         return read
 
     def can_admit(self, *, hungry: bool = False) -> bool:
-        """BEAST has records, RAM has room, admission is not paused by a full host, and
-        the workbench is below the horizon's target (or the crawler is ``hungry``)."""
+        """BEAST has records to pop now (none while its next queue waits for a
+        re-split), RAM has room, admission is not paused by a full host, and the
+        workbench is below the horizon's target (or the crawler is ``hungry``)."""
         return (
             not self._full_hosts
             and not self.ram_full
-            and len(self.beast) > 0
+            and self.beast.available()
             and (hungry or not self.horizon_full)
         )
 

@@ -516,6 +516,7 @@ class Dispatcher:
             "urlseen_merging": int(merging),
             "urlseen_pending": self.intake.pending,
             "beast_urls": len(frontier.beast),
+            "beast_resplitting": int(frontier.beast.resplitting),
             "admission_paused": int(frontier.admission.paused),
             "workbench_full": int(frontier.admission.ram_full),
             "ips_due": frontier.workbench.due_ips(now, 1) if idle else 0,

@@ -33,6 +33,7 @@ from irlscrapy.scheduler.hosts.services import HostServices
 from irlscrapy.scheduler.intake import Intake
 from irlscrapy.scheduler.metakeys import ADDRESS_KEY, FETCH_KEY, state_closed
 from irlscrapy.scheduler.peers import LEFT_REASON, LocalCrawl, NoPeers, Peers, peers_from_crawler
+from irlscrapy.scheduler.resplitter import Resplitter
 from irlscrapy.scheduler.resume import FrontierSettings, leave, open_frontier, resume
 from irlscrapy.scheduler.stages import Frontier
 from irlscrapy.star.budgets import budget_mode, budget_sources
@@ -125,6 +126,7 @@ class IRLScheduler(BaseScheduler):
         self.frontier: Frontier | None = None
         self.dispatcher: Dispatcher | None = None
         self._lag_probe: LagProbe | None = None
+        self._resplitter: Resplitter | None = None  # BEAST's re-splits, between turns
         #: ends a crawl whose every URL was refused saying why (held here: signals
         #: hold their receivers weakly)
         self.empty_crawl: EmptyCrawlCheck | None = None
@@ -265,6 +267,13 @@ class IRLScheduler(BaseScheduler):
         # and the frontier tells it when hosts become due or URLs are refused)
         frontier.on_ready, frontier.on_refused = dispatcher.ready, dispatcher.refused
         self.frontier, self.dispatcher = frontier, dispatcher
+        self._resplitter = Resplitter(
+            frontier.beast,
+            self.stats,
+            self.waker.clock.seconds,
+            failed=self.stop.failed,
+            done=dispatcher.ready,
+        )
         resume(frontier, found)
         self.intake.open(
             spider,
@@ -298,6 +307,8 @@ class IRLScheduler(BaseScheduler):
     def _close(self, reason: str) -> defer.Deferred[None]:
         if self._lag_probe is not None:
             self._lag_probe.stop()
+        if self._resplitter is not None:
+            self._resplitter.stop()
         done: defer.Deferred[None] = defer.Deferred()
         closing = self.urlseen.close(reason) or defer.succeed(None)
         if self.indegree is not None:

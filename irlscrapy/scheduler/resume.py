@@ -57,6 +57,7 @@ from irlscrapy.scheduler.frontier.workbench import Workbench
 from irlscrapy.scheduler.frontieritems import unpack_record
 from irlscrapy.scheduler.hosts.delays import Politeness
 from irlscrapy.scheduler.hosts.robotscache import RobotsCache
+from irlscrapy.scheduler.resplitter import begun_on_open, discard_off_the_reactor
 from irlscrapy.scheduler.stages import Frontier
 from irlscrapy.state.directory import StateDirectory
 from irlscrapy.storage.recovery import recovered
@@ -128,6 +129,8 @@ def open_frontier(
         beast_budget,
         max_queues=settings.max_queues,
         on_slot_read=journal.slot_read,
+        on_resplit=begun_on_open,  # (the scheduler's Resplitter runs re-splits)
+        discard=discard_off_the_reactor,
     )
     batches: Counter[int] = Counter()
     beast.open(journal.cursor, lambda record: batches.update((unpack_record(record)[1],)))

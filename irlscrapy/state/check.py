@@ -71,7 +71,7 @@ from irlscrapy.scheduler.frontier.admitted import (
     journal_lost,
     read_cursor,
 )
-from irlscrapy.scheduler.frontier.beast import STATE_VERSION, missing_queue_files, read_state
+from irlscrapy.scheduler.frontier.beaststate import STATE_VERSION, missing_queue_files, read_state
 from irlscrapy.scheduler.frontier.parking import LIST as PARKED_LIST
 from irlscrapy.scheduler.frontier.parking import holding, missing_parked
 from irlscrapy.state.directory import not_a_state_directory
@@ -249,8 +249,9 @@ def _renumber_admitted(directory: Path) -> list[str]:
 
 def _mend_beast_state(directory: Path) -> list[str]:
     """Rebuild a damaged or missing state.json from the queue files: the lowest slot is
-    read next, the newest QF file is the QF, the cycle is the smallest power of two
-    spanning the slots; the eq. 31 counters start again."""
+    read next, the oldest QF file is the QF, the cycle is the smallest power of two
+    spanning the slots, pending files are placed by a re-split; the eq. 31 counters
+    start again."""
     beast = directory / "beast"
     slots = [_number(p) for p in _numbered(directory, "beast/slot")]
     qfs = [_number(p) for p in _numbered(directory, "beast/qf")]
@@ -264,6 +265,17 @@ def _mend_beast_state(directory: Path) -> list[str]:
     # The oldest QF: whole, where a newer one may be a re-split cut short (whose records
     # it also holds); a URL it shares with the slots may be fetched twice, none is lost.
     state |= {"qf": min(qfs, default=0), "resplit": None}
+    # Pushes a re-split held back (pending files) are placed by a re-split begun on open.
+    pending = _numbered(directory, "beast/pending")
+    if pending:
+        qf = beast / f"qf-{state['qf']}.rec"
+        sizes = {str(_number(p)): p.stat().st_size for p in _numbered(directory, "beast/slot")}
+        state["resplit"] = {
+            "slot_sizes": sizes,
+            "qf_size": qf.stat().st_size if qf.exists() else 0,
+            "sources": [p.name for p in pending],
+            "pending": f"pending-{_number(pending[-1]) + 1}.rec",
+        }
     replace_json(path, state)
     for newer in qfs[1:]:
         (beast / f"qf-{newer}.rec").unlink()

@@ -109,6 +109,12 @@ class ResumeMachine(RuleBasedStateMachine):
         self.frontier.admission.resume()  # (as the dispatcher's idle refill does)
         self.frontier.admission.admit()
 
+    @rule(records=st.integers(1, 4))
+    def resplit(self, records: int) -> None:
+        """A slice of BEAST's re-split in flight (the scheduler runs them between
+        reactor turns: irlscrapy.scheduler.resplitter)."""
+        self.frontier.beast.resplit_step(records)
+
     @rule()
     def take(self) -> None:
         self.now += 1.0
@@ -193,8 +199,11 @@ class ResumeMachine(RuleBasedStateMachine):
             self.frontier.admission.resume()
             self.frontier.admission.admit()
             got = self.frontier.take(self.now)
-            assert got is not None or self.frontier.admission.can_admit(), sorted(self.outstanding)
             if got is None:
+                beast = self.frontier.beast
+                assert beast.resplit_step() or self.frontier.admission.can_admit(), sorted(
+                    self.outstanding
+                )
                 continue
             state, item = got
             url = payload_url(item[0])  # type: ignore[index]

@@ -13,6 +13,7 @@ BUSY = {
     "urlseen_merging": 0,
     "urlseen_pending": 5,
     "beast_urls": 0,
+    "beast_resplitting": 0,
     "ips_due": 0,
     "admission_paused": 0,
     "workbench_full": 0,
@@ -41,6 +42,7 @@ class _Stats:
                 "urlseen_merging",
                 "urlseen_pending",
                 "beast_urls",
+                "beast_resplitting",
                 "ips_due",
                 "admission_paused",
                 "workbench_full",
@@ -52,7 +54,7 @@ def test_idle_with_work_means_nothing_in_flight_no_merge_and_work_waiting(
     status: dict[str, int],
 ) -> None:
     admits = not status["admission_paused"] and not status["workbench_full"]
-    beast = status["beast_urls"] if admits else 0
+    beast = status["beast_urls"] if admits and not status["beast_resplitting"] else 0
     work = status["urlseen_pending"] + beast + status["ips_due"]
     expected = not status["fetches_in_flight"] and not status["urlseen_merging"] and work > 0
     assert idle_with_work(status) == expected

@@ -17,6 +17,18 @@ left as it is). So QF is
 re-read at exponentially growing intervals, which bounds disk I/O per crawled page
 (Theorem 7) where re-reading it after every queue does not (Theorem 6).
 
+*A re-split runs in slices.* At 10^8 pages QF holds hundreds of millions of records:
+a re-split done at once would stop the crawler for minutes. Given ``on_resplit``, BEAST
+begins one where the cycle ends, calls ``on_resplit()``, and the caller calls
+:meth:`Beast.resplit_step` (a bounded number of records each) until it returns False.
+The reader goes on through its slot meanwhile (a re-split never places into it); once
+that slot is read, :meth:`Beast.pop` returns None until the re-split is done
+(:meth:`Beast.available`). Pushes meanwhile go to a *pending* file, not placed: a kill
+undoes a re-split's placements, which must not take them along. So a re-split is a
+series of *phases*: the first places the old QF, each next one the pending file of the
+one before, until one ends with nothing pending. Without ``on_resplit`` (no event loop:
+a benchmark, a tool) a re-split runs to its end where it begins.
+
 *j grows with the crawl, not with the reading.* The paper's queues are full: each holds
 ``E[B_x] V`` records, so after ``N`` records taken the last cycle has
 ``j = 2**(ceil(log2(alpha_N + 1)) - 1)`` queues, ``alpha_N = N / (E[B_x] V)`` (eq. 31).
@@ -43,8 +55,10 @@ Files under the directory::
 
     slot-<s>.rec   queue s: an irlscrapy.storage.recordfile of records  domain: u64be, payload
     qf-<n>.rec     QF, generation n (same records)
+    pending-<n>.rec  pushes that arrived during a re-split's phase (same records)
     state.json     {"version": 1, "reading": r, "j": j, "cycle_end": e, "qf": n,
-                    "resplit": null | {"slot_sizes": {"<s>": bytes, ...}},
+                    "resplit": null | {"slot_sizes": {"<s>": bytes, ...}, "qf_size":
+                                       bytes, "sources": [file, ...], "pending": file},
                     "taken": N, "budget_sum": sum of budgets at placement,
                     "placed": placements, "domains": DistinctCount.state(),
                     "slots": [s, ...], "ends_marked": true}
@@ -52,18 +66,20 @@ Files under the directory::
                    "slots" as none and "ends_marked" as false)
 
 Crash semantics: every push is appended and flushed before push() returns, so a kill -9
-loses none (a re-split's placements are flushed once, before the state that ends it is
-written: one cut short is redone from the old QF anyway). ``state.json`` is replaced
-atomically (write, rename; like the record files it is not fsynced: a power loss is out
-of scope, a kill -9 is not) before and after a QF re-split, when j grows and on close,
-not each time the reader moves to the next slot (a rename can block the reactor for 100
-ms under write load) nor at a cycle end that re-splits nothing: a slot's file is deleted
-once it is read, so after a kill -9 a ``reading`` that lags behind finds the slots it
-missed gone, and the caller's position (below) moves it to the slot really being read; a
-``cycle_end`` that lags behind ends the current cycle at the next slot change. A
-re-split records the sizes of the slot files it may append to, so one cut short by a
-crash is undone (slot files truncated back, the new QF removed) and done again on open
-(a recovery: :mod:`irlscrapy.storage.recovery`; so is a first open a crash cut short). Where the
+loses none (a phase's placements are flushed once, before the state that ends it: one
+cut short is redone anyway). ``state.json`` is replaced atomically (write, rename; like
+the record files it is not fsynced: a power loss is out of scope, a kill -9 is not) at
+each phase's start and end, when j grows and on close, not each time the reader moves
+to the next slot (a rename can block the reactor for 100 ms under write load) nor at a
+cycle end that re-splits nothing: a slot's file is deleted once it is read, so after a
+kill -9 a ``reading`` that lags behind finds the slots it missed gone, and the caller's
+position (below) moves it to the slot really being read; a ``cycle_end`` that lags
+behind ends the current cycle at the next slot change. A phase records the sizes of
+the slot files and of the new QF it may append to, its sources and its pending file:
+one cut short is undone (those files truncated back) and begun again on open, from its
+sources and pending file (a recovery: :mod:`irlscrapy.storage.recovery`; so is a first
+open a crash cut short; a state.json of an irlscrapy that re-split at once names no
+sources: its QF is the source, and the next QF is removed). Where the
 reader stood inside slot ``r`` is the caller's to remember (the scheduler journals each
 record it takes, with its position, see :attr:`Beast.position`) and to pass to
 :meth:`Beast.open`. On open, the per-domain (slot, fill) pairs and the counts are
@@ -76,17 +92,18 @@ a position ``(s, offset >= 0)`` says slot ``s`` is being read and its file is th
 
 Missing files are damage (:func:`missing_queue_files`): ``qf-<qf>.rec`` always exists
 (a first open creates it before state.json; a re-split deletes the old QF only after
-state.json names the new one); so does every slot that state.json lists in ``slots``
-(the slots past ``reading`` that held records when it was saved) that the caller's
-position has not passed, since a slot file is deleted only once the reader has taken
-its last record; and so does the slot of a position ``(s, offset >= 0)``, as its end
-is marked before its file goes (a state.json without ``ends_marked``, written before
-slots' ends were marked, leaves that slot unchecked until its end is marked).
+state.json names the new one), and so do a re-split's sources; so does every slot that
+state.json lists in ``slots`` (the slots past ``reading`` that held records when it was
+saved) that the caller's position has not passed, since a slot file is deleted only
+once the reader has taken its last record; and so does the slot of a position
+``(s, offset >= 0)``, as its end is marked before its file goes (a state.json without
+``ends_marked``, written before slots' ends were marked, leaves that slot unchecked
+until its end is marked).
 """
 
 from __future__ import annotations
 
-import json
+import itertools
 import math
 import os
 import struct
@@ -95,6 +112,12 @@ from pathlib import Path
 from typing import cast
 
 from irlscrapy.exceptions import ConfigurationError, DamagedState
+from irlscrapy.scheduler.frontier.beaststate import (
+    STATE_VERSION,
+    file_number,
+    missing_queue_files,
+    read_state,
+)
 from irlscrapy.scheduler.frontier.distinct import DistinctCount
 from irlscrapy.storage import faulthooks
 from irlscrapy.storage.jsonfile import replace_json
@@ -104,7 +127,23 @@ from irlscrapy.storage.recovery import recovered
 _DOMAIN = struct.Struct(">Q")
 _FILL_BITS = 32  # a (slot, fill) pair is slot << _FILL_BITS | fill
 _FILL_MASK = (1 << _FILL_BITS) - 1
-STATE_VERSION = 1  # DO NOT CHANGE: the version of state.json's layout
+#: Records a re-split places per resplit_step() by default: a few milliseconds.
+RESPLIT_SLICE = 2048
+
+
+class _Phase:
+    """A re-split's phase: placing ``sources`` (``left`` records to go), pushes meanwhile
+    to ``pending``; ``state``: the state.json that began it (saved again on close)."""
+
+    def __init__(
+        self, sources: list[Path], left: int, pending: RecordWriter, state: dict[str, object]
+    ) -> None:
+        self.sources = sources
+        self.reader = itertools.chain.from_iterable(scan(path) for path in sources)
+        self.left = left
+        self.pending = pending
+        self.pending_records = 0
+        self.state = state
 
 
 class Beast:
@@ -116,6 +155,8 @@ class Beast:
         initial_queues: int = 2,
         max_queues: int = 1024,
         on_slot_read: Callable[[int], None] | None = None,
+        on_resplit: Callable[[], None] | None = None,
+        discard: Callable[[Path], None] = lambda path: path.unlink(missing_ok=True),
     ) -> None:
         if not 2 <= initial_queues <= max_queues:
             raise ConfigurationError(
@@ -126,6 +167,13 @@ class Beast:
         #: called with a slot read to its end, before its file is deleted: the caller
         #: moves its position past it (module docstring)
         self.on_slot_read = on_slot_read
+        #: called when a re-split's phase begins: the caller runs resplit_step() until
+        #: it returns False (None: a re-split runs to its end at once; module docstring)
+        self.on_resplit = on_resplit
+        #: deletes a queue file BEAST is done with (a read slot, a placed source; its
+        #: name is never used again, so a crawl may delete it later, off its reactor:
+        #: unlinking a file of gigabytes takes 100+ ms; one left by a kill goes on open)
+        self.discard = discard
         self.max_queues = max_queues
         self.j = initial_queues
         self.reading = 0  # slot r
@@ -142,6 +190,8 @@ class Beast:
         self._qf: RecordWriter | None = None
         self.qf_records = 0
         self.qf_resplits = 0
+        self._phase: _Phase | None = None  # a re-split's phase in flight
+        self._pending_number = 0  # of the next phase's pending file
         self._skip = -1  # records of the reading slot at offsets <= this were taken already
         #: record bytes appended to and read from queue files (framing included): the
         #: disk I/O that Theorems 6 and 7 count
@@ -201,19 +251,14 @@ class Beast:
         self._budget_sum = int(state.get("budget_sum", 0))  # type: ignore[call-overload]
         self._placed = int(state.get("placed", 0))  # type: ignore[call-overload]
         self.domains = DistinctCount.from_state(state.get("domains"))
-        resplit = state.get("resplit")
-        if isinstance(resplit, dict):  # a re-split cut short: undo it, then do it again
-            sizes = {int(k): int(v) for k, v in resplit["slot_sizes"].items()}
-            for path in self.path.glob("slot-*.rec"):
-                slot = int(path.stem.split("-")[1])
-                if slot not in sizes:
-                    path.unlink()
-                elif path.stat().st_size > sizes[slot]:
-                    os.truncate(path, sizes[slot])
-            self._qf_path(self._qf_generation + 1).unlink(missing_ok=True)
-            recovered("resplit", self.path)
         for damage in missing_queue_files(self.path, state, read_past):
             raise damage
+        resplit = state.get("resplit")
+        # a re-split's phase cut short: undone here, begun again below
+        sources = self._undo_phase(resplit) if isinstance(resplit, dict) else []
+        for path in [*self.path.glob("qf-*.rec"), *self.path.glob("pending-*.rec")]:
+            if path != self._qf_path(self._qf_generation) and path not in sources:
+                path.unlink()  # a source a phase placed, or a new QF no state.json named
         if (
             not state.get("ends_marked")
             and read_past
@@ -222,7 +267,7 @@ class Beast:
         ):
             self._mark_read(read_past[0])  # read to its end by an irlscrapy that did not mark
         for path in self.path.glob("slot-*.rec"):
-            slot = int(path.stem.split("-")[1])
+            slot = file_number(path)
             if slot < self.reading:
                 path.unlink()
                 continue
@@ -247,17 +292,52 @@ class Beast:
             if slot == self.reading and read_past and read_past[0] == slot:
                 self._skip = read_past[1]
         qf = self._qf_path(self._qf_generation)
-        if qf.exists():
-            for _, record in scan(qf):
-                self.qf_records += 1
+        left = 0
+        for path in [qf, *sources] if qf.exists() else sources:
+            for _, record in scan(path):
+                left += 1
                 if visit is not None:
                     visit(record[_DOMAIN.size :])
+            if path == qf:
+                self.qf_records, left = left, 0
         self._qf = self._writer(qf)
-        if isinstance(resplit, dict):
-            self._resplit_qf()
+        pendings = self.path.glob("pending-*.rec")
+        self._pending_number = 1 + max(map(file_number, pendings), default=-1)
+        if sources:
+            self._begin_phase(sources, left)
+
+    def _undo_phase(self, resplit: dict[str, object]) -> list[Path]:
+        """Undo a re-split's phase a kill cut short (module docstring); return what the
+        phase to do again places: its sources, then its pending file."""
+        sizes = {int(k): int(v) for k, v in cast(dict[str, int], resplit["slot_sizes"]).items()}
+        for path in self.path.glob("slot-*.rec"):
+            slot = file_number(path)
+            if slot not in sizes:
+                path.unlink()
+            elif path.stat().st_size > sizes[slot]:
+                os.truncate(path, sizes[slot])
+        recovered("resplit", self.path)
+        if "sources" not in resplit:  # an irlscrapy that re-split at once: QF is the source
+            self._qf_generation += 1
+            self._qf_path(self._qf_generation).unlink(missing_ok=True)
+            return [self._qf_path(self._qf_generation - 1)]
+        qf = self._qf_path(self._qf_generation)
+        if qf.stat().st_size > cast(int, resplit["qf_size"]):
+            os.truncate(qf, cast(int, resplit["qf_size"]))
+        sources = [self.path / name for name in cast(list[str], resplit["sources"])]
+        pending = self.path / cast(str, resplit["pending"])
+        return [*sources, pending] if pending.exists() else sources
 
     def _save_state(self, resplit: dict[str, object] | None = None) -> None:
-        state = {
+        """Write state.json (during a re-split's phase: the one that began it, with the
+        records taken since)."""
+        if self._phase is not None:
+            replace_json(self.path / "state.json", {**self._phase.state, "taken": self.taken})
+        else:
+            replace_json(self.path / "state.json", self._state(resplit))
+
+    def _state(self, resplit: dict[str, object] | None) -> dict[str, object]:
+        return {
             "version": STATE_VERSION,
             "reading": self.reading,
             "j": self.j,
@@ -271,11 +351,15 @@ class Beast:
             "slots": sorted(s for s, n in self._counts.items() if n and s > self.reading),
             "ends_marked": True,
         }
-        replace_json(self.path / "state.json", state)
 
     def close(self) -> None:
+        """Save the state and close the files (a re-split's phase in flight is undone and
+        done again on open)."""
         if self._qf is not None:
             self._save_state()
+        if self._phase is not None:
+            self._phase.pending.close()
+            self._phase = None
         for writer in self._writers.values():
             writer.close()
         self._writers.clear()
@@ -284,16 +368,35 @@ class Beast:
             self._qf = None
 
     def __len__(self) -> int:
-        return self._slot_records + self.qf_records
+        phase = self._phase
+        waiting = phase.left + phase.pending_records if phase is not None else 0
+        return self._slot_records + self.qf_records + waiting
+
+    @property
+    def resplitting(self) -> bool:
+        """Is a re-split in flight?"""
+        return self._phase is not None
+
+    def available(self) -> bool:
+        """May pop() return a record now? Not while a re-split is in flight and the
+        slot being read is read: the next one is not whole yet."""
+        return bool(self._counts.get(self.reading)) or (self._phase is None and len(self) > 0)
 
     # -- placement -------------------------------------------------------------------
     def push(self, domain: int, payload: bytes, *, returned: bool = False) -> int | None:
-        """Place one record; return its slot, or None when it went to QF. ``returned``:
-        a record just popped and given back untaken (its host is full): not counted
-        as taken, so it cannot make j grow."""
+        """Place one record; return its slot, or None when it went to QF or waits for the
+        re-split in flight. ``returned``: a record just popped and given back untaken
+        (its host is full): not counted as taken, so it cannot make j grow."""
         if returned:
             self.taken -= 1
-        return self._append(domain, payload, flush=True)
+        phase = self._phase
+        if phase is None:
+            return self._append(domain, payload, flush=True)
+        record = _DOMAIN.pack(domain) + payload
+        self.bytes_written += len(record) + RECORD_OVERHEAD
+        phase.pending.append(record)
+        phase.pending_records += 1
+        return None
 
     def _append(self, domain: int, payload: bytes, *, flush: bool) -> int | None:
         slot = self._place(domain)
@@ -345,12 +448,17 @@ class Beast:
                 self.taken += 1
                 self.position = (self.reading, offset)
                 return _DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :]
+            if self._phase is not None:
+                return None  # the next slot is not whole until the re-split is done
             self._advance()
         return None
 
     def records(self) -> Iterator[bytes]:
         """The payload of every queued record, without taking any (an agent leaving a
-        multi-agent crawl hands its queues over: irlscrapy.distributed.leave)."""
+        multi-agent crawl hands its queues over: irlscrapy.distributed.leave). A re-split
+        in flight is done first."""
+        while self.resplit_step(RESPLIT_SLICE):
+            pass
         for slot in sorted(self._counts):
             if not self._counts[slot]:
                 continue
@@ -381,7 +489,7 @@ class Beast:
             self._domains_kept = len(self._domains)
         if self.reading >= self.cycle_end:
             self._end_cycle()
-        done.unlink(missing_ok=True)
+        self.discard(done)
 
     def _end_cycle(self) -> None:
         """Start the next cycle with :meth:`next_j` queues and re-split QF with them. An
@@ -392,7 +500,7 @@ class Beast:
         self.j = j
         self.cycle_end = self.reading + j
         if self.qf_records:
-            self._resplit_qf()
+            self._begin_resplit()
         elif grew:
             self._save_state()
 
@@ -404,32 +512,70 @@ class Beast:
         eq31 = 2 ** (math.ceil(math.log2(alpha_n + 1)) - 1)
         return max(self.j, min(2 * self.j, self.max_queues, eq31))
 
-    def _resplit_qf(self) -> None:
-        """Read QF once; place its records with the doubled window; the rest into a new QF."""
+    # -- re-split --------------------------------------------------------------------
+    def _begin_resplit(self) -> None:
+        """Re-split QF: a new QF takes what does not fit in the doubled window."""
         assert self._qf is not None
-        sizes = {
-            str(slot): self._slot_path(slot).stat().st_size
-            for slot in range(self.reading, self.reading + self.j)
-            if self._slot_path(slot).exists()
-        }
-        # The open writers stay open (their files are in ``sizes``: every slot file of the
-        # window is): reopening one re-checks its whole file for a torn tail, which only a
-        # restart needs.
-        self._save_state({"slot_sizes": sizes})
         self._qf.close()
         old = self._qf_path(self._qf_generation)
         self._qf_generation += 1
         self._qf = self._writer(self._qf_path(self._qf_generation))
-        faulthooks.reach("beast-resplit")
-        self.qf_records = 0
+        left, self.qf_records = self.qf_records, 0
         self.qf_resplits += 1
-        for _, record in scan(old):
+        self._begin_phase([old], left)
+
+    def _begin_phase(self, sources: list[Path], left: int) -> None:
+        """A phase that places the ``left`` records of ``sources``: its state.json first
+        (module docstring), then on_resplit (or the whole re-split at once)."""
+        pending = self.path / f"pending-{self._pending_number}.rec"
+        self._pending_number += 1
+        window = [self._slot_path(s) for s in range(self.reading, self.reading + self.j)]
+        resplit: dict[str, object] = {
+            "slot_sizes": {str(file_number(p)): p.stat().st_size for p in window if p.exists()},
+            "qf_size": self._qf_path(self._qf_generation).stat().st_size,
+            "sources": [path.name for path in sources],
+            "pending": pending.name,
+        }
+        self._save_state(resplit)
+        faulthooks.reach("beast-resplit")
+        self._phase = _Phase(sources, left, self._writer(pending), self._state(resplit))
+        if self.on_resplit is not None:
+            self.on_resplit()
+        else:
+            while self.resplit_step(RESPLIT_SLICE):
+                pass
+
+    def resplit_step(self, limit: int = 0) -> bool:
+        """Place up to ``limit`` (0: RESPLIT_SLICE) records; is a re-split in flight?"""
+        phase = self._phase
+        if phase is None:
+            return False
+        limit = limit or RESPLIT_SLICE
+        placed = 0
+        for _, record in itertools.islice(phase.reader, limit):
+            placed += 1
             self.bytes_read += len(record) + RECORD_OVERHEAD
             self._append(_DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :], flush=False)
+        phase.left -= placed
+        if placed < limit:
+            self._end_phase(phase)
+        return self._phase is not None
+
+    def _end_phase(self, phase: _Phase) -> None:
+        """The phase's sources are placed: flush, then the next phase places what was
+        pushed meanwhile, or the re-split ends; the sources go once state.json says so."""
+        assert self._qf is not None
         for writer in (self._qf, *self._writers.values()):
             writer.flush()
-        self._save_state()
-        old.unlink()
+        phase.pending.close()
+        self._phase = None
+        if phase.pending_records:
+            self._begin_phase([phase.pending.path], phase.pending_records)
+        else:
+            self._save_state()
+            self.discard(phase.pending.path)
+        for source in phase.sources:
+            self.discard(source)
 
     def _mark_read(self, slot: int) -> None:
         self.position = (slot + 1, -1)
@@ -452,48 +598,3 @@ class Beast:
 
     def _qf_path(self, generation: int) -> Path:
         return self.path / f"qf-{generation}.rec"
-
-
-def missing_queue_files(
-    path: Path, state: dict[str, object], read_past: tuple[int, int] | None
-) -> Iterator[DamagedState]:
-    """The queue files under ``path`` that ``state`` (state.json, as read) says must
-    be there and are not (module docstring); ``read_past``: the caller's position."""
-    qf = path / f"qf-{state['qf']}.rec"
-    if not qf.exists():
-        yield DamagedState(qf, "missing: the URLs in BEAST's overflow queue (QF) would be lost")
-    # (a slot before the one being read was read to its end and deleted)
-    reading = int(state["reading"])  # type: ignore[call-overload]
-    at, offset = read_past if read_past else (-1, -1)
-    if offset >= 0 and state.get("ends_marked") and not (path / f"slot-{at}.rec").exists():
-        yield DamagedState(
-            path / f"slot-{at}.rec",
-            f"missing: the reader is inside it (at byte {offset}), and the URLs "
-            "queued in the rest of it would be lost",
-        )
-    read_to = max(reading - 1, at if offset >= 0 else at - 1)
-    for slot in cast(list[int], state["slots"]):
-        if slot > read_to and not (path / f"slot-{slot}.rec").exists():
-            yield DamagedState(
-                path / f"slot-{slot}.rec",
-                "missing: state.json lists it as a queue the reader has not reached, and "
-                "the URLs queued in it would be lost",
-            )
-
-
-def read_state(path: Path) -> dict[str, object]:
-    """state.json, its fields checked (DamagedState if they cannot have been written)."""
-    try:
-        state = json.loads(path.read_text())
-        counts = [int(state[f]) for f in ("version", "reading", "j", "cycle_end", "qf")]
-        counts += [int(state.get(f, 0)) for f in ("taken", "budget_sum", "placed")]
-        state["slots"] = [int(slot) for slot in state.get("slots") or ()]
-        counts += state["slots"]
-        resplit = state.get("resplit")
-        if resplit is not None:
-            counts += [int(v) for v in dict(resplit["slot_sizes"]).values()]
-        if min(counts) < 0 or state["j"] < 2:
-            raise ValueError("a negative count, or fewer than two queues")
-    except (ValueError, KeyError, TypeError) as exc:  # (JSONDecodeError is a ValueError)
-        raise DamagedState(path, f"unreadable ({exc!r})") from None
-    return state
