@@ -262,6 +262,7 @@ class Simulation:
             "max_queues": MAX_QUEUES,
             "save_every": SAVE_EVERY,
             "naive": not args.no_naive,
+            **({"at_once": True} if args.at_once else {}),
         }
         self.checkpoints = [int(BUDGET * self.domains * a) for a in (1, 2, 4, 8, 16, ALPHA_END)]
         self.done = 0  # pages whose links are all pushed
@@ -286,6 +287,7 @@ class Simulation:
         self.naive_done = args.no_naive
         self.links = Links(self.domains, self.b)
         self.deleter = ThreadPoolExecutor(1)
+        self.at_once: bool = args.at_once
         self.started = time.perf_counter()
         self.cpu_started = time.process_time()
         self.beast = self._beast()
@@ -297,7 +299,9 @@ class Simulation:
             initial_queues=2,
             max_queues=MAX_QUEUES,
             on_slot_read=self._slot_read,
-            on_resplit=lambda: None,  # re-splits run in slices: run() drives them
+            # re-splits run in slices, run() drives them (--at-once: inside pop(), as
+            # before issue 40: the page that ends a cycle waits for the whole re-split)
+            on_resplit=None if self.at_once else lambda: None,
             # (files it is done with go on a worker thread, as in a crawl)
             discard=lambda path: self.deleter.submit(path.unlink, missing_ok=True),
         )
@@ -498,17 +502,19 @@ class Simulation:
             naive = self.naive
             end = links.page(self.done)[0]
             for i in range(self.done - batch * SAVE_EVERY, stop - batch * SAVE_EVERY):
-                started = perf_counter()
+                popping = 0.0  # the page's time in pop() (the bench's saves aside)
                 if self.pending:
                     self.pending = False
                 else:
                     reading = beast.reading
+                    started = perf_counter()
                     got = pop()
                     while got is None and len(beast):  # the next slot waits for a re-split
                         self.waits += 1
                         self.resplit_slice()
                         started = perf_counter()
                         got = pop()
+                    popping = perf_counter() - started
                     if got is None:
                         empty = True
                         break
@@ -516,7 +522,7 @@ class Simulation:
                         self.pending = True
                         self.save("taken")
                         self.pending = False
-                        started = perf_counter()
+                started = perf_counter()
                 at, end = end, ends[i]
                 if naive is None:
                     consume(map(push, domains[at:end], payloads[at:end]))
@@ -525,7 +531,7 @@ class Simulation:
                     for domain, payload in zip(domains[at:end], payloads[at:end], strict=True):
                         push(domain, payload)
                         naive.push(domain, payload)
-                self.longest_page = max(self.longest_page, perf_counter() - started)
+                self.longest_page = max(self.longest_page, popping + perf_counter() - started)
                 self.done += 1
                 if beast.resplitting:  # a reactor turn between two responses
                     self.resplit_slice()
@@ -677,6 +683,9 @@ def main() -> None:
         "--url-bytes", type=int, default=URL_BYTES, help="b, >= 16 (default %(default)s)"
     )
     parser.add_argument("--no-naive", action="store_true", help="BEAST only (resumable)")
+    parser.add_argument(
+        "--at-once", action="store_true", help="re-split inside pop(), not in slices (compare)"
+    )
     parser.add_argument(
         "--state", type=Path, default=DEFAULT_STATE, help="state directory (default %(default)s)"
     )

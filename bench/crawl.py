@@ -48,7 +48,8 @@ Memory mode runs a and b without a page budget until the dupefilter has seen
 :data:`MEMORY_UNIQUE` URLs or RSS reaches :data:`MEMORY_RSS` (the sampler closes the
 spider) or :data:`MEMORY_WALL_S` passes (one SIGINT), and reports RSS per unique URL.
 
-Figures: pages/s, HTML pages/s, links/s, crawler CPU seconds per page, peak RSS, the
+Figures: pages/s, HTML pages/s, links/s, crawler CPU seconds per page (all threads and
+the kernel; its kernel part and its reactor thread's part beside it), peak RSS, the
 server's CPU share (near 1.0 would mean the server, not the crawler, set the pace) and a
 downsampled time series ``[t, pages, unique URLs, RSS]``; headline ratios are each stock
 variant's pages/s and CPU per page against the fetch-only floor of the same run.
@@ -251,6 +252,9 @@ def throughput_figures(run: Run, budget: int) -> dict[str, float]:
         "html_pages_per_s": at["html"] / t,
         "links_per_s": at["links"] / t,
         "cpu_s_per_page": cpu / max(pages, 1),
+        # its parts: the kernel's, and the reactor thread's (the rest: other threads)
+        "cpu_system_s_per_page": (at["cpu_system"] - first["cpu_system"]) / max(pages, 1),
+        "cpu_reactor_s_per_page": (at["cpu_reactor"] - first["cpu_reactor"]) / max(pages, 1),
         "crawler_cpu_share": cpu / t,
         "peak_rss_bytes": max(x["rss"] for x in s),
         "unique_urls": at["unique"],
@@ -485,6 +489,18 @@ def throughput(budget: int, stock: bool = True, round_: int = 0) -> float:
                 )
         lag_figures(runs[floor_name], floor_name)
     irl_figures(runs["irl"])
+    # What the frontier costs per page, all threads and the kernel beside the reactor's
+    for key in ("cpu_s_per_page", "cpu_reactor_s_per_page", "cpu_system_s_per_page"):
+        irl_cpu, replay_cpu = figures["irl"][key], figures["replay"][key]
+        emit(
+            BENCH_NAME,
+            f"irl_minus_replay_{key}",
+            round(irl_cpu - replay_cpu, 6),
+            "s/page",
+            irl=round(irl_cpu, 6),
+            replay=round(replay_cpu, 6),
+            round=round_,
+        )
     irl_ratio = figures["irl"]["pages_per_s"] / figures["replay"]["pages_per_s"]
     if not stock:
         return irl_ratio

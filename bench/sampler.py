@@ -22,7 +22,12 @@ One line per sample, the first at ``spider_opened`` and the last at ``spider_clo
     scheduled  int    requests waiting in the scheduler
     due        int    IRL scheduler only: 1 if a host is due in the workbench now, else 0
     rss        int    resident set size, bytes (psutil)
-    cpu        float  process CPU seconds, user + system, since the process started
+    cpu        float  process CPU seconds, user + system, since the process started: all
+                      threads (the reactor, DRUM's merges, LevelDB's, DNS lookups) and the
+                      kernel's work for them
+    cpu_system float  the system (kernel) part of ``cpu``
+    cpu_reactor float the reactor thread's CPU seconds, user + system (the sampler runs on
+                      it: ``time.thread_time``)
     event      str    "open", "tick", "stop" (a limit was reached; closing) or "close"
     reason     str    close reason (on the "close" line only)
 """
@@ -136,6 +141,8 @@ class Sampler:
             "scheduled": len(scheduler) if scheduler is not None else 0,  # type: ignore[arg-type]
             "rss": self._process.memory_info().rss,
             "cpu": round(cpu.user + cpu.system, 3),
+            "cpu_system": round(cpu.system, 3),
+            "cpu_reactor": round(time.thread_time(), 3),
             "event": event,
             **due_now(scheduler),
         }

@@ -88,17 +88,19 @@ def test_a_resplit_runs_in_turns_and_wakes_the_engine_at_its_end(
     )
     popped = fill_and_end_a_cycle(beast, 400)
     assert beast.pop() is None and not beast.available()  # waits, does not block
-    beast.push(7, b"late")  # kept in the pending file, placed by the next phase
+    late = [(7, b"late%d" % n) for n in range(8)]  # more than a slice: a phase of their own
+    for domain, payload in late:
+        beast.push(domain, payload)  # kept in the pending file meanwhile
     ticks = 0
     while turns.run_one():
         ticks += 1
     assert ticks > 10 and woken == [1] and not failures and not beast.resplitting
-    assert stats.values["irl/beast/resplit_phases"] == 2  # QF, then the late push
+    assert stats.values["irl/beast/resplit_phases"] == 2  # QF, then the late pushes
     while (got := beast.pop()) is not None or beast.resplitting:
         if got is not None:
             popped.append(got)
         turns.run_one()
-    expected = [(n % 4, b"u%d" % n) for n in range(400)] + [(7, b"late")]
+    expected = [(n % 4, b"u%d" % n) for n in range(400)] + late
     assert sorted(popped) == sorted(expected)
 
 

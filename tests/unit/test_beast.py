@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from irlscrapy.exceptions import ConfigurationError, DamagedState
+from irlscrapy.scheduler.frontier import beast as beast_module
 from irlscrapy.scheduler.frontier.beast import Beast
 from irlscrapy.star.budgets import UNLIMITED
 
@@ -167,8 +168,11 @@ class SlicedBeastMachine(RuleBasedStateMachine):
     pops, across closes and kills -9 at any step: every record pushed is popped exactly
     once, and pop() returns None with records queued only while a re-split is in flight."""
 
-    @initialize(j=st.integers(2, 3), extra=st.integers(0, 6))
-    def setup(self, j: int, extra: int) -> None:
+    @initialize(j=st.integers(2, 3), extra=st.integers(0, 6), slice_=st.integers(1, 3))
+    def setup(self, j: int, extra: int, slice_: int) -> None:
+        # a slice of 1 to 3 records: pushes during a phase are a next phase's, or (at
+        # most a slice) placed with it
+        self.slice_before, beast_module.RESPLIT_SLICE = beast_module.RESPLIT_SLICE, slice_
         self.dir = Path(tempfile.mkdtemp())
         self.budgets: dict[int, int] = {}
         self.begun = 0  # phases begun (on_resplit calls)
@@ -192,6 +196,7 @@ class SlicedBeastMachine(RuleBasedStateMachine):
         self.begun += 1
 
     def teardown(self) -> None:
+        beast_module.RESPLIT_SLICE = self.slice_before
         self.beast.close()
         shutil.rmtree(self.dir)
 

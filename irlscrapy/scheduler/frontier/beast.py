@@ -13,9 +13,8 @@ and what fits in no slot of the window into QF. Nothing is discarded.
 A *cycle* is ``j`` slots read. When a cycle ends, QF is read once and re-split with
 ``j`` doubled (up to ``max_queues``): its records go through the same placement with
 the larger window, and what still does not fit is written to a new QF (an empty QF is
-left as it is). So QF is
-re-read at exponentially growing intervals, which bounds disk I/O per crawled page
-(Theorem 7) where re-reading it after every queue does not (Theorem 6).
+left as it is). So QF is re-read at exponentially growing intervals, which bounds disk
+I/O per crawled page (Theorem 7) where re-reading it after every queue does not (6).
 
 *A re-split runs in slices.* At 10^8 pages QF holds hundreds of millions of records:
 a re-split done at once would stop the crawler for minutes. Given ``on_resplit``, BEAST
@@ -23,11 +22,11 @@ begins one where the cycle ends, calls ``on_resplit()``, and the caller calls
 :meth:`Beast.resplit_step` (a bounded number of records each) until it returns False.
 The reader goes on through its slot meanwhile (a re-split never places into it); once
 that slot is read, :meth:`Beast.pop` returns None until the re-split is done
-(:meth:`Beast.available`). Pushes meanwhile go to a *pending* file, not placed: a kill
-undoes a re-split's placements, which must not take them along. So a re-split is a
-series of *phases*: the first places the old QF, each next one the pending file of the
-one before, until one ends with nothing pending. Without ``on_resplit`` (no event loop:
-a benchmark, a tool) a re-split runs to its end where it begins.
+(:meth:`Beast.available`). Pushes meanwhile go to a *pending* file: a kill undoes a
+re-split's placements, which must not take them along. So a re-split is a series of
+*phases*: the first places the old QF, each next one the pending file of the one
+before, until one ends with at most a slice pending, placed with it. Without
+``on_resplit`` (no event loop: a tool) a re-split runs to its end where it begins.
 
 *j grows with the crawl, not with the reading.* The paper's queues are full: each holds
 ``E[B_x] V`` records, so after ``N`` records taken the last cycle has
@@ -105,11 +104,9 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 import struct
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import cast
 
 from irlscrapy.exceptions import ConfigurationError, DamagedState
 from irlscrapy.scheduler.frontier.beaststate import (
@@ -117,6 +114,7 @@ from irlscrapy.scheduler.frontier.beaststate import (
     file_number,
     missing_queue_files,
     read_state,
+    undo_phase,
 )
 from irlscrapy.scheduler.frontier.distinct import DistinctCount
 from irlscrapy.storage import faulthooks
@@ -254,8 +252,9 @@ class Beast:
         for damage in missing_queue_files(self.path, state, read_past):
             raise damage
         resplit = state.get("resplit")
-        # a re-split's phase cut short: undone here, begun again below
-        sources = self._undo_phase(resplit) if isinstance(resplit, dict) else []
+        sources: list[Path] = []
+        if isinstance(resplit, dict):  # a phase cut short: undone here, begun again below
+            self._qf_generation, sources = undo_phase(self.path, resplit, self._qf_generation)
         for path in [*self.path.glob("qf-*.rec"), *self.path.glob("pending-*.rec")]:
             if path != self._qf_path(self._qf_generation) and path not in sources:
                 path.unlink()  # a source a phase placed, or a new QF no state.json named
@@ -305,28 +304,6 @@ class Beast:
         self._pending_number = 1 + max(map(file_number, pendings), default=-1)
         if sources:
             self._begin_phase(sources, left)
-
-    def _undo_phase(self, resplit: dict[str, object]) -> list[Path]:
-        """Undo a re-split's phase a kill cut short (module docstring); return what the
-        phase to do again places: its sources, then its pending file."""
-        sizes = {int(k): int(v) for k, v in cast(dict[str, int], resplit["slot_sizes"]).items()}
-        for path in self.path.glob("slot-*.rec"):
-            slot = file_number(path)
-            if slot not in sizes:
-                path.unlink()
-            elif path.stat().st_size > sizes[slot]:
-                os.truncate(path, sizes[slot])
-        recovered("resplit", self.path)
-        if "sources" not in resplit:  # an irlscrapy that re-split at once: QF is the source
-            self._qf_generation += 1
-            self._qf_path(self._qf_generation).unlink(missing_ok=True)
-            return [self._qf_path(self._qf_generation - 1)]
-        qf = self._qf_path(self._qf_generation)
-        if qf.stat().st_size > cast(int, resplit["qf_size"]):
-            os.truncate(qf, cast(int, resplit["qf_size"]))
-        sources = [self.path / name for name in cast(list[str], resplit["sources"])]
-        pending = self.path / cast(str, resplit["pending"])
-        return [*sources, pending] if pending.exists() else sources
 
     def _save_state(self, resplit: dict[str, object] | None = None) -> None:
         """Write state.json (during a re-split's phase: the one that began it, with the
@@ -551,23 +528,29 @@ class Beast:
         if phase is None:
             return False
         limit = limit or RESPLIT_SLICE
-        placed = 0
-        for _, record in itertools.islice(phase.reader, limit):
-            placed += 1
-            self.bytes_read += len(record) + RECORD_OVERHEAD
-            self._append(_DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :], flush=False)
+        placed = self._place_read(itertools.islice(phase.reader, limit))
         phase.left -= placed
         if placed < limit:
             self._end_phase(phase)
         return self._phase is not None
 
+    def _place_read(self, records: Iterator[tuple[int, bytes]]) -> int:
+        """Place records read from a queue file (held back: flushed at the phase's end)."""
+        before = self._placed
+        for _, record in records:
+            self.bytes_read += len(record) + RECORD_OVERHEAD
+            self._append(_DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :], flush=False)
+        return self._placed - before
+
     def _end_phase(self, phase: _Phase) -> None:
-        """The phase's sources are placed: flush, then the next phase places what was
-        pushed meanwhile, or the re-split ends; the sources go once state.json says so."""
+        """The sources are placed: what was pushed meanwhile goes to the next phase, or
+        is placed now if at most a slice (undone with this phase after a kill)."""
         assert self._qf is not None
+        phase.pending.close()
+        if phase.pending_records <= RESPLIT_SLICE:
+            phase.pending_records -= self._place_read(scan(phase.pending.path))
         for writer in (self._qf, *self._writers.values()):
             writer.flush()
-        phase.pending.close()
         self._phase = None
         if phase.pending_records:
             self._begin_phase([phase.pending.path], phase.pending_records)

@@ -1,15 +1,18 @@
-"""BEAST's state.json read and checked, and the queue files it says must be there
-(the layout: :mod:`irlscrapy.scheduler.frontier.beast`); shared by BEAST's open and
-``irlscrapy check`` (:mod:`irlscrapy.state.check`)."""
+"""BEAST's state.json read and checked, the queue files it says must be there, and the
+undoing of a re-split's phase it names (the layout and the crash semantics:
+:mod:`irlscrapy.scheduler.frontier.beast`); shared by BEAST's open and ``irlscrapy
+check`` (:mod:`irlscrapy.state.check`)."""
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
 from irlscrapy.exceptions import DamagedState
+from irlscrapy.storage.recovery import recovered
 
 STATE_VERSION = 1  # DO NOT CHANGE: the version of state.json's layout
 
@@ -68,3 +71,25 @@ def read_state(path: Path) -> dict[str, object]:
     except (ValueError, KeyError, TypeError) as exc:  # (JSONDecodeError is a ValueError)
         raise DamagedState(path, f"unreadable ({exc!r})") from None
     return state
+
+
+def undo_phase(path: Path, resplit: dict[str, object], qf: int) -> tuple[int, list[Path]]:
+    """Undo the re-split's phase a kill cut short (``resplit``: state.json's; ``qf``: its
+    QF generation): the slot files and the QF truncated back. Return the QF generation
+    to write and what the phase to do again places: its sources, then its pending file."""
+    sizes = {int(k): int(v) for k, v in cast(dict[str, int], resplit["slot_sizes"]).items()}
+    for slot in path.glob("slot-*.rec"):
+        if file_number(slot) not in sizes:
+            slot.unlink()
+        elif slot.stat().st_size > sizes[file_number(slot)]:
+            os.truncate(slot, sizes[file_number(slot)])
+    recovered("resplit", path)
+    if "sources" not in resplit:  # an irlscrapy that re-split at once: QF is the source
+        (path / f"qf-{qf + 1}.rec").unlink(missing_ok=True)
+        return qf + 1, [path / f"qf-{qf}.rec"]
+    new_qf = path / f"qf-{qf}.rec"
+    if new_qf.stat().st_size > cast(int, resplit["qf_size"]):
+        os.truncate(new_qf, cast(int, resplit["qf_size"]))
+    sources = [path / name for name in cast(list[str], resplit["sources"])]
+    pending = path / cast(str, resplit["pending"])
+    return qf, [*sources, pending] if pending.exists() else sources
