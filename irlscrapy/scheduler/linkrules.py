@@ -18,7 +18,11 @@ rules to the URL strings of one page, with the same settings and the same stats:
   them to Requests too (:meth:`LinkRules.trapped`);
 - Referer: the policy of ``REFERRER_POLICY``, or the one the page's own
   ``Referrer-Policy`` header names, applied per target origin (a referrer policy looks
-  at origins only); nothing when ``REFERER_ENABLED`` is off.
+  at origins only); nothing when ``REFERER_ENABLED`` is off. Scrapy's own policies
+  look at less: whether the target's origin is the page's, and the target's scheme. So
+  with one of them the policy is asked once per *class* of target (the page's origin;
+  another host, by scheme), where a page's links reach some twenty origins; a target on
+  the page's host but spelled otherwise (another port, upper case) is asked on its own.
 """
 
 from __future__ import annotations
@@ -31,7 +35,8 @@ from typing import Any
 from scrapy import Request
 from scrapy.crawler import Crawler
 from scrapy.http import Response
-from scrapy.spidermiddlewares.referer import RefererMiddleware
+from scrapy.settings import Settings
+from scrapy.spidermiddlewares.referer import DefaultReferrerPolicy, RefererMiddleware
 from w3lib.url import safe_url_string
 
 from irlscrapy import defaults
@@ -45,6 +50,11 @@ logger = logging.getLogger(__name__)
 MAX_ESCAPE_GROWTH = 12
 _DROPPABLE = re.compile(r"[\x00-\x20\x7f]+")
 _NO_META = Request("http://example.invalid/")  # policy() reads a request's meta only
+#: Scrapy's referrer policies: what they give depends on the target only through
+#: whether its origin is the page's and its scheme (see the module docstring)
+SCRAPY_POLICIES = frozenset(
+    {*RefererMiddleware(Settings()).policies.values(), DefaultReferrerPolicy}
+)
 
 
 class LinkRules:
@@ -142,10 +152,27 @@ class LinkRules:
             policy = self.referer.policy(response, _NO_META)
         assert policy is not None
         out: dict[str, str | None] = {}
+        if type(policy) not in SCRAPY_POLICIES:  # a project's own: asked per origin
+            for url in urls:
+                target = origin(url)
+                if target not in out:
+                    out[target] = policy.referrer(source, target + "/")
+            return out
+        page, page_host = origin(source), _host(origin(source))
+        by_class: dict[str, str | None] = {}
         for url in urls:
             target = origin(url)
-            if target not in out:
-                out[target] = policy.referrer(source, target + "/")
+            if target in out:
+                continue
+            if target == page:
+                kind = ""  # the page's origin
+            elif _host(target) != page_host:
+                kind = target[: target.find(":")]  # another origin, for sure: its scheme
+            else:
+                kind = target  # the page's host, spelled otherwise: asked on its own
+            if kind not in by_class:
+                by_class[kind] = policy.referrer(source, target + "/")
+            out[target] = by_class[kind]
         return out
 
 
@@ -156,6 +183,15 @@ def _over(url: str, limit: int) -> bool:
     a URL is dropped here, where Scrapy would keep it). Escaping a 1 MB URL to learn it
     is long took 60 ms of the reactor."""
     return len(url) > limit and len(_DROPPABLE.sub("", url)) > limit
+
+
+def _host(origin: str) -> str:
+    """The host of ``scheme://authority``, lower case, as ``urlparse().hostname`` reads it
+    (no userinfo, no port; an IPv6 literal in its brackets)."""
+    authority = origin[origin.find("://") + 3 :].rpartition("@")[2]
+    if authority.startswith("["):
+        return authority[: authority.find("]") + 1].lower()
+    return authority.partition(":")[0].lower()
 
 
 def origin(url: str) -> str:

@@ -1,7 +1,9 @@
-"""URL identity: today's canonical form and BLAKE2b key against native libraries made
-for the job (issue 40, part 3), on the same URLs, no network.
+"""The link path's parts per page, no network (issue 40): URL identity, today's canonical
+form and BLAKE2b key against native libraries made for the job (part 3); and the
+Referer of a page's links asked per class of target against per target origin (part 2).
 
-    python bench/urlidentity.py [--quick]
+    pip install -e '.[bench]'          # ada-url and xxhash
+    python bench/linkpath.py [--quick]
 
 URLs: every followable link (:func:`irlscrapy.spiders.extract.links_to_follow`) of the
 first :data:`PAGE_COUNT` HTML pages of a breadth-first crawl of the broad in-vitro web
@@ -26,6 +28,11 @@ round, in nanoseconds per URL, and its ratio to ``today``. Agreement: the share 
 whose ada normalization equals today's canonical form (the identity a Scrapy user's
 fingerprints see: ``canonicalize_url(safe_url_string(url))``). Per page: the time the
 best variant would save on a page's links, with the page's link count.
+
+Referer: :meth:`irlscrapy.scheduler.linkrules.LinkRules.referers` on each page's links
+under Scrapy's default policy (asked once per class of target), against the same
+policy in a subclass of its own (which LinkRules asks per target origin, as before),
+in microseconds per page, the median of :data:`ROUNDS` interleaved rounds.
 """
 
 from __future__ import annotations
@@ -36,6 +43,9 @@ import time
 from collections.abc import Callable
 from hashlib import blake2b
 from pathlib import Path
+
+from scrapy.settings import Settings
+from scrapy.spidermiddlewares.referer import DefaultReferrerPolicy, RefererMiddleware
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -48,6 +58,7 @@ from irlscrapy.dupefilters.urlkey import canonical_url, url_key  # noqa: E402
 from irlscrapy.invitro.profiles import get_profile  # noqa: E402
 from irlscrapy.invitro.web import InVitroWeb  # noqa: E402
 from irlscrapy.oracle.groundtruth import split_url  # noqa: E402
+from irlscrapy.scheduler.linkrules import LinkRules  # noqa: E402
 from irlscrapy.spiders.extract import links_to_follow  # noqa: E402
 
 PROFILE, SEED = "broad", 0
@@ -55,17 +66,45 @@ PAGE_COUNT, QUICK_PAGES = 2000, 300
 ROUNDS = 7
 
 
-def followed_links(pages: int) -> tuple[list[str], int]:
-    """The followable links of the first ``pages`` HTML pages, and how many pages."""
+def followed_links(pages: int) -> list[tuple[str, list[str]]]:
+    """Each of the first ``pages`` HTML pages with a body, and its followable links."""
     web = InVitroWeb(get_profile(PROFILE), SEED)
-    links: list[str] = []
-    count = 0
+    out = []
     for url in page_urls(PROFILE, SEED, pages):
         body = web.respond(*split_url(url)).body
         if body:
-            links += links_to_follow(url, body)
-            count += 1
-    return links, count
+            out.append((url, links_to_follow(url, body)))
+    return out
+
+
+class PerOrigin(DefaultReferrerPolicy):
+    """Scrapy's default policy as a project's own: LinkRules asks it per target origin."""
+
+
+class _Stats:
+    def inc_value(self, key: str, count: int = 1) -> None:
+        pass
+
+
+def referers(pages: list[tuple[str, list[str]]]) -> None:
+    """LinkRules.referers per page: by class of target against per target origin."""
+    variants = {}
+    for name, policy in (("by_class", "scrapy-default"), ("per_origin", f"{__name__}.PerOrigin")):
+        referer = RefererMiddleware(Settings({"REFERRER_POLICY": policy}))
+        variants[name] = LinkRules(
+            depth_limit=0, depth_priority=0, url_length_limit=2083, referer=referer, stats=_Stats()
+        )
+    rounds: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(ROUNDS):
+        for name, rules in variants.items():
+            started = time.perf_counter()
+            for source, links in pages:
+                rules.referers(source, links, None)
+            rounds[name].append((time.perf_counter() - started) / len(pages) * 1e6)
+    by_class, per_origin = median(rounds["by_class"]), median(rounds["per_origin"])
+    emit("linkpath", "referers_per_origin", round(per_origin, 1), "us/page")
+    ratio = round(by_class / per_origin, 3)
+    emit("linkpath", "referers_by_class", round(by_class, 1), "us/page", ratio=ratio)
 
 
 def respelled(url: str, n: int) -> str:
@@ -117,14 +156,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_PAGES} pages")
     args = parser.parse_args()
-    links, pages = followed_links(QUICK_PAGES if args.quick else PAGE_COUNT)
+    followed = followed_links(QUICK_PAGES if args.quick else PAGE_COUNT)
+    links, pages = [u for _, urls in followed for u in urls], len(followed)
     sets = {"as_followed": links, "respelled": [respelled(u, n) for n, u in enumerate(links)]}
-    emit("urlidentity", "urls", len(links), "URLs", pages=pages, per_page=len(links) / pages)
+    emit("linkpath", "urls", len(links), "URLs", pages=pages, per_page=len(links) / pages)
     for label, urls in sets.items():
         canonical = [canonical_url(u) for u in urls]
         agree = sum(ada_url.normalize_url(u) == c for u, c in zip(urls, canonical, strict=True))
         emit(
-            "urlidentity",
+            "linkpath",
             "ada_agrees_with_canonical",
             round(agree / len(urls), 4),
             "share",
@@ -135,7 +175,7 @@ def main() -> None:
         base = figures["today"]
         for name, ns in figures.items():
             emit(
-                "urlidentity",
+                "linkpath",
                 name,
                 round(ns, 1),
                 "ns/URL",
@@ -144,12 +184,13 @@ def main() -> None:
             )
         saved = base - min(figures["today_xxh3"], base)
         emit(
-            "urlidentity",
+            "linkpath",
             "xxh3_saves_per_page",
             round(saved * len(links) / pages / 1000, 2),
             "us/page",
             urls=label,
         )
+    referers(followed)
 
 
 if __name__ == "__main__":
