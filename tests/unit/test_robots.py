@@ -266,3 +266,57 @@ def test_a_robots_txt_of_too_many_wildcard_rules_disallows_all() -> None:
     assert not over.allowed("http://h.example/ok", UA)
     prefixes = parse(b"User-agent: *\n" + b"".join(b"Disallow: /p%d/\n" % n for n in range(30_000)))
     assert not prefixes.costly and prefixes.allowed("http://h.example/q/", UA)
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a.example", "b.example", "c.example"]),
+            st.sampled_from([None, 200, 404, 503]),
+        ),
+        max_size=40,
+    )
+)
+def test_a_host_remembered_absent_is_found_once_learned(
+    steps: list[tuple[str, int | None]],
+) -> None:
+    """Lookups of hosts not learned yet (status None here: a lookup, not an answer)
+    between answers: each lookup answers what the last answer stored, or unknown,
+    with an absent memo of one host (ram_hosts=1: emptied as often as it can be)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as directory:
+        c = cache(ram_hosts=1, ram_bodies=1)
+        c.open(Path(directory))
+        learned: dict[str, str | None] = {}  # what each answer's learn() returned
+        for now, (host, status) in enumerate(steps):
+            if status is None:
+                rules, _ = c.lookup(host)
+                assert (rules.outcome if rules else None) == learned.get(host), host
+            else:
+                rules, _ = c.learn(host, status, BODY, float(now))
+                learned[host] = rules.outcome if rules else None
+        c.close()
+
+
+def test_a_host_never_learned_asks_leveldb_once(tmp_path: Path) -> None:
+    c = cache()
+    c.open(tmp_path)
+    gets: list[bytes] = []
+    store = c._hosts
+
+    class Counting:
+        def get(self, key: bytes) -> bytes | None:
+            gets.append(key)
+            return store.get(key)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(store, name)
+
+    c._hosts = Counting()
+    for _ in range(5):
+        assert c.lookup("new.example") == (None, 0.0)
+    assert gets == [b"new.example"]
+    c.learn("new.example", 404, b"", now=1.0)
+    assert c.lookup("new.example") == (ALLOW_ALL, 1.0 + TTL)
+    c.close()

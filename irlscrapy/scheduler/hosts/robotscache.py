@@ -18,7 +18,11 @@ live in LevelDB; RAM holds two LRUs:
   a big body RAM let go of is fetched again rather than parsed on the reactor's.
 
 So RAM does not grow with the hosts met: at IRLbot's 117 million hosts the records are
-on disk (LevelDB's own caches are bounded too: its block cache and write buffer).
+on disk (LevelDB's own caches are bounded too: its block cache and write buffer). A
+host new to the crawl is looked up several times before its robots.txt answers (each
+of its URLs admitted meanwhile asks): LevelDB is asked once, and the host remembered
+as *absent* (a set of at most ``ram_hosts`` hosts, emptied when full) until it is
+learned.
 
 What an answer does (:meth:`RobotsCache.learn`; outcomes from
 :func:`irlscrapy.scheduler.hosts.robots.outcome_of`):
@@ -34,6 +38,7 @@ What an answer does (:meth:`RobotsCache.learn`; outcomes from
 Invariants:
 *RAM holds at most ram_hosts records, and at most ram_bodies parsed rules of at most
 ram_bytes of bodies (one body over ram_bytes is held alone).*
+*A host remembered absent has no record, in RAM or on disk.*
 *lookup() never parses a body over BIG_BODY.*
 *lookup() answers what the last learn() for the host stored, also after a restart, until
 RAM lets go of the rules of a body over BIG_BODY: then the host's record is forgotten (on
@@ -136,6 +141,8 @@ class RobotsCache:
         #: digest -> (rules, the body's length)
         self._rules: OrderedDict[bytes, tuple[RobotsRules, int]] = OrderedDict()
         self._rule_bytes = 0  # the sum of the bodies' lengths in _rules
+        #: hosts LevelDB had no record of when asked, none learned since (module docstring)
+        self._absent: set[str] = set()
         self._db: Any = None
         self._hosts: Any = None
         self._store: CacheStore | None = None
@@ -158,6 +165,7 @@ class RobotsCache:
         self._store = CacheStore(path, FORMAT_VERSION, "robots cache", _HOST_PREFIX)
         self._store.open()
         self._db, self._hosts = self._store.db, self._store.hosts
+        self._absent.clear()
 
     def close(self) -> None:
         if self._store is not None:
@@ -197,8 +205,13 @@ class RobotsCache:
         if head is not None:
             records.move_to_end(host)
             return head
-        raw = self._hosts.get(host.encode()) if self._hosts is not None else None
+        if self._hosts is None or host in self._absent:
+            return None
+        raw = self._hosts.get(host.encode())
         if raw is None:
+            if len(self._absent) >= self.ram_hosts:
+                self._absent.clear()
+            self._absent.add(host)
             return None
         head = raw[: _head_size(raw[8])]
         self._remember(host, head)
@@ -249,6 +262,7 @@ class RobotsCache:
         return self.lookup(host)
 
     def _remember(self, host: str, head: bytes) -> None:
+        self._absent.discard(host)
         records = self._records
         records[host] = head
         records.move_to_end(host)
