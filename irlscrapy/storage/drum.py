@@ -11,7 +11,9 @@ current *generation* and the call returns its sequence number. When the fullest 
 the consumer asks (:meth:`DRUM.merge`, also the early flush when a crawl would
 starve), the generation is closed and merged:
 
-1. its journal is read once and its tuples are partitioned into ``k`` bucket files;
+1. its journal is read once and its tuples are partitioned into ``k`` bucket files (in
+   RAM if at most ``spill_bytes``: creating and deleting ``k`` files took a third of
+   the merges of a young crawl, which merges often);
 2. bucket by bucket, the tuples are sorted by (key, arrival) and merged in one pass
    against that bucket's part of the disk cache, one sorted run of records in a flat
    file (:mod:`irlscrapy.storage.drumcache`), read ``segment_keys`` at a time; the
@@ -57,7 +59,8 @@ Crash semantics (kill -9 at any instant; the OS survives)
 ---------------------------------------------------------
 - :meth:`submit` returns once the batch is in the journal (handed to the OS): a batch
   whose submit returned is never lost.
-- A merge is idempotent. Bucket files are rebuilt unless ``P G`` says they are whole.
+- A merge is idempotent. Bucket files are rebuilt unless ``P G`` says they are whole
+  (a generation partitioned in RAM is partitioned again).
   A bucket's new run is renamed into place once whole and once its tuples' results are
   in the result file (a MAP_SHARED mapping: the page cache keeps them across a kill);
   then its record ``R i`` and its marker ``A G i`` are one LevelDB transaction, and the
@@ -427,10 +430,10 @@ class DRUM:
     def _merge_generation(self, gen: int) -> None:
         total = self._generations[gen].tuples
         if total:
-            self._partition(gen)
+            held = self._partition(gen)
             slots = drumfiles.map_results(self.path, gen, total, self._slot_dtype())
             for bucket in range(self.buckets):
-                self._merge_bucket(gen, bucket, slots)
+                self._merge_bucket(gen, bucket, slots, None if held is None else held[bucket])
                 if bucket == 0:
                     faulthooks.reach(f"merge:{self.path.name}")
             # No msync (``slots.flush()``): the page cache keeps a MAP_SHARED mapping's
@@ -446,10 +449,13 @@ class DRUM:
         self._merged = gen + 1
         shutil.rmtree(drumfiles.buckets_dir(self.path, gen), ignore_errors=True)
 
-    def _partition(self, gen: int) -> None:
-        """Spread generation ``gen``'s tuples over its bucket files (idempotent)."""
+    def _partition(self, gen: int) -> list[np.ndarray] | None:
+        """Spread generation ``gen``'s tuples over its buckets (idempotent): in RAM, each
+        bucket's, if they fit in ``spill_bytes``; else over its bucket files (None)."""
         if self._db.get(b"P" + _U64.pack(gen)) is not None:
-            return
+            return None
+        if self._generations[gen].tuples * self._record.itemsize <= self.spill_bytes:
+            return self._by_bucket(np.concatenate(list(self._journal_records(gen))))
         directory = drumfiles.buckets_dir(self.path, gen)
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir()
@@ -459,10 +465,7 @@ class DRUM:
             ]
             held: list[np.ndarray] = []
             held_bytes = 0
-            arrival = 0
-            for payload in drumfiles.payloads(self.path, gen):
-                records = self._records(payload, arrival)
-                arrival += len(records)
+            for records in self._journal_records(gen):
                 held.append(records)
                 held_bytes += records.nbytes
                 if held_bytes >= self.spill_bytes:
@@ -471,31 +474,40 @@ class DRUM:
             if held:
                 self._spill(np.concatenate(held), files)
         self._db.put(b"P" + _U64.pack(gen), b"")
+        return None
 
-    def _records(self, payload: bytes, arrival: int) -> np.ndarray:
-        batch = drumjournal.decode(payload, self.value_dtype, with_aux=False)
-        n = len(batch.keys)
-        records = np.empty(n, dtype=self._record)
-        records["key"] = batch.keys
-        arrivals = np.arange(arrival, arrival + n, dtype=np.uint64)
-        records["tag"] = (arrivals << np.uint64(2)) | batch.ops.astype(np.uint64)
-        if batch.values is not None:
-            records["value"] = batch.values
-        return records
+    def _journal_records(self, gen: int) -> Iterator[np.ndarray]:
+        """Generation ``gen``'s tuples as records, batch by batch in arrival order."""
+        arrival = 0
+        for payload in drumfiles.payloads(self.path, gen):
+            batch = drumjournal.decode(payload, self.value_dtype, with_aux=False)
+            n = len(batch.keys)
+            records = np.empty(n, dtype=self._record)
+            records["key"] = batch.keys
+            arrivals = np.arange(arrival, arrival + n, dtype=np.uint64)
+            records["tag"] = (arrivals << np.uint64(2)) | batch.ops.astype(np.uint64)
+            if batch.values is not None:
+                records["value"] = batch.values
+            arrival += n
+            yield records
 
-    def _spill(self, records: np.ndarray, files: list[Any]) -> None:
+    def _by_bucket(self, records: np.ndarray) -> list[np.ndarray]:
+        """``records`` split by bucket, each in arrival order."""
         bucket = records["key"] >> np.uint64(self._shift)
         order = np.argsort(bucket, kind="stable")
         bounds = np.searchsorted(bucket[order], np.arange(self.buckets + 1))
         ordered = records[order]
-        for i in range(self.buckets):
-            if bounds[i] < bounds[i + 1]:
+        return [ordered[bounds[i] : bounds[i + 1]] for i in range(self.buckets)]
+
+    def _spill(self, records: np.ndarray, files: list[Any]) -> None:
+        for file, part in zip(files, self._by_bucket(records), strict=True):
+            if len(part):
                 # file.write, not ndarray.tofile: a short write (a full disk) raises
                 # OSError with its errno (ENOSPC), which tofile does not give
-                files[i].write(ordered[bounds[i] : bounds[i + 1]].data)
+                file.write(part.data)
 
-    def _merge_bucket(self, gen: int, bucket: int, slots: np.memmap[Any, Any]) -> None:
-        """Merge one bucket's tuples into its run, in one pass over the run.
+    def _merge_bucket(self, gen: int, bucket: int, slots: np.memmap[Any, Any], held: Any) -> None:
+        """Merge a bucket's tuples (``held``, or its file's) into its run, in one pass.
 
         The merged run is written to a new file; its record and the marker ``A G i``
         are one transaction once it is whole and its tuples' results are in ``slots``.
@@ -505,9 +517,11 @@ class DRUM:
         marker = b"A" + _U64.pack(gen) + _U32.pack(bucket)
         if self._db.get(marker) == _DONE:
             return
-        records = np.fromfile(
-            drumfiles.buckets_dir(self.path, gen) / f"{bucket}.bin", dtype=self._record
-        )
+        records = held
+        if records is None:
+            records = np.fromfile(
+                drumfiles.buckets_dir(self.path, gen) / f"{bucket}.bin", dtype=self._record
+            )
         if not len(records):
             return
         records = records[np.lexsort((records["tag"], records["key"]))]
