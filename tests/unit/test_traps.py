@@ -45,3 +45,36 @@ def test_matches_a_simple_model(segments: list[str]) -> None:
     else:
         expected = None
     assert LIMITS.trap(url) == expected
+
+
+def _trap_by_splitting(limits: TrapLimits, url: str) -> str | None:
+    """The check without its shortcut (a count of slashes): the path split always."""
+    start = end = len(url)
+    for mark in ("/", "?", "#"):
+        cut = url.find(mark, url.find("://") + 3)
+        if 0 <= cut < start:
+            start = cut
+    for mark in ("?", "#"):
+        cut = url.find(mark, start)
+        if 0 <= cut < end:
+            end = cut
+    segments = [s for s in url[start:end].split("/") if s]
+    if limits.max_depth and len(segments) > limits.max_depth:
+        return PATH_DEPTH
+    if limits.max_repeats and segments and max(map(segments.count, segments)) > limits.max_repeats:
+        return REPEATED_SEGMENTS
+    return None
+
+
+@given(
+    st.text(alphabet="ab/?#:.", max_size=30),
+    st.sampled_from(["http://h.example", "data:", "", "x://"]),
+    st.integers(0, 4),
+    st.integers(0, 3),
+)
+def test_the_slash_count_shortcut_changes_no_verdict(
+    tail: str, head: str, depth: int, repeats: int
+) -> None:
+    limits = TrapLimits(max_depth=depth, max_repeats=repeats)
+    url = head + tail
+    assert limits.trap(url) == _trap_by_splitting(limits, url)

@@ -8,7 +8,9 @@ between the authority and ``?`` or ``#``), beside Scrapy's ``URLLENGTH_LIMIT``:
 - *depth*: more than ``max_depth`` non-empty segments (``IRL_TRAPS_MAX_PATH_DEPTH``);
 - *repeats*: one segment more than ``max_repeats`` times (``IRL_TRAPS_MAX_REPEATED_SEGMENTS``).
 
-0 turns a check off. Both cost a split of the path: about a microsecond a URL.
+0 turns a check off. Both cost a split of the path: about a microsecond a URL; a URL
+with too few slashes to break either (most: the limits are 24 and 3, and a URL's path
+has no more segments than it has slashes past ``://``) is let through on a count.
 """
 
 from __future__ import annotations
@@ -27,6 +29,11 @@ class TrapLimits:
     def trap(self, url: str) -> str | None:
         """Which limit ``url`` breaks (:data:`PATH_DEPTH` or :data:`REPEATED_SEGMENTS`),
         or None."""
+        slashes = url.count("/") - (2 if "://" in url else 0)  # >= the path's segments
+        if (not self.max_depth or slashes <= self.max_depth) and (
+            not self.max_repeats or slashes <= self.max_repeats
+        ):
+            return None
         start = end = len(url)
         for mark in ("/", "?", "#"):  # the path starts where the authority ends ...
             cut = url.find(mark, url.find("://") + 3)
