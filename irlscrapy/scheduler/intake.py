@@ -32,9 +32,11 @@ Invariants:
 nothing discovered is lost* (a crash in between delivers the batch again).
 *The restart skip.* Each stored record carries its URLseen batch's tag (sequence + 1).
 At open, :func:`irlscrapy.scheduler.resume.open_frontier` finds the last tag stored
-and how many of its URLs were; a batch delivered again with an older tag was stored
-whole before the stop and is skipped, the batch with that tag is stored from where the
-stop cut it, and later ones whole. So a restart stores every unique URL exactly once.
+and which of its URLs were (BEAST writes a batch's records a queue file at a time, so
+a stop may have stored any of them); a batch delivered again with an older tag was
+stored whole before the stop and is skipped, the batch with that tag is stored but for
+the URLs found, and later ones whole. So a restart stores every unique URL exactly
+once.
 *A start request is taken in once per state directory*
 (:mod:`irlscrapy.scheduler.startrequests`): with a JOBDIR, a ``dont_filter`` start
 request goes through URLseen under a key of its own, so a rerun does not queue it again.
@@ -174,7 +176,7 @@ class Intake:
         #: PLDs they own go to them instead of URLseen
         self.peers = peers
         #: (URLseen tag, its URLs stored) of the last batch found in the state on open
-        self._stored_before_restart = (-1, 0)
+        self._stored_before_restart: tuple[int, set[bytes]] = (-1, set())
         # set by open(): the dispatcher's side of the fetch lifecycle
         self._fetch_over: Callable[[int], None] = lambda token: None
         self._ready: Callable[[], None] = lambda: None
@@ -210,7 +212,7 @@ class Intake:
         self,
         spider: Spider,
         frontier: Frontier,
-        stored_before_restart: tuple[int, int],
+        stored_before_restart: tuple[int, set[bytes]],
         *,
         fetch_over: Callable[[int], None],
         ready: Callable[[], None],
@@ -541,16 +543,18 @@ class Intake:
         last_tag, stored = self._stored_before_restart
         if tag < last_tag:
             return len(batch.unique)  # stored before a restart, not yet acknowledged
-        if tag == last_tag:
-            unique = unique[stored:]  # a restart cut it short: store the rest
+        to_beast: list[tuple[bytes, int]] = []
         for i in unique:
             aux = batch.aux[i]
             route, priority = _AUX.unpack_from(aux)
             payload = aux[_AUX.size :]
+            if tag == last_tag and payload in stored:
+                continue  # a restart cut the batch short: stored before it
             if route in (TO_BEAST, START):
-                frontier.push(payload, priority, tag)
+                to_beast.append((payload, priority))
             else:
                 frontier.push_direct(payload, priority, tag)
+        frontier.push_many(to_beast, tag)
         return len(batch.unique)
 
     def _frontier(self) -> Frontier:

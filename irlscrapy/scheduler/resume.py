@@ -40,7 +40,6 @@ project stopped by SIGINT and kill -9 to stock Scrapy's items.
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -102,7 +101,27 @@ class Found:
 
     admitted: list[Admitted]  # admitted to RAM, pages not done
     parked: list[Any]  # the parked files before this run (ParkedStore.open)
-    stored_before_restart: tuple[int, int]  # (last URLseen tag stored, its URLs); (-1, 0)
+    #: the last URLseen batch tag stored, and the payloads of it stored; (-1, {}) none
+    stored_before_restart: tuple[int, set[bytes]]
+
+
+class LastBatch:
+    """The URLseen batch tag stored last, and which of its URLs were stored, from the
+    records a restart finds (a batch's records may be stored in any subset: BEAST writes
+    them a queue file at a time, irlscrapy.scheduler.intake's restart skip)."""
+
+    def __init__(self) -> None:
+        self.tag = -1
+        self.payloads: set[bytes] = set()
+
+    def visit(self, record: bytes) -> None:
+        _, tag, payload = unpack_record(record)
+        if not tag:
+            return  # a record of no URLseen batch
+        if tag > self.tag:
+            self.tag, self.payloads = tag, set()
+        if tag == self.tag:
+            self.payloads.add(payload)
 
 
 def open_frontier(
@@ -132,12 +151,10 @@ def open_frontier(
         on_resplit=begun_on_open,  # (the scheduler's Resplitter runs re-splits)
         discard=discard_off_the_reactor,
     )
-    batches: Counter[int] = Counter()
-    beast.open(journal.cursor, lambda record: batches.update((unpack_record(record)[1],)))
-    batches.update(unpack_record(a.item)[1] for a in admitted)
-    batches.pop(0, None)  # records from no URLseen batch
-    last = max(batches, default=-1)
-    stored_before_restart = (last, batches[last]) if batches else (-1, 0)
+    last = LastBatch()
+    beast.open(journal.cursor, last.visit)
+    for entry in admitted:
+        last.visit(entry.item)
 
     def host_budget(host: str) -> int:
         """The budget of the host's PLD: where a host joins the workbench, and at
@@ -179,7 +196,7 @@ def open_frontier(
         logger.info("resuming from %s: %d URLs queued", state.path, len(beast))
     if admitted:
         recovered("readmitted", count=len(admitted))
-    return frontier, Found(admitted, parked_before, stored_before_restart)
+    return frontier, Found(admitted, parked_before, (last.tag, last.payloads))
 
 
 def resume(frontier: Frontier, found: Found) -> None:

@@ -172,6 +172,21 @@ class Frontier:
         self.beast.push(domain_key(self.plds(host)), HEAD.pack(priority, batch) + payload)
         self.admission.resume()  # new records may be of other hosts: try again
 
+    def push_many(self, urls: list[tuple[bytes, int]], batch: int) -> None:
+        """Unique URLs ``(payload, priority)`` of URLseen batch ``batch`` into BEAST, in
+        one write per queue file (a stop may store any of them: the restart skip of
+        irlscrapy.scheduler.intake)."""
+        plds = self.plds
+        self.beast.push_many(
+            (
+                domain_key(plds(url_host(payload_url(payload)))),
+                HEAD.pack(priority, batch) + payload,
+            )
+            for payload, priority in urls
+        )
+        if urls:
+            self.admission.resume()  # new records may be of other hosts: try again
+
     def push_direct(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A retry or redirect of a host's own request: to the front of its host."""
         url = payload_url(payload)

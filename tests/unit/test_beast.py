@@ -115,6 +115,16 @@ class BeastMachine(RuleBasedStateMachine):
         expected = self.model.push(domain, payload, self.budgets.get(domain, 1))
         assert self.beast.push(domain, payload) == expected
 
+    @rule(domains=st.lists(DOMAINS, max_size=5))
+    def push_many(self, domains: list[int]) -> None:
+        """A URLseen batch's records: placed as one push each, written at once."""
+        records = []
+        for domain in domains:
+            self.counter += 1
+            records.append((domain, f"url-{self.counter}".encode()))
+            self.model.push(domain, records[-1][1], self.budgets.get(domain, 1))
+        self.beast.push_many(records)
+
     @rule()
     def pop(self) -> None:
         assert self.beast.pop() == self.model.pop(self.budgets)
@@ -204,12 +214,18 @@ class SlicedBeastMachine(RuleBasedStateMachine):
     def set_budget(self, domain: int, budget: int) -> None:
         self.budgets[domain] = budget
 
-    @rule(domain=DOMAINS, count=st.integers(1, 6))
-    def push(self, domain: int, count: int) -> None:
+    @rule(domain=DOMAINS, count=st.integers(1, 6), at_once=st.booleans())
+    def push(self, domain: int, count: int, at_once: bool) -> None:
+        records = []
         for _ in range(count):
             payload = f"url-{len(self.pushed)}".encode()
             self.pushed.append(payload)
-            self.beast.push(domain, payload)
+            records.append((domain, payload))
+        if at_once:
+            self.beast.push_many(records)
+        else:
+            for record in records:
+                self.beast.push(*record)
 
     @rule()
     def pop(self) -> None:

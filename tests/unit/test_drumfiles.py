@@ -79,7 +79,7 @@ def test_short_bucket_files_are_rebuilt(tmp_path: Path) -> None:
     expected = _delivered(tmp_path)
     shutil.rmtree(tmp_path)
     _two_closed_generations(tmp_path)
-    with DRUM(tmp_path, buckets=2) as drum:
+    with DRUM(tmp_path, buckets=2, spill_bytes=1) as drum:  # (through bucket files)
         drum._partition(2)  # what a kill after the partition leaves
     bucket = next(p for p in drumfiles.buckets_dir(tmp_path, 2).glob("*.bin") if p.stat().st_size)
     os.truncate(bucket, bucket.stat().st_size - 1)

@@ -120,7 +120,7 @@ def test_short_bucket_files_are_a_recovery(tmp_path: Path) -> None:
         drum.submit(np.arange(1, 9, dtype=np.uint64))
         drum.merge()
         drum.submit(np.arange(5, 12, dtype=np.uint64))
-    with DRUM(drum_dir, buckets=2) as drum:
+    with DRUM(drum_dir, buckets=2, spill_bytes=1) as drum:  # (through bucket files)
         drum._partition(1)  # what a merge killed after its partition leaves
     buckets = drumfiles.buckets_dir(drum_dir, 1)
     bucket = next(p for p in buckets.glob("*.bin") if p.stat().st_size)

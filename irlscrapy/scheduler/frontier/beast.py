@@ -105,7 +105,7 @@ from __future__ import annotations
 import itertools
 import math
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from irlscrapy.exceptions import ConfigurationError, DamagedState
@@ -366,14 +366,30 @@ class Beast:
         (its host is full): not counted as taken, so it cannot make j grow."""
         if returned:
             self.taken -= 1
-        phase = self._phase
-        if phase is None:
+        if self._phase is None:
             return self._append(domain, payload, flush=True)
+        self._to_pending(self._phase, domain, payload, flush=True)
+        return None
+
+    def push_many(self, records: Iterable[tuple[int, bytes]]) -> None:
+        """push() each ``(domain, payload)``, in one write per queue file: a kill may
+        have stored any of them, not a prefix."""
+        phase = self._phase
+        for domain, payload in records:
+            if phase is None:
+                self._append(domain, payload, flush=False)
+            else:
+                self._to_pending(phase, domain, payload, flush=False)
+        writers = [phase.pending] if phase is not None else [*self._writers.values()]
+        for writer in (*writers, self._qf):
+            if writer is not None:
+                writer.flush()
+
+    def _to_pending(self, phase: _Phase, domain: int, payload: bytes, *, flush: bool) -> None:
         record = _DOMAIN.pack(domain) + payload
         self.bytes_written += len(record) + RECORD_OVERHEAD
-        phase.pending.append(record)
+        phase.pending.append(record, flush=flush)
         phase.pending_records += 1
-        return None
 
     def _append(self, domain: int, payload: bytes, *, flush: bool) -> int | None:
         slot = self._place(domain)
