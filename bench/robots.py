@@ -15,6 +15,9 @@ answers, by ``i mod 20``: 12 in 20 a 200 with one of :data:`STOCK_BODIES` common
 replayed: the host's own rules, and those of a host met earlier (host ``i // 2``, whose
 record has left RAM by then, so the read goes to disk).
 
+Also: a new host's lookup soon after its first, remembered absent, against its first,
+which asks LevelDB (``new_host_lookup_again_us``).
+
 Figures: RSS before the cache opens and after the stream (its difference is the robots
 state's RAM: records and parsed rules in RAM, LevelDB's block cache and write buffer,
 allocator slack; and, file-backed, the pages of LevelDB's memory-mapped tables that the
@@ -63,9 +66,10 @@ def answer(i: int) -> tuple[str, int | None, bytes]:
     return host, (503 if kind == 18 else None), b""
 
 
-def run_cache(hosts: int, directory: Path, progress: bool) -> dict[str, float]:
+def default_cache() -> RobotsCache:
+    """The robots cache as the project's defaults build it."""
     settings = {s.name: s.default for s in defaults.SETTINGS}
-    cache = RobotsCache(
+    return RobotsCache(
         ttl=settings["IRL_ROBOTS_TTL"],
         retry_delay=settings["IRL_ROBOTS_RETRY_DELAY"],
         retries=settings["IRL_ROBOTS_RETRIES"],
@@ -73,6 +77,10 @@ def run_cache(hosts: int, directory: Path, progress: bool) -> dict[str, float]:
         ram_bodies=settings["IRL_ROBOTS_RAM_BODIES"],
         ram_bytes=settings["IRL_ROBOTS_RAM_BYTES"],
     )
+
+
+def run_cache(hosts: int, directory: Path, progress: bool) -> dict[str, float]:
+    cache = default_cache()
     before = memory()
     cache.open(directory)
     started = time.perf_counter()
@@ -128,6 +136,36 @@ def run_dict(hosts: int) -> dict[str, float]:
     return {"rss_before": before, "rss_after": memory()["rss"], "seconds": seconds}
 
 
+def new_host_lookups(directory: Path, hosts: int = 100_000, window: int = 1000) -> None:
+    """A new host is looked up again while its robots.txt is fetched (each of its URLs
+    admitted meanwhile asks): its first lookup asks LevelDB, which has no record, and the
+    host is remembered absent; an other lookup soon after does not ask (issue 40).
+    Microseconds a lookup of each kind, ``window`` new hosts at a time, on a cache of the
+    project's defaults holding ``2 * hosts`` records."""
+    cache = default_cache()
+    cache.open(directory)
+    for i in range(2 * hosts):
+        cache.learn(f"h{i}.known.example", 404, b"", 1.0)
+    timed = {"first": 0.0, "again": 0.0}
+    for start in range(0, hosts, window):
+        new = [f"h{i}.new.example" for i in range(start, start + window)]
+        for kind in timed:
+            started = time.perf_counter()
+            for host in new:
+                cache.lookup(host)
+            timed[kind] += time.perf_counter() - started
+    cache.close()
+    first, again = (timed[kind] / hosts * 1e6 for kind in ("first", "again"))
+    emit(
+        "robots",
+        "new_host_lookup_again_us",
+        round(again, 3),
+        "us",
+        first_lookup_us=round(first, 3),
+        ratio=round(again / first, 3),
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, default=1_000_000)
@@ -157,6 +195,8 @@ def main() -> None:
         cache_us_per_host=timed["seconds"] / small * 1e6,
         dict_us_per_host=plain["seconds"] / small * 1e6,
     )
+    with tempfile.TemporaryDirectory(prefix="irlscrapy-bench-robots-") as tmp:
+        new_host_lookups(Path(tmp))
     if args.baseline:
         out = subprocess.run(
             [sys.executable, __file__, "--dict-only", "--hosts", str(args.hosts)],
