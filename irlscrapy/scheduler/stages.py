@@ -168,24 +168,22 @@ class Frontier:
     # -- in ----------------------------------------------------------------------------
     def push(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A unique URL: into BEAST, under its PLD."""
-        host = url_host(payload_url(payload))
-        self.beast.push(domain_key(self.plds(host)), HEAD.pack(priority, batch) + payload)
-        self.admission.resume()  # new records may be of other hosts: try again
+        self.push_many([(payload, priority)], batch)
 
     def push_many(self, urls: list[tuple[bytes, int]], batch: int) -> None:
         """Unique URLs ``(payload, priority)`` of URLseen batch ``batch`` into BEAST, in
         one write per queue file (a stop may store any of them: the restart skip of
         irlscrapy.scheduler.intake)."""
-        plds = self.plds
         self.beast.push_many(
-            (
-                domain_key(plds(url_host(payload_url(payload)))),
-                HEAD.pack(priority, batch) + payload,
-            )
+            (self._beast_key(payload), HEAD.pack(priority, batch) + payload)
             for payload, priority in urls
         )
         if urls:
             self.admission.resume()  # new records may be of other hosts: try again
+
+    def _beast_key(self, payload: bytes) -> int:
+        """BEAST's key of a stored URL: its PLD's."""
+        return domain_key(self.plds(url_host(payload_url(payload))))
 
     def push_direct(self, payload: bytes, priority: int = 0, batch: int = 0) -> None:
         """A retry or redirect of a host's own request: to the front of its host."""
@@ -382,5 +380,4 @@ class Frontier:
 
     def _push_stored(self, record: bytes) -> None:
         """A stored record (a parked URL's) into BEAST, under its PLD."""
-        payload = record[HEAD.size :]
-        self.beast.push(domain_key(self.plds(url_host(payload_url(payload)))), record)
+        self.beast.push(self._beast_key(record[HEAD.size :]), record)

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from irlscrapy.scheduler.frontier.traps import PATH_DEPTH, REPEATED_SEGMENTS, TrapLimits
+from irlscrapy.scheduler.frontier.traps import (
+    PATH_DEPTH,
+    REPEATED_SEGMENTS,
+    TrapLimits,
+    path_segments,
+)
 
 LIMITS = TrapLimits(max_depth=4, max_repeats=2)
 
@@ -49,16 +54,7 @@ def test_matches_a_simple_model(segments: list[str]) -> None:
 
 def _trap_by_splitting(limits: TrapLimits, url: str) -> str | None:
     """The check without its shortcut (a count of slashes): the path split always."""
-    start = end = len(url)
-    for mark in ("/", "?", "#"):
-        cut = url.find(mark, url.find("://") + 3)
-        if 0 <= cut < start:
-            start = cut
-    for mark in ("?", "#"):
-        cut = url.find(mark, start)
-        if 0 <= cut < end:
-            end = cut
-    segments = [s for s in url[start:end].split("/") if s]
+    segments = path_segments(url)
     if limits.max_depth and len(segments) > limits.max_depth:
         return PATH_DEPTH
     if limits.max_repeats and segments and max(map(segments.count, segments)) > limits.max_repeats:

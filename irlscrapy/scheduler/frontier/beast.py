@@ -305,13 +305,12 @@ class Beast:
         if sources:
             self._begin_phase(sources, left)
 
-    def _save_state(self, resplit: dict[str, object] | None = None) -> None:
+    def _save_state(self) -> None:
         """Write state.json (during a re-split's phase: the one that began it, with the
         records taken since)."""
-        if self._phase is not None:
-            replace_json(self.path / "state.json", {**self._phase.state, "taken": self.taken})
-        else:
-            replace_json(self.path / "state.json", self._state(resplit))
+        phase = self._phase
+        state = {**phase.state, "taken": self.taken} if phase else self._state(None)
+        replace_json(self.path / "state.json", state)
 
     def _state(self, resplit: dict[str, object] | None) -> dict[str, object]:
         return {
@@ -450,8 +449,7 @@ class Beast:
         """The payload of every queued record, without taking any (an agent leaving a
         multi-agent crawl hands its queues over: irlscrapy.distributed.leave). A re-split
         in flight is done first."""
-        while self.resplit_step(RESPLIT_SLICE):
-            pass
+        self._finish_resplit()
         for slot in sorted(self._counts):
             if not self._counts[slot]:
                 continue
@@ -529,14 +527,15 @@ class Beast:
             "sources": [path.name for path in sources],
             "pending": pending.name,
         }
-        self._save_state(resplit)
+        state = self._state(resplit)
+        replace_json(self.path / "state.json", state)
         faulthooks.reach("beast-resplit")
-        self._phase = _Phase(sources, left, self._writer(pending), self._state(resplit))
-        if self.on_resplit is not None:
-            self.on_resplit()
-        else:
-            while self.resplit_step(RESPLIT_SLICE):
-                pass
+        self._phase = _Phase(sources, left, self._writer(pending), state)
+        (self.on_resplit or self._finish_resplit)()  # (no caller's loop: all of it now)
+
+    def _finish_resplit(self) -> None:  # (without an event loop)
+        while self.resplit_step():
+            pass
 
     def resplit_step(self, limit: int = 0) -> bool:
         """Place up to ``limit`` (0: RESPLIT_SLICE) records; is a re-split in flight?"""

@@ -34,16 +34,7 @@ class TrapLimits:
             not self.max_repeats or slashes <= self.max_repeats
         ):
             return None
-        start = end = len(url)
-        for mark in ("/", "?", "#"):  # the path starts where the authority ends ...
-            cut = url.find(mark, url.find("://") + 3)
-            if 0 <= cut < start:
-                start = cut
-        for mark in ("?", "#"):  # ... and ends at the query or fragment
-            cut = url.find(mark, start)
-            if 0 <= cut < end:
-                end = cut
-        segments = [s for s in url[start:end].split("/") if s]
+        segments = path_segments(url)
         if self.max_depth and len(segments) > self.max_depth:
             return PATH_DEPTH
         if (
@@ -54,6 +45,20 @@ class TrapLimits:
         ):
             return REPEATED_SEGMENTS
         return None
+
+
+def path_segments(url: str) -> list[str]:
+    """The non-empty segments of ``url``'s path."""
+    start = end = len(url)
+    for mark in ("/", "?", "#"):  # the path starts where the authority ends ...
+        cut = url.find(mark, url.find("://") + 3)
+        if 0 <= cut < start:
+            start = cut
+    for mark in ("?", "#"):  # ... and ends at the query or fragment
+        cut = url.find(mark, start)
+        if 0 <= cut < end:
+            end = cut
+    return [s for s in url[start:end].split("/") if s]
 
 
 #: No limits (stock Scrapy).
