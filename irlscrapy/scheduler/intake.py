@@ -66,9 +66,9 @@ from irlscrapy.exceptions import ConfigurationError, RequestCodecError
 from irlscrapy.links import Links
 from irlscrapy.runtime.internals import EngineWaker, forget_environment_proxy
 from irlscrapy.scheduler.frontieritems import RobotsFetch
-from irlscrapy.scheduler.linkrules import LinkRules, origin
+from irlscrapy.scheduler.linkrules import LinkRules
 from irlscrapy.scheduler.metakeys import ROBOTS_KEY
-from irlscrapy.scheduler.requestcodec import encode_link, encode_request
+from irlscrapy.scheduler.requestcodec import encode_link, encode_links, encode_request
 from irlscrapy.scheduler.stages import Frontier
 from irlscrapy.scheduler.startrequests import StartRequests
 from irlscrapy.state.directory import StateDirectory
@@ -425,16 +425,13 @@ class Intake:
         self.stats.inc_value("irl/scheduler/enqueued/links", len(urls))
         priority = rules.priority(depth)
         referers = rules.referers(links.source, urls, response)
-        payloads = [
-            encode_link(url, depth, links.callback, referers.get(origin(url))) for url in urls
-        ]
         if not self.dedup:
-            for payload in payloads:
+            for payload in encode_links(urls, depth, links.callback, referers):
                 frontier.push(payload, priority)
             self._ready()
             return
         head = _AUX.pack(TO_BEAST, priority)
-        auxes = [head + payload for payload in payloads]
+        auxes = encode_links(urls, depth, links.callback, referers, prefix=head)
         if self.peers.shared:
             urls, auxes = self.peers.route_urls(urls, auxes)
             if not urls:

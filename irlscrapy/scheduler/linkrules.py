@@ -143,36 +143,39 @@ class LinkRules:
 
     def referers(
         self, source: str, urls: Sequence[str], response: Response | None
-    ) -> dict[str, str | None]:
-        """The Referer for each target origin (see :func:`origin`)."""
+    ) -> list[str | None]:
+        """The Referer of each URL, in order: the policy asked once per target origin
+        (see :func:`origin`), and under Scrapy's own policies once per class of target."""
         if self.referer is None:
-            return {}
+            return [None] * len(urls)
         policy = self.default_policy
         if response is not None and b"Referrer-Policy" in response.headers:
             policy = self.referer.policy(response, _NO_META)
         assert policy is not None
-        out: dict[str, str | None] = {}
+        by_origin: dict[str, str | None] = {}
+        out: list[str | None] = []
         if type(policy) not in SCRAPY_POLICIES:  # a project's own: asked per origin
             for url in urls:
                 target = origin(url)
-                if target not in out:
-                    out[target] = policy.referrer(source, target + "/")
+                if target not in by_origin:
+                    by_origin[target] = policy.referrer(source, target + "/")
+                out.append(by_origin[target])
             return out
         page, page_host = origin(source), _host(origin(source))
         by_class: dict[str, str | None] = {}
         for url in urls:
             target = origin(url)
-            if target in out:
-                continue
-            if target == page:
-                kind = ""  # the page's origin
-            elif _host(target) != page_host:
-                kind = target[: target.find(":")]  # another origin, for sure: its scheme
-            else:
-                kind = target  # the page's host, spelled otherwise: asked on its own
-            if kind not in by_class:
-                by_class[kind] = policy.referrer(source, target + "/")
-            out[target] = by_class[kind]
+            if target not in by_origin:
+                if target == page:
+                    kind = ""  # the page's origin
+                elif _host(target) != page_host:
+                    kind = target[: target.find(":")]  # another origin, for sure: its scheme
+                else:
+                    kind = target  # the page's host, spelled otherwise: asked on its own
+                if kind not in by_class:
+                    by_class[kind] = policy.referrer(source, target + "/")
+                by_origin[target] = by_class[kind]
+            out.append(by_origin[target])
         return out
 
 

@@ -43,6 +43,7 @@ import base64
 import json
 import pickle
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -173,6 +174,33 @@ def encode_link(url: str, depth: int, callback: str | None, referer: str | None)
             f"cannot store the link {url!r} (depth {depth}, callback {callback!r}): {exc}; "
             "depth must fit 0..2**32-1, the callback name 65534 bytes, all text valid UTF-8"
         ) from exc
+
+
+def encode_links(
+    urls: Sequence[str],
+    depth: int,
+    callback: str | None,
+    referers: Sequence[str | None],
+    prefix: bytes = b"",
+) -> list[bytes]:
+    """``prefix + encode_link(url, depth, callback, referer)`` of each URL and its
+    Referer: the head is packed once per distinct Referer (a page's links share a few)."""
+    heads: dict[str | None, bytes] = {}
+    out = []
+    for url, referer in zip(urls, referers, strict=True):
+        try:
+            head = heads.get(referer)
+            if head is None:
+                head = heads[referer] = prefix + encode_link("", depth, callback, referer)
+            out.append(head + url.encode())
+        except (RequestCodecError, UnicodeEncodeError):
+            break
+    else:
+        return out
+    # one of them cannot be stored: encode_link says which, and why
+    return [
+        prefix + encode_link(u, depth, callback, r) for u, r in zip(urls, referers, strict=True)
+    ]
 
 
 def payload_kind(data: bytes) -> int:

@@ -91,7 +91,7 @@ from typing import Any
 import numpy as np
 
 from irlscrapy.exceptions import ConfigurationError, DamagedState, DrumFormatError
-from irlscrapy.storage import drumfiles, drumjournal, faulthooks
+from irlscrapy.storage import drumfiles, drumjournal, drummerge, faulthooks
 from irlscrapy.storage.cachedb import open_leveldb
 from irlscrapy.storage.dirlock import DirectoryLock
 from irlscrapy.storage.drumcache import RUNS, RunStore, run_record
@@ -270,9 +270,7 @@ class DRUM:
         """Queue a batch of tuples; return its sequence number. Durable on return."""
         keys = np.ascontiguousarray(keys, dtype=np.uint64)
         n = len(keys)
-        op_array = np.broadcast_to(np.asarray(ops, dtype=np.uint8), (n,))
-        if n and (op_array.min() < CHECK or op_array.max() > CHECK_UPDATE):
-            raise ValueError("ops must be CHECK, UPDATE or CHECK_UPDATE")
+        op_array = drummerge.op_array(ops, n)
         if (values is None) != (self.value_dtype is None):
             raise ValueError("values are required exactly when the DRUM has a value dtype")
         if aux is not None and len(aux) != n:

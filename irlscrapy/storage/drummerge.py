@@ -27,6 +27,18 @@ CHECK_UPDATE = CHECK | UPDATE
 COMBINES = ("overwrite", "add", "first")
 
 
+def op_array(ops: int | np.ndarray, n: int) -> np.ndarray:
+    """The ops of a batch of ``n`` tuples, as uint8: one op for all, or one each."""
+    if isinstance(ops, int):  # one for all (the common case: no array to scan)
+        if not CHECK <= ops <= CHECK_UPDATE:
+            raise ValueError("ops must be CHECK, UPDATE or CHECK_UPDATE")
+        return np.full(n, ops, dtype=np.uint8)
+    array = np.broadcast_to(np.asarray(ops, dtype=np.uint8), (n,))
+    if n and (array.min() < CHECK or array.max() > CHECK_UPDATE):
+        raise ValueError("ops must be CHECK, UPDATE or CHECK_UPDATE")
+    return array
+
+
 class Applied(NamedTuple):
     unique: np.ndarray  # bool per tuple: the key was absent when the tuple arrived
     values: np.ndarray | None  # per tuple: see the module docstring

@@ -240,12 +240,21 @@ class RecordWriter:
     def open(self) -> None:
         if self.path.exists():
             repair(self.path)
-        else:
-            fresh = self.path.with_name(self.path.name + ".tmp")
-            fresh.write_bytes(MAGIC)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            self._size = os.fstat(self._fd).st_size
+            return
+        # the header written to <name>.tmp, renamed into place; the descriptor stays
+        # open on the renamed file (a new BEAST queue file: one open, not three)
+        fresh = f"{self.path}.tmp"
+        fd = os.open(fresh, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_TRUNC, 0o666)
+        try:
+            if os.write(fd, MAGIC) != len(MAGIC):
+                raise OSError(f"short write of the header of {fresh}")
             os.replace(fresh, self.path)
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
-        self._size = os.fstat(self._fd).st_size
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd, self._size = fd, len(MAGIC)
 
     def append(self, payload: bytes, *, flush: bool = True) -> None:
         """Append one record (not empty), handed to the OS before this returns unless

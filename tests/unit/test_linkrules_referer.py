@@ -48,7 +48,7 @@ def test_the_referer_by_class_is_the_referer_by_origin(
     rules = rules_with(policy)
     asked = rules.default_policy
     assert asked is not None
-    expected = {origin(t): asked.referrer(source, origin(t) + "/") for t in targets}
+    expected = [asked.referrer(source, origin(t) + "/") for t in targets]
     assert rules.referers(source, targets, None) == expected
 
 
@@ -69,8 +69,8 @@ def test_a_page_of_many_origins_asks_the_policy_once_per_class() -> None:
     targets += ["https://page.example/a", "https://PAGE.example:8443/b"]
     got = rules.referers("https://page.example/here", targets, None)
     assert len(got) == 42 and len(calls) == 4  # http, https, the page, its other spelling
-    assert got["https://page.example"] == "https://page.example/here"
-    assert got["http://h1.example"] is None and got["https://h1.example"] == "https://page.example/"
+    assert got[40] == "https://page.example/here"
+    assert got[1] is None and got[21] == "https://page.example/"  # http and https h1
 
 
 class ProjectPolicy(ReferrerPolicy):
@@ -89,4 +89,4 @@ def test_a_projects_own_policy_is_asked_per_origin() -> None:
     )
     response = HtmlResponse("https://page.example/", body=b"")
     got = rules.referers(response.url, ["http://a.example/1", "http://b.example/2"], response)
-    assert got == {"http://a.example": "http://a.example/", "http://b.example": "http://b.example/"}
+    assert got == ["http://a.example/", "http://b.example/"]

@@ -22,6 +22,7 @@ from irlscrapy.scheduler.requestcodec import (
     RequestCodecError,
     decode_request,
     encode_link,
+    encode_links,
     encode_request,
     link_from_payload,
     payload_kind,
@@ -293,6 +294,38 @@ def test_link_becomes_a_get_request_with_depth_callback_and_referer() -> None:
 def test_link_that_does_not_fit_is_refused(depth: int, callback: str | None) -> None:
     with pytest.raises(RequestCodecError, match="cannot store the link"):
         encode_link(URL, depth, callback, None)
+
+
+link_urls = st.text(max_size=20)
+referers = st.one_of(st.none(), st.sampled_from(["https://ref.example/", "", "https://ü.example/"]))
+
+
+@given(
+    st.lists(st.tuples(link_urls, referers), max_size=8),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([None, "", "parse"]),
+    st.binary(max_size=5),
+)
+def test_encode_links_is_encode_link_of_each_after_the_prefix(
+    pairs: list[tuple[str, str | None]], depth: int, callback: str | None, prefix: bytes
+) -> None:
+    urls, refs = [u for u, _ in pairs], [r for _, r in pairs]
+    try:
+        one_by_one = [prefix + encode_link(u, depth, callback, r) for u, r in pairs]
+    except RequestCodecError as exc:  # a lone surrogate: the batch refuses the same URL
+        with pytest.raises(RequestCodecError) as batch_error:
+            encode_links(urls, depth, callback, refs, prefix=prefix)
+        assert str(batch_error.value) == str(exc)
+        return
+    assert encode_links(urls, depth, callback, refs, prefix=prefix) == one_by_one
+
+
+def test_encode_links_names_the_link_that_cannot_be_stored() -> None:
+    urls = ["http://a.example/1", "http://a.example/\ud800", "http://a.example/3"]
+    with pytest.raises(
+        RequestCodecError, match=r"cannot store the link 'http://a\.example/\\ud800'"
+    ):
+        encode_links(urls, 1, None, [None] * 3)
 
 
 def test_link_from_payload_refuses_a_request_payload() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -147,3 +148,10 @@ def test_same_request_same_key(a: str, b: str) -> None:
 def test_different_requests_different_keys() -> None:
     urls_ = ["http://h.com/a", "https://h.com/a", "http://h.com/a?x=1", "http://h.com:8080/a"]
     assert len(set(url_keys(urls_).tolist())) == len(urls_)
+
+
+@given(st.lists(urls, max_size=8))
+def test_url_keys_are_the_keys_of_each_url_in_order(batch: list[str]) -> None:
+    keys = url_keys(batch)
+    assert keys.dtype == np.uint64
+    assert keys.tolist() == [url_key(u) for u in batch]

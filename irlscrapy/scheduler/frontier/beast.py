@@ -374,15 +374,16 @@ class Beast:
         """push() each ``(domain, payload)``, in one write per queue file: a kill may
         have stored any of them, not a prefix."""
         phase = self._phase
-        for domain, payload in records:
-            if phase is None:
-                self._append(domain, payload, flush=False)
-            else:
+        if phase is not None:
+            for domain, payload in records:
                 self._to_pending(phase, domain, payload, flush=False)
-        writers = [phase.pending] if phase is not None else [*self._writers.values()]
-        for writer in (*writers, self._qf):
-            if writer is not None:
-                writer.flush()
+            phase.pending.flush()
+            return
+        slots = {self._append(domain, payload, flush=False) for domain, payload in records}
+        for slot in slots:  # the files written to, QF's being slot None
+            writer = self._qf if slot is None else self._writers[slot]
+            assert writer is not None
+            writer.flush()
 
     def _to_pending(self, phase: _Phase, domain: int, payload: bytes, *, flush: bool) -> None:
         record = _DOMAIN.pack(domain) + payload
