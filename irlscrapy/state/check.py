@@ -114,8 +114,8 @@ def repair_state(directory: Path, say: Callable[[str], None] = lambda _: None) -
                         f"{salvaged.dropped_bytes} bytes (the URLs in them are lost)"
                     )
         done += _renumber_admitted(directory)
+        done += _mend_beast_state(directory)  # (before: a lost journal is told by it)
         done += _mend_lost_journal(directory)
-        done += _mend_beast_state(directory)
         done += _mend_missing_queues(directory)
         done += _mend_parked_list(directory)
         for cache in (*CACHES, NAMES):
