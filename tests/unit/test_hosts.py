@@ -3,12 +3,15 @@ one spelling of a URL's host that the IRL scheduler fetches and keys."""
 
 from __future__ import annotations
 
+import ipaddress
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from irlscrapy.domains import canonical_authority, url_host, url_origin
 from irlscrapy.dupefilters.urlkey import url_key
+from irlscrapy.scheduler.hosts.dns import is_ip
 
 
 @pytest.mark.parametrize(
@@ -91,3 +94,20 @@ def test_every_spelling_of_a_host_is_respelt_as_the_model_spells_it(urls: tuple[
 )
 def test_known_spellings(url: str, canonical: str) -> None:
     assert canonical_authority(url) == canonical
+
+
+ip_like = st.one_of(
+    st.ip_addresses().map(str),
+    st.text(alphabet="0123456789.:abcdefx%", max_size=20),
+    st.text(max_size=12),
+)
+
+
+@given(ip_like)
+def test_is_ip_is_ipaddress_parsing_with_names_skipped_unparsed(host: str) -> None:
+    try:
+        ipaddress.ip_address(host)
+        parsed = True
+    except ValueError:
+        parsed = False
+    assert is_ip(host) == parsed

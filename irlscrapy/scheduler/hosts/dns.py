@@ -133,6 +133,8 @@ def _decode(raw: bytes) -> _Entry:
 
 
 def is_ip(host: str) -> bool:
+    if ":" not in host and not host.replace(".", "").isdigit():
+        return False  # a name (an IPv6 literal has a colon, an IPv4 one only digits and dots)
     try:
         ipaddress.ip_address(host)
     except ValueError:
