@@ -272,6 +272,14 @@ class RecordWriter:
         if flush or len(self._held) >= self.HOLD_BYTES:
             self.flush()
 
+    def append_many(self, payloads: list[bytes], *, flush: bool = True) -> None:
+        """append() each of ``payloads``, framed in one pass."""
+        assert self._fd is not None, "open() first"
+        assert all(payloads), "an empty record (see _whole_record_in)"
+        self._held += b"".join([_HEAD.pack(len(p), zlib.crc32(p)) + p for p in payloads])
+        if flush or len(self._held) >= self.HOLD_BYTES:
+            self.flush()
+
     def flush(self) -> None:
         """Hand the records held back to the OS (all of them, or none: see the class)."""
         assert self._fd is not None, "open() first"

@@ -155,8 +155,9 @@ class BeastMachine(RuleBasedStateMachine):
             assert beast.taken <= model.taken
             assert beast.cycle_end <= model.cycle_end
             model.cycle_end = beast.cycle_end
-            model.taken, model.budget_sum = beast.taken, beast._budget_sum
-            model.placements, model.domains = beast._placed, set(beast.domains._exact or ())
+            placement = beast.placement
+            model.taken, model.budget_sum = beast.taken, placement.budget_sum
+            model.placements, model.domains = placement.placed, set(beast.domains._exact or ())
 
     @invariant()
     def same_size(self) -> None:
@@ -451,19 +452,19 @@ def test_a_resplit_cut_short_by_a_crash_is_undone_and_done_again(tmp_path: Path)
     assert beast.qf_records > 20
     popped = [beast.pop()]
     journaled.append(beast.position)
-    real_append = beast._append  # what a re-split places each QF record with
-    calls = 0
+    real_store = beast._store  # what a re-split writes its placed records with
+    stored = 0
 
-    def crash_after_five(domain: int, payload: bytes, *, flush: bool) -> int | None:
-        nonlocal calls
-        calls += 1
-        if calls > 5:
+    def crash_after_five(slot: int, records: list[bytes], *, flush: bool) -> None:
+        nonlocal stored
+        if stored >= 5:  # (some of the re-split's records written: a kill mid-slice)
             raise KeyboardInterrupt("kill -9")
-        return real_append(domain, payload, flush=flush)
+        stored += len(records)
+        real_store(slot, records, flush=flush)
 
-    beast._append = crash_after_five  # type: ignore[method-assign]
+    beast._store = crash_after_five  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        while True:
+        for _ in range(len(pushed)):
             popped.append(beast.pop())
             journaled.append(beast.position)
     kill(beast)

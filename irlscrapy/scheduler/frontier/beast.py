@@ -108,6 +108,8 @@ import struct
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
+import numpy as np
+
 from irlscrapy.exceptions import ConfigurationError, DamagedState
 from irlscrapy.scheduler.frontier.beaststate import (
     STATE_VERSION,
@@ -117,14 +119,13 @@ from irlscrapy.scheduler.frontier.beaststate import (
     undo_phase,
 )
 from irlscrapy.scheduler.frontier.distinct import DistinctCount
+from irlscrapy.scheduler.frontier.placement import TO_QF, Placement, by_slot
 from irlscrapy.storage import faulthooks
 from irlscrapy.storage.jsonfile import replace_json
 from irlscrapy.storage.recordfile import MAGIC, RECORD_OVERHEAD, RecordWriter, scan
 from irlscrapy.storage.recovery import recovered
 
 _DOMAIN = struct.Struct(">Q")
-_FILL_BITS = 32  # a (slot, fill) pair is slot << _FILL_BITS | fill
-_FILL_MASK = (1 << _FILL_BITS) - 1
 #: Records a re-split places per resplit_step() by default: a few milliseconds.
 RESPLIT_SLICE = 2048
 
@@ -161,7 +162,8 @@ class Beast:
                 f"BEAST needs 2 <= initial_queues ({initial_queues}) <= max_queues ({max_queues})"
             )
         self.path = Path(path)
-        self.budget_of = budget_of  # the domain's current budget B_x (>= 1)
+        #: each domain's next slot, and eq. 31's figures of the placements
+        self.placement = Placement(budget_of)
         #: called with a slot read to its end, before its file is deleted: the caller
         #: moves its position past it (module docstring)
         self.on_slot_read = on_slot_read
@@ -176,8 +178,6 @@ class Beast:
         self.j = initial_queues
         self.reading = 0  # slot r
         self.cycle_end = initial_queues  # the slot that starts the next cycle
-        self._domains: dict[int, int] = {}  # domain -> slot << _FILL_BITS | fill
-        self._domains_kept = 0  # len(_domains) after the last drop of read slots' pairs
         self._writers: dict[int, RecordWriter] = {}
         self._counts: dict[int, int] = {}  # slot -> records not yet popped
         self._slot_records = 0  # the sum of _counts (len() is called per admitted record)
@@ -195,12 +195,7 @@ class Beast:
         #: disk I/O that Theorems 6 and 7 count
         self.bytes_written = 0
         self.bytes_read = 0
-        #: eq. 31's figures: records taken (N), distinct domains pushed (V), and the sum
-        #: of the budgets of the placements with their count (E[B_x])
-        self.taken = 0
-        self.domains = DistinctCount()
-        self._budget_sum = 0
-        self._placed = 0
+        self.taken = 0  # records taken: eq. 31's N
 
     def open(
         self,
@@ -246,9 +241,7 @@ class Beast:
         self.cycle_end = int(state["cycle_end"])  # type: ignore[call-overload]
         self._qf_generation = int(state["qf"])  # type: ignore[call-overload]
         self.taken = int(state.get("taken", 0))  # type: ignore[call-overload]
-        self._budget_sum = int(state.get("budget_sum", 0))  # type: ignore[call-overload]
-        self._placed = int(state.get("placed", 0))  # type: ignore[call-overload]
-        self.domains = DistinctCount.from_state(state.get("domains"))
+        self.placement.restore(state)
         for damage in missing_queue_files(self.path, state, read_past):
             raise damage
         resplit = state.get("resplit")
@@ -283,11 +276,7 @@ class Beast:
                 self._slot_records += 1
                 if visit is not None:
                     visit(record[_DOMAIN.size :])
-                pair = self._domains.get(domain)
-                if pair is None or slot > pair >> _FILL_BITS:
-                    self._domains[domain] = slot << _FILL_BITS | 1
-                elif slot == pair >> _FILL_BITS:
-                    self._domains[domain] = pair + 1
+                self.placement.found(domain, slot)
             if slot == self.reading and read_past and read_past[0] == slot:
                 self._skip = read_past[1]
         qf = self._qf_path(self._qf_generation)
@@ -321,9 +310,7 @@ class Beast:
             "qf": self._qf_generation,
             "resplit": resplit,
             "taken": self.taken,
-            "budget_sum": self._budget_sum,
-            "placed": self._placed,
-            "domains": self.domains.state(),
+            **self.placement.state(),
             "slots": sorted(s for s, n in self._counts.items() if n and s > self.reading),
             "ends_marked": True,
         }
@@ -342,6 +329,15 @@ class Beast:
         if self._qf is not None:
             self._qf.close()
             self._qf = None
+
+    @property
+    def budget_of(self) -> Callable[[int], int]:
+        return self.placement.budget_of
+
+    @property
+    def domains(self) -> DistinctCount:
+        """The distinct domains placed (estimated): eq. 31's V."""
+        return self.placement.domains
 
     def __len__(self) -> int:
         phase = self._phase
@@ -395,34 +391,25 @@ class Beast:
         slot = self._place(domain)
         record = _DOMAIN.pack(domain) + payload
         self.bytes_written += len(record) + RECORD_OVERHEAD
-        if slot is None:
+        self._store(TO_QF if slot is None else slot, [record], flush=flush)
+        return slot
+
+    def _store(self, slot: int, records: list[bytes], *, flush: bool) -> None:
+        """Append ``records`` to the file of ``slot`` (TO_QF: QF's)."""
+        if slot == TO_QF:
             assert self._qf is not None, "open() first"
-            self._qf.append(record, flush=flush)
-            self.qf_records += 1
-            return None
+            self._qf.append_many(records, flush=flush)
+            self.qf_records += len(records)
+            return
         writer = self._writers.get(slot)
         if writer is None:
             writer = self._writers[slot] = self._writer(self._slot_path(slot))
-        writer.append(record, flush=flush)
-        self._counts[slot] = self._counts.get(slot, 0) + 1
-        self._slot_records += 1
-        return slot
+        writer.append_many(records, flush=flush)
+        self._counts[slot] = self._counts.get(slot, 0) + len(records)
+        self._slot_records += len(records)
 
     def _place(self, domain: int) -> int | None:
-        budget = max(1, self.budget_of(domain))
-        self.domains.add(domain)
-        self._budget_sum += budget
-        self._placed += 1
-        pair = self._domains.get(domain, 0)
-        slot, fill = pair >> _FILL_BITS, pair & _FILL_MASK
-        if slot <= self.reading:
-            slot, fill = self.reading + 1, 0
-        if fill >= budget:
-            slot, fill = slot + 1, 0
-        if slot > self.reading + self.j - 1:
-            return None
-        self._domains[domain] = slot << _FILL_BITS | (fill + 1)
-        return slot
+        return self.placement.one(domain, self.reading, self.reading + self.j - 1)
 
     # -- reading ---------------------------------------------------------------------
     def pop(self) -> tuple[int, bytes] | None:
@@ -475,10 +462,7 @@ class Beast:
         self._close_writer(self.reading)
         done = self._slot_path(self.reading)
         self.reading += 1
-        if len(self._domains) > 2 * self._domains_kept + 1024:
-            first = (self.reading + 1) << _FILL_BITS
-            self._domains = {d: p for d, p in self._domains.items() if p >= first}
-            self._domains_kept = len(self._domains)
+        self.placement.forget_before(self.reading + 1)
         if self.reading >= self.cycle_end:
             self._end_cycle()
         self.discard(done)
@@ -499,7 +483,7 @@ class Beast:
     def next_j(self) -> int:
         """j for the cycle that starts now: doubled, but not past eq. 31's value for the
         records taken so far (see the module docstring), nor past ``max_queues``."""
-        mean_budget = self._budget_sum / self._placed if self._placed else 1.0
+        mean_budget = self.placement.mean_budget()
         alpha_n = max(0, self.taken) / (mean_budget * max(1, self.domains.estimate()))
         eq31 = 2 ** (math.ceil(math.log2(alpha_n + 1)) - 1)
         return max(self.j, min(2 * self.j, self.max_queues, eq31))
@@ -551,12 +535,20 @@ class Beast:
         return self._phase is not None
 
     def _place_read(self, records: Iterator[tuple[int, bytes]]) -> int:
-        """Place records read from a queue file (held back: flushed at the phase's end)."""
-        before = self._placed
-        for _, record in records:
-            self.bytes_read += len(record) + RECORD_OVERHEAD
-            self._append(_DOMAIN.unpack_from(record)[0], record[_DOMAIN.size :], flush=False)
-        return self._placed - before
+        """Place records read from a queue file, as one batch (held back: flushed at the
+        phase's end); how many."""
+        batch = [record for _, record in records]
+        if not batch:
+            return 0
+        domains = np.frombuffer(b"".join([r[: _DOMAIN.size] for r in batch]), dtype=">u8")
+        last = self.reading + self.j - 1
+        slots = self.placement.many(domains.astype(np.uint64), self.reading, last)
+        size = sum(map(len, batch)) + RECORD_OVERHEAD * len(batch)
+        self.bytes_read += size
+        self.bytes_written += size
+        for slot, group in by_slot(slots):
+            self._store(slot, [batch[i] for i in group.tolist()], flush=False)
+        return len(batch)
 
     def _end_phase(self, phase: _Phase) -> None:
         """The sources are placed: what was pushed meanwhile goes to the next phase, or
