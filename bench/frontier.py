@@ -20,7 +20,10 @@ guard opened for 127.0.0.0/8 (``IRL_ALLOW_PRIVATE_ADDRESSES``), and the state di
 :class:`IdleEngine`: the scheduler's engine waker has nothing to wake, which it
 tolerates. Everything else is the default: 64 MiB for URLseen, a 100,000-URL
 workbench, 64 URLs per host, the 25,000-entry DNS cache, robots.txt obeyed, Referer on,
-STAR on.
+STAR on, and the add-on's GC tuning (``GCTuning``: a freeze and rare full collections),
+which a crawl applies when its spider opens and the driver applies after the open (with
+CPython's own thresholds, full collections of 0.3 s came every few seconds at a
+million URLs: the run's longest stalls).
 
 - **DNS** is answered in process: the crawl's one ``DNSCache`` (``DNSCache.of(crawler)``)
   gets a :class:`LoopbackResolver` as its resolver, which answers every name at once
@@ -156,6 +159,7 @@ import numpy as np
 import psutil
 from common import ADDON_ON_LOOPBACK, RESULTS, disk_usage, emit, memory
 from scrapy import Request, Spider, signals
+from scrapy.exceptions import NotConfigured
 from scrapy.http import Response
 from scrapy.utils.reactor import install_reactor
 from scrapy.utils.test import get_crawler
@@ -166,6 +170,7 @@ from irlscrapy.exceptions import DirectoryLocked
 from irlscrapy.links import Links
 from irlscrapy.middlewares.star import StarMiddleware
 from irlscrapy.report.reactorlag import ReactorLag, new_histogram, percentile
+from irlscrapy.runtime.gctuning import GCTuning
 from irlscrapy.scheduler.hosts.dns import DNSCache
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.metakeys import ROBOTS_KEY
@@ -629,6 +634,12 @@ class Driver:
             self.scheduler.indegree._in_thread = self.scheduler.urlseen._in_thread
         self.star = StarMiddleware.from_crawler(self.crawler)
         self.spider = FrontierSpider.from_crawler(self.crawler)
+        #: the add-on's GC tuning, applied when the spider opens (crawler.engine is idle
+        #: here, so no spider_opened is sent: the driver applies it after open)
+        try:
+            self.gc_tuning: GCTuning | None = GCTuning.from_crawler(self.crawler)
+        except NotConfigured:  # (-s IRL_GC_FREEZE=False -s IRL_GC_FULL_EVERY=0)
+            self.gc_tuning = None
         self.stats = self.crawler.stats
         self.source = PageSource(SEED)
         self.lag = ReactorLag(self.stats, reactor)
@@ -685,6 +696,8 @@ class Driver:
         t = time.monotonic()
         self.scheduler.open(self.spider)
         open_seconds = time.monotonic() - t
+        if self.gc_tuning is not None:
+            self.gc_tuning.spider_opened(self.spider)  # as the crawl's extension does then
         gc.collect()
         open_rss = memory()["rss"]
         drum = self.scheduler.urlseen.drum

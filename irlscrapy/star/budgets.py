@@ -263,18 +263,28 @@ class TopDomains:
         self._entries[key] = (degree, pages, name)
 
     def _trim(self) -> None:
-        best = sorted(self._entries.items(), key=_rank_order)[: self.size]
+        best = best_first(self._entries, self.size)
         self._entries = dict(best)
         self.floor = best[-1][1][0]
 
     def ranked(self) -> list[Ranked]:
         """The top PLDs, highest in-degree first (ties: by key)."""
-        best = sorted(self._entries.items(), key=_rank_order)[: self.size]
+        best = best_first(self._entries, self.size)
         return [Ranked(key, name, degree, pages) for key, (degree, pages, name) in best]
 
 
-def _rank_order(item: tuple[int, tuple[int, int, str]]) -> tuple[int, int]:
-    return (-item[1][0], item[0])
+def best_first(
+    entries: dict[int, tuple[int, int, str]], size: int
+) -> list[tuple[int, tuple[int, int, str]]]:
+    """The ``size`` entries of highest in-degree, in that order (ties: by key). Sorted by
+    numpy, which lets other threads run: ``sorted()`` of 10^5 entries in the refresh
+    thread held the GIL, and so the reactor, for a quarter of a second."""
+    items = list(entries.items())
+    keys = np.fromiter((key for key, _ in items), dtype=np.uint64, count=len(items))
+    degrees = np.fromiter((entry[0] for _, entry in items), dtype=np.int64, count=len(items))
+    order = np.argsort(keys, kind="stable")
+    order = order[np.argsort(-degrees[order], kind="stable")][:size]
+    return [items[i] for i in order.tolist()]
 
 
 def budgets(

@@ -16,6 +16,7 @@ from irlscrapy.star.budgets import (
     BudgetScale,
     Ranked,
     TopDomains,
+    best_first,
     budget,
     budget_function,
     budget_mode,
@@ -240,3 +241,17 @@ class TestBudgetModes:
         assert budget_mode("off") == "off"
         with pytest.raises(ConfigurationError, match="IRL_BUDGET_MODE='none': choose one of star"):
             budget_mode("none")
+
+
+@given(
+    st.dictionaries(
+        st.integers(0, 2**64 - 1) | st.integers(0, 5),
+        st.tuples(st.integers(0, 4), st.integers(0, 3), st.sampled_from(["", "a.com"])),
+    ),
+    st.integers(1, 8),
+)
+def test_best_first_is_the_sort_by_in_degree_then_key(
+    entries: dict[int, tuple[int, int, str]], size: int
+) -> None:
+    expected = sorted(entries.items(), key=lambda item: (-item[1][0], item[0]))[:size]
+    assert best_first(entries, size) == expected
