@@ -499,6 +499,15 @@ class Intake:
         frontier = self.frontier
         if frontier is not None and frontier.admission.can_admit():
             self.waker.wake()  # new hosts' robots.txt may be due at once: admit them now
+        elif (
+            frontier is not None
+            and not self._in_flight()
+            and frontier.admission.can_admit(hungry=True)
+        ):
+            # RAM holds the horizon's target, none of it due, nothing in flight: the
+            # engine's next call admits past the target (Dispatcher._idle), where waiting
+            # for the next host due left the records just stored idle in BEAST
+            self.waker.wake()
         else:
             self._ready()
 
