@@ -496,17 +496,13 @@ class Intake:
             # URLs submitted during the merge, and no fetch will end to flush them
             # (the no-idle invariant; submitted() skipped them while the merge ran)
             self.flush()
-        frontier = self.frontier
-        if frontier is not None and frontier.admission.can_admit():
-            self.waker.wake()  # new hosts' robots.txt may be due at once: admit them now
-        elif (
-            frontier is not None
-            and not self._in_flight()
-            and frontier.admission.can_admit(hungry=True)
+        # Admit now: new hosts' robots.txt may be due at once. With nothing in flight, past
+        # the horizon's target too (the engine's next call does: Dispatcher._idle), where
+        # waiting for the next host due left the records just stored idle in BEAST.
+        admission = self.frontier.admission if self.frontier is not None else None
+        if admission is not None and (
+            admission.can_admit() or (not self._in_flight() and admission.can_admit(hungry=True))
         ):
-            # RAM holds the horizon's target, none of it due, nothing in flight: the
-            # engine's next call admits past the target (Dispatcher._idle), where waiting
-            # for the next host due left the records just stored idle in BEAST
             self.waker.wake()
         else:
             self._ready()

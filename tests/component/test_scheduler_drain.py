@@ -36,8 +36,9 @@ class _Waker:
         self.wakes += 1
 
 
-def _after_a_merge(pending: int, in_flight: int) -> Intake:
-    intake = Intake(
+def _intake(pending: int) -> Intake:
+    """An intake over a URLseen with ``pending`` keys, and nothing else."""
+    return Intake(
         _URLseen(pending),  # type: ignore[arg-type]
         None,  # type: ignore[arg-type]
         None,
@@ -47,6 +48,10 @@ def _after_a_merge(pending: int, in_flight: int) -> Intake:
         log_unserializable=False,
         peers=NoPeers(),
     )
+
+
+def _after_a_merge(pending: int, in_flight: int) -> Intake:
+    intake = _intake(pending)
     intake._in_flight = lambda: in_flight
     intake.merging = True
     intake._drain_task = object()
@@ -99,16 +104,7 @@ class _Frontier:
 
 
 def _drained_into_a_full_horizon(in_flight: int) -> tuple[Intake, list[int]]:
-    intake = Intake(
-        _URLseen(0),  # type: ignore[arg-type]
-        None,  # type: ignore[arg-type]
-        None,
-        _Waker(),  # type: ignore[arg-type]
-        dedup=True,
-        persistent=False,
-        log_unserializable=False,
-        peers=NoPeers(),
-    )
+    intake = _intake(pending=0)
     readied: list[int] = []
     intake._ready = lambda: readied.append(1)
     intake.frontier = _Frontier()  # type: ignore[assignment]

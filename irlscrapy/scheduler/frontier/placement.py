@@ -42,16 +42,22 @@ class Placed(NamedTuple):
     distinct: list[int]  # the domains of the batch, each once
 
 
-def place_one(
-    domain: int, budget: int, pairs: dict[int, int], reading: int, last: int
-) -> int | None:
-    """The slot of one record of ``domain`` (None: QF); ``pairs`` updated."""
-    pair = pairs.get(domain, 0)
+def next_place(pair: int, budget: int, reading: int) -> tuple[int, int]:
+    """Where a domain's next record goes, from its ``pair``: ``(slot, fill)``, the fill
+    counted before the record (the window's end is the caller's to check)."""
     slot, fill = pair >> FILL_BITS, pair & FILL_MASK
     if slot <= reading:
         slot, fill = reading + 1, 0
     if fill >= budget:
         slot, fill = slot + 1, 0
+    return slot, fill
+
+
+def place_one(
+    domain: int, budget: int, pairs: dict[int, int], reading: int, last: int
+) -> int | None:
+    """The slot of one record of ``domain`` (None: QF); ``pairs`` updated."""
+    slot, fill = next_place(pairs.get(domain, 0), budget, reading)
     if slot > last:
         return None
     pairs[domain] = slot << FILL_BITS | (fill + 1)
@@ -82,12 +88,7 @@ def place_many(
     start_fill = np.empty(len(keys), dtype=np.int64)
     for u, domain in enumerate(keys):
         budget = max(1, budget_of(domain))
-        pair = pairs.get(domain, 0)
-        slot, fill = pair >> FILL_BITS, pair & FILL_MASK
-        if slot <= reading:
-            slot, fill = reading + 1, 0
-        if fill >= budget:
-            slot, fill = slot + 1, 0
+        slot, fill = next_place(pairs.get(domain, 0), budget, reading)
         budgets[u], start_slot[u], start_fill[u] = budget, slot, fill
     position = start_fill[inverse] + rank  # fill before the record, counted from s0
     slots = start_slot[inverse] + position // budgets[inverse]
