@@ -28,7 +28,9 @@ of the project's own releases its host when it is handed out (:func:`own_downloa
 *No idle crawler while work exists.* Whenever nothing is in flight and no host is
 due, the dispatcher is not sitting on fetchable work: it flushes URLseen (unless a
 merge runs, whose drain wakes the engine), resumes admission paused for a full host,
-and admits from BEAST (:meth:`_idle`). What may then still wait is only work that
+and admits from BEAST (:meth:`_idle`); and whatever makes BEAST's records admissible
+(a drain, a re-split's end, RAM freed) wakes the engine at once (:meth:`ready`), not
+when the next host is due. What may then still wait is only work that
 cannot be fetched yet: hosts within their politeness delay, and hosts or origins in
 back-off, retirement or a robots.txt retry. A finite crawl waits for those at most
 ``IRL_CRAWL_GIVE_UP_AFTER`` beyond the longest politeness delay, then parks them and ends
@@ -357,7 +359,17 @@ class Dispatcher:
         self.waker.wake()  # the engine sees no pending request and closes the spider
 
     def ready(self) -> None:
-        """Work may have become due: wake the engine then (at once if it is now)."""
+        """Work may have become due or admissible: wake the engine when it is. At once
+        when admission can take records from BEAST now: below the horizon's target, or
+        past it with nothing in flight (:meth:`_idle` admits then; no fetch will end to
+        wake the engine). Records become admissible when a URLseen drain stores them, a
+        re-split ends, RAM is freed or a paused admission resumes: waiting for the next
+        host due left them idle in BEAST for as long as that host's delay or IP lease
+        (an agent's no-idle watch saw 1-s windows of it in CI, after a handover)."""
+        admission = self.frontier.admission
+        if admission.can_admit() or (not self.ledger and admission.can_admit(hungry=True)):
+            self.waker.wake()
+            return
         due = self.frontier.next_due()
         if due is not None:
             self.waker.wake_at(due)

@@ -222,7 +222,7 @@ class Intake:
     ) -> None:
         """Start on ``frontier``; drain what a previous run merged but did not store.
         ``fetch_over(token)``: the fetch a retry, redirect or trap replaces is over;
-        ``ready()``: work may have become due; ``in_flight()``: fetches in flight;
+        ``ready()``: work may have become due or admissible; ``in_flight()``: fetches in flight;
         ``progress()``: new URLs were stored; ``failed(failure, what)``: URLseen failed."""
         self.spider = spider
         self.frontier = frontier
@@ -496,16 +496,7 @@ class Intake:
             # URLs submitted during the merge, and no fetch will end to flush them
             # (the no-idle invariant; submitted() skipped them while the merge ran)
             self.flush()
-        # Admit now: new hosts' robots.txt may be due at once. With nothing in flight, past
-        # the horizon's target too (the engine's next call does: Dispatcher._idle), where
-        # waiting for the next host due left the records just stored idle in BEAST.
-        admission = self.frontier.admission if self.frontier is not None else None
-        if admission is not None and (
-            admission.can_admit() or (not self._in_flight() and admission.can_admit(hungry=True))
-        ):
-            self.waker.wake()
-        else:
-            self._ready()
+        self._ready()  # (the records stored may be admitted now: Dispatcher.ready)
 
     def _fatal(self, failure: Failure, what: str) -> None:
         """URLseen's merge or drain failed: it is not running any more."""

@@ -376,6 +376,7 @@ class Frontier:
             else:  # (a Request kept in RAM, from the bench: it stays here)
                 self._to_host(url_host(item.url), priority, item, front=False)
         self.admission.resume()  # (a lost host may have paused it)
+        self.on_ready()  # (RAM freed, admission resumed: BEAST's records may be admitted)
         return [state.host for state in hosts], forwarded
 
     def _push_stored(self, record: bytes) -> None:

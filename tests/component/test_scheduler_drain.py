@@ -92,36 +92,12 @@ def test_a_starving_flush_waits_as_long_as_the_last_merge_took() -> None:
     assert intake.starving_flush_at == 100.5
 
 
-class _Admission:
-    """A full horizon: admission only past its target (``hungry``)."""
-
-    def can_admit(self, *, hungry: bool = False) -> bool:
-        return hungry
-
-
-class _Frontier:
-    admission = _Admission()
-
-
-def _drained_into_a_full_horizon(in_flight: int) -> tuple[Intake, list[int]]:
+def test_the_drain_tells_the_dispatcher_what_it_stored() -> None:
+    """The records stored may be admitted at once (Dispatcher.ready decides when the
+    engine asks: tests/component/test_dispatcher_ready.py)."""
     intake = _intake(pending=0)
     readied: list[int] = []
     intake._ready = lambda: readied.append(1)
-    intake.frontier = _Frontier()  # type: ignore[assignment]
-    intake._in_flight = lambda: in_flight
     intake.merging = True
     intake.drained(None)
-    return intake, readied
-
-
-def test_a_drain_into_a_full_horizon_with_nothing_in_flight_wakes_the_engine() -> None:
-    """The records just stored wait in BEAST; no fetch will end to admit them, and the
-    next host due may be seconds away (an agent's idle watch saw a 1-s window of it
-    after a handover): the engine is woken, and its next call admits past the target."""
-    intake, readied = _drained_into_a_full_horizon(in_flight=0)
-    assert intake.waker.wakes == 1 and not readied  # type: ignore[attr-defined]
-
-
-def test_a_drain_into_a_full_horizon_with_fetches_in_flight_waits_for_them() -> None:
-    intake, readied = _drained_into_a_full_horizon(in_flight=2)
-    assert intake.waker.wakes == 0 and readied == [1]  # type: ignore[attr-defined]
+    assert readied == [1] and not intake.merging
