@@ -17,8 +17,8 @@ The real ``IRLScheduler`` and its ``DRUMDupeFilter``, built by Scrapy
 politeness delays 0 (``IRL_HOST_DELAY``, ``IRL_IP_DELAY`` and their floors), the address
 guard opened for 127.0.0.0/8 (``IRL_ALLOW_PRIVATE_ADDRESSES``), and the state directory
 ``<state>/irl`` (``IRL_STATE_DIR``; see *Resuming*). ``crawler.engine`` is an
-:class:`IdleEngine`: the scheduler's engine waker has nothing to wake, which it
-tolerates. Everything else is the default: 64 MiB for URLseen, a 100,000-URL
+:class:`IdleEngine`, whose slot takes the scheduler's wake-ups and holds no
+request. Everything else is the default: 64 MiB for URLseen, a 100,000-URL
 workbench, 64 URLs per host, the 25,000-entry DNS cache, robots.txt obeyed, Referer on,
 STAR on, and the add-on's GC tuning (``GCTuning``: a freeze and rare full collections),
 which a crawl applies when its spider opens and the driver applies after the open (with
@@ -43,8 +43,9 @@ million URLs: the run's longest stalls).
   request gets its callback called with a 404 response (allow all), as the downloader
   would. So hosts are released immediately and their URLs flow. The page of a request
   taken is the next page fed (its source and depth); once its links are enqueued,
-  ``page_done(request)`` is called, as ``PageDoneMiddleware`` would (robots.txt
-  requests: after their callback).
+  ``page_handled(request)`` is called, as ``PageDoneMiddleware`` would (robots.txt
+  requests: after their callback), and the engine holds the request no more, so the
+  next call marks the page done.
 - **STAR**: each page fed is also recorded by the crawl's ``StarMiddleware`` (its PLD
   and the PLDs of its first :data:`EXTERNAL_LINKS` links, the broad web's share of
   links to other PLDs), so STAR's two DRUMs and ranking are in the figures.
@@ -226,15 +227,30 @@ class FrontierSpider(Spider):
     name = "frontier"
 
 
-class IdleEngine:
-    """Stands in for ``crawler.engine``: an engine that runs no spider. Scrapy 2.19 raises
-    RuntimeError on reading ``Crawler.engine`` before a crawl starts, and the scheduler's
-    waker (irlscrapy/runtime/internals.py, ``EngineWaker._nextcall``) and ``IRLScheduler._fatal``
-    read it, expecting None; with this they find an engine with no slot and no spider,
-    which both treat as "nothing to wake"."""
+class BenchSlot:
+    """The engine's slot as the scheduler reads it: wake-ups go nowhere (the benchmark
+    calls ``next_request()`` itself) and no request is held (each page's links are fed
+    before its ``page_handled``, so its page is done on the next call)."""
 
-    _slot = None
+    closing = None
+    inprogress: frozenset[Request] = frozenset()
+
+    @property
+    def nextcall(self) -> BenchSlot:
+        return self
+
+    def schedule(self, delay: float = 0) -> None:
+        pass
+
+
+class IdleEngine:
+    """Stands in for ``crawler.engine``: an engine that runs no spider and asks for no
+    request (Scrapy 2.19 raises RuntimeError on reading ``Crawler.engine`` before a
+    crawl starts; the scheduler's waker and ``IRLScheduler._fatal`` read it)."""
+
+    _slot = BenchSlot()
     spider = None
+    running = False
 
 
 class LoopbackResolver:
@@ -830,7 +846,7 @@ class Driver:
                 # links stand for its links to other PLDs (the broad web's share)
                 self.star.record(Response(source), urls[:EXTERNAL_LINKS])
                 if take_from is not None:  # its links are handed over: as PageDoneMiddleware
-                    self.scheduler.page_done(take_from)
+                    self.scheduler.page_handled(take_from)
                 self.fed += 1
                 self.fed_in_batch = k + 1
                 take_from = self.take()
@@ -866,7 +882,7 @@ class Driver:
                 defer.ensureDeferred(
                     request.callback(Response(request.url, status=404, request=request))
                 )
-                self.scheduler.page_done(request)  # as PageDoneMiddleware would
+                self.scheduler.page_handled(request)  # as PageDoneMiddleware would
                 continue
             self.totals["taken"] += 1
             return request

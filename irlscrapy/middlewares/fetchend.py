@@ -13,11 +13,12 @@ components would fail it: IgnoreRequest("Forbidden by robots.txt") and stat
 guard refuses, or CannotResolveHostError; so its errback runs.
 
 ``PageDoneMiddleware`` (spider middleware, outermost): once the spider's output for a
-response has been consumed (its links handed to the frontier), the URL is done in the
-admitted journal; before that, a kill -9 makes the URL be fetched again rather than its
-links be lost. A page whose failure no middleware of ours sees (one raised in a
-downloader middleware's ``process_response``) is done once the engine has finished
-with its request (``irlscrapy.scheduler.ledger``).
+response has all been yielded, it tells the scheduler, which marks the URL done in the
+admitted journal when the engine has finished with the request: Scrapy's scraper may
+still be passing requests of that output on (``irlscrapy.scheduler.ledger``). Before
+that, a kill -9 makes the URL be fetched again rather than its links be lost. A page
+whose failure no middleware of ours sees (one raised in a downloader middleware's
+``process_response``) is done once the engine has finished with its request too.
 
 ``HostHealthMiddleware`` (downloader middleware, order HOST_HEALTH_ORDER: above
 RetryMiddleware's 550, so it sees each answer and failure before a retry is made of it):
@@ -132,7 +133,7 @@ class PageDoneMiddleware:
     def _done(self, response: Response | None) -> None:
         scheduler = IRLScheduler.of(self.crawler)
         if scheduler is not None and response is not None and response.request is not None:
-            scheduler.page_done(response.request)
+            scheduler.page_handled(response.request)
 
 
 class HostHealthMiddleware:

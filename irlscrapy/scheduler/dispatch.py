@@ -17,11 +17,14 @@ while URLseen has a whole batch waiting behind a running merge
 tokens, meta ``FETCH_KEY``): a fetch is handed out holding its host and IP; it *ends*
 when the request leaves the downloader (``request_left_downloader``), or ends before
 reaching it (FetchEndMiddleware), or comes back as a retry or redirect: then the host
-and IP are released (:meth:`end`). Its page is *done* once the spider has handled the
-response (PageDoneMiddleware), or, if no middleware says so (a failure that goes to the
-request's errback only), once the engine has finished with the request, looked at every
-``PAGE_CHECK_INTERVAL`` and at close: then its URL leaves the admitted journal
-(:meth:`page_done`, :meth:`finish_pages`).
+and IP are released (:meth:`end`). Its page is *done* once the engine has finished with
+the request, which it does after the spider's output for it has been passed on (the
+requests the spider yielded are then in the frontier): then its URL leaves the admitted
+journal. That is looked at on the engine's next call for the pages the spider has
+handled (PageDoneMiddleware, and a final failure: :meth:`page_handled`), every
+``PAGE_CHECK_INTERVAL`` for every page pending (a failure that goes to the request's
+errback only), and at close (:meth:`finish_pages`). A retry, redirect or trap stored in
+a fetch's place makes its page done at once (:meth:`fetch_over`).
 A robots.txt fetch ends with its outcome (robotsfetch). A request in a downloader slot
 of the project's own releases its host when it is handed out (:func:`own_download_slot`).
 
@@ -201,9 +204,12 @@ class Dispatcher:
             self.waker.wake_at(self._admission_due)  # come back for the rest
         if not len(frontier.beast) and not intake.merging and intake.pending:
             intake.flush()  # the early flush: BEAST is dry, the workbench will be next
-        if now >= self._pages_due and not self.stop.stopped:
-            self._pages_due = now + PAGE_CHECK_INTERVAL
-            self.finish_pages()
+        if not self.stop.stopped:
+            if now >= self._pages_due:
+                self._pages_due = now + PAGE_CHECK_INTERVAL
+                self.finish_pages()
+            elif self.ledger.pages_handled:
+                self.finish_pages(handled=True)
         got = frontier.take(now)
         if got is None:
             self._idle()
@@ -418,20 +424,25 @@ class Dispatcher:
         )
         self.ready()
 
-    def page_done(self, request: Request) -> None:
-        """The spider has handled the response of ``request``: its URL is done for
-        good, its links already submitted."""
+    def page_handled(self, request: Request) -> None:
+        """The spider has yielded all it makes of the response (or final failure) of
+        ``request``. Its page is done once the engine lets go of the request (the
+        engine's next call, :meth:`finish_pages`), not now: Scrapy's scraper may still
+        hold up to 2 x CONCURRENT_ITEMS of that output (its asyncio path reads a
+        callback's iterator ahead into a queue), and a kill -9 before those requests
+        reach the frontier would lose them with the page marked done."""
         token = request.meta.get(FETCH_KEY)
         if token is None:
             return
         fetch = self.ledger.in_flight(token)
         if fetch is not None and fetch.robots:
             return  # a robots.txt fetch ends with its outcome (robotsfetch)
-        self.fetch_over(token)
+        self.end(token, answered=False)
+        self.ledger.handled(token)
 
     def fetch_over(self, token: int) -> None:
         """The fetch ``token`` has ended and its page is done (a retry, a redirect or
-        a trap took its place, or the spider handled it)."""
+        a trap, stored, took its place)."""
         self.end(token, answered=False)
         item = self.ledger.page_done(token)
         if item is not None:
@@ -445,13 +456,12 @@ class Dispatcher:
         if token is not None:
             self.ledger.cut(token)
 
-    def finish_pages(self) -> None:
-        """Pages no middleware reported done (a failure raised by a downloader
-        middleware's process_response goes to the request's errback only) are done once
-        the engine has finished with their requests."""
+    def finish_pages(self, *, handled: bool = False) -> None:
+        """The pages pending (only those the spider has handled, if ``handled``) whose
+        requests the engine has finished with are done."""
         running = engine_requests(self.waker.crawler)
         if running is not None and self.ledger.pages_pending:
-            for item in self.ledger.finished(running):
+            for item in self.ledger.finished(running, handled=handled):
                 self.frontier.finished(item)
 
     # -- host health ---------------------------------------------------------------------

@@ -381,8 +381,9 @@ class IRLScheduler(BaseScheduler):
             self.dispatcher.fetch_ended(request)
 
     def fetch_failed(self, request: Request) -> None:
-        """The request failed for good (no retry follows): no page, nothing to hand over."""
-        self.page_done(request)
+        """The request failed for good (no retry follows): no page; its errback's
+        output is all that may follow."""
+        self.page_handled(request)
 
     def fetch_cut(self, request: Request) -> None:
         """The download was cut as the spider closed: not fetched, so not done."""
@@ -390,10 +391,10 @@ class IRLScheduler(BaseScheduler):
             self.dispatcher.fetch_cut(request)
 
     @stops_when_disk_is_full(default=None)
-    def page_done(self, request: Request) -> None:
-        """The spider has handled the response of ``request``."""
+    def page_handled(self, request: Request) -> None:
+        """The spider has yielded all it makes of the response of ``request``."""
         if self.dispatcher is not None:
-            self.dispatcher.page_done(request)
+            self.dispatcher.page_handled(request)
 
     def host_answered(self, request: Request) -> None:
         """The host of ``request`` answered (with anything but 429 or 503)."""

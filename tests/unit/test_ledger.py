@@ -1,6 +1,7 @@
 """The fetch ledger against a model (a dict of token -> phase), under Hypothesis: every
 token is in flight, pending its page, or done; end() and page_done() act once; finished()
-takes the pending pages whose requests the engine no longer holds, and only those; a
+takes the pending pages (or only the handled ones) whose requests the engine no longer
+holds, and only those; a
 page cut (its download cut as the spider closed) is never done; the fetches downloading
 are those in flight less the robots.txt fetches that left."""
 
@@ -20,6 +21,7 @@ class LedgerMachine(RuleBasedStateMachine):
         self.running: set[str] = set()  # the requests the engine holds
         self.robots: set[int] = set()  # robots.txt fetches
         self.left: set[int] = set()  # robots.txt fetches out of the downloader, in flight
+        self.handled: set[int] = set()  # pages pending the spider has yielded all of
 
     @rule(robots=st.booleans())
     def hand_out(self, robots: bool) -> None:
@@ -65,8 +67,17 @@ class LedgerMachine(RuleBasedStateMachine):
         if self.phase[token] == "page":
             assert item == f"item{token}"
             self.phase[token] = "done"
+            self.handled.discard(token)
         else:
             assert item is None
+
+    @precondition(lambda self: self.phase)
+    @rule(data=st.data())
+    def handled_by_the_spider(self, data: st.DataObject) -> None:
+        token = data.draw(st.sampled_from(sorted(self.phase)))
+        self.ledger.handled(token)
+        if self.phase[token] == "page":
+            self.handled.add(token)
 
     @precondition(lambda self: self.phase)
     @rule(data=st.data())
@@ -75,18 +86,23 @@ class LedgerMachine(RuleBasedStateMachine):
         self.ledger.cut(token)
         if self.phase[token] == "page":
             self.phase[token] = "cut"  # its URL stays admitted: never done
+            self.handled.discard(token)
 
-    @rule()
-    def finished(self) -> None:
-        done = self.ledger.finished(self.running)
+    @rule(handled=st.booleans())
+    def finished(self, handled: bool) -> None:
+        done = self.ledger.finished(self.running, handled=handled)
         expected = [
             f"item{token}"
             for token, phase in self.phase.items()
-            if phase == "page" and f"request{token}" not in self.running
+            if phase == "page"
+            and f"request{token}" not in self.running
+            and (token in self.handled or not handled)
         ]
         assert sorted(done) == sorted(expected)
         for item in done:
-            self.phase[int(item.removeprefix("item"))] = "done"
+            token = int(item.removeprefix("item"))
+            self.phase[token] = "done"
+            self.handled.discard(token)
 
     @invariant()
     def counts_agree(self) -> None:
@@ -94,6 +110,8 @@ class LedgerMachine(RuleBasedStateMachine):
         assert len(self.ledger) == len(flying)
         assert self.ledger.downloading == len(flying) - len(self.left)
         assert self.ledger.pages_pending == sum(1 for p in self.phase.values() if p == "page")
+        assert self.ledger.pages_handled == len(self.handled)
+        assert all(self.phase[token] == "page" for token in self.handled)
         for token in flying:
             fetch = self.ledger.in_flight(token)
             assert fetch is not None and fetch.item == f"item{token}"
