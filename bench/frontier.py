@@ -246,7 +246,7 @@ class BenchSlot:
 class IdleEngine:
     """Stands in for ``crawler.engine``: an engine that runs no spider and asks for no
     request (Scrapy 2.19 raises RuntimeError on reading ``Crawler.engine`` before a
-    crawl starts; the scheduler's waker and ``IRLScheduler._fatal`` read it)."""
+    crawl starts; the scheduler's waker and the crawl's stop read it)."""
 
     _slot = BenchSlot()
     spider = None

@@ -4,10 +4,10 @@ how the host answered.
 ``FetchEndMiddleware`` (downloader middleware, outermost): a request that ends without
 leaving the downloader (dropped by a middleware, or answered by one, such as a cache)
 releases its host and IP at once; ``request_left_downloader`` covers the rest. An
-exception that reaches it is final: the URL is done (no page, no links), but for a
-download cut because the spider was closing (:mod:`irlscrapy.runtime.closing`): that URL stays
-admitted, for a resume to fetch. A request the
-frontier refused (robots.txt, DNS) comes back through it to fail as Scrapy's own
+exception that reaches it is final: the URL is done (no page; once the engine has passed
+on what its errback yields), but for a download cut because the spider was closing
+(:mod:`irlscrapy.runtime.closing`): that URL stays admitted, for a resume to fetch. A
+request the frontier refused (robots.txt, DNS) comes back through it to fail as Scrapy's own
 components would fail it: IgnoreRequest("Forbidden by robots.txt") and stat
 ``robotstxt/forbidden``, IgnoreRequest("address guard: ...") for a host the address
 guard refuses, or CannotResolveHostError; so its errback runs.
@@ -18,7 +18,11 @@ admitted journal when the engine has finished with the request: Scrapy's scraper
 still be passing requests of that output on (``irlscrapy.scheduler.ledger``). Before
 that, a kill -9 makes the URL be fetched again rather than its links be lost. A page
 whose failure no middleware of ours sees (one raised in a downloader middleware's
-``process_response``) is done once the engine has finished with its request too.
+``process_response``) is done once the engine has finished with its request too. A
+request the spider yields is a new one, even with its page's meta (``meta=response.meta``,
+``response.request.replace(...)``): the middleware takes the page's fetch token off it,
+which would make the scheduler take it for a retry or redirect of that fetch (sent
+straight to its host, and its page done at once, before the rest of its links).
 
 ``HostHealthMiddleware`` (downloader middleware, order HOST_HEALTH_ORDER: above
 RetryMiddleware's 550, so it sees each answer and failure before a retry is made of it):
@@ -44,7 +48,7 @@ from irlscrapy.runtime.internals import DownloadCut
 from irlscrapy.scheduler.hosts.addressguard import GUARD_REFUSAL
 from irlscrapy.scheduler.hosts.hosthealth import FAILURE_STATUSES, retry_after_seconds
 from irlscrapy.scheduler.irl import IRLScheduler
-from irlscrapy.scheduler.metakeys import REFUSED_KEY
+from irlscrapy.scheduler.metakeys import ADDRESS_KEY, FETCH_KEY, REFUSED_KEY
 from irlscrapy.scheduler.stages import GIVEN_UP
 
 #: Orders in DOWNLOADER_MIDDLEWARES and SPIDER_MIDDLEWARES: outermost, below Scrapy's
@@ -117,13 +121,18 @@ class PageDoneMiddleware:
     def process_spider_output(
         self, response: Response | None, result: Iterable[Any]
     ) -> Iterator[Any]:
-        yield from result
+        for obj in result:
+            if isinstance(obj, Request):
+                _as_new(obj)
+            yield obj
         self._done(response)
 
     async def process_spider_output_async(
         self, response: Response | None, result: AsyncIterator[Any]
     ) -> AsyncIterator[Any]:
         async for obj in result:
+            if isinstance(obj, Request):
+                _as_new(obj)
             yield obj
         self._done(response)
 
@@ -134,6 +143,14 @@ class PageDoneMiddleware:
         scheduler = IRLScheduler.of(self.crawler)
         if scheduler is not None and response is not None and response.request is not None:
             scheduler.page_handled(response.request)
+
+
+def _as_new(request: Request) -> None:
+    """Take a fetch's token (and its address) off a request the spider yields."""
+    meta = request.meta
+    if FETCH_KEY in meta:
+        del meta[FETCH_KEY]
+        meta.pop(ADDRESS_KEY, None)
 
 
 class HostHealthMiddleware:

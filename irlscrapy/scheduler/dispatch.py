@@ -82,8 +82,10 @@ ADMIT_INTERVAL = 0.02
 #: Seconds between the refills of a crawler with room for more fetches and nothing due
 #: (_idle): a URLseen flush and a resumed admission. With nothing in flight, at once.
 IDLE_REFILL_INTERVAL = 1.0
-#: Seconds between two looks at the pages pending for requests the engine is done with.
+#: Seconds between two looks at every page pending for requests the engine is done with,
 PAGE_CHECK_INTERVAL = 0.1
+#: ... and between two looks at the pages the spider has handled (a few, just handled).
+HANDLED_CHECK_INTERVAL = 0.01
 
 
 def own_download_slot(request: Request, ip: str) -> bool:
@@ -157,6 +159,7 @@ class Dispatcher:
         self._refill_due = 0.0  # the clock's time _idle may flush URLseen and resume again
         self._hungry_due = 0.0  # the clock's time _idle may admit past the horizon again
         self._pages_due = 0.0  # the clock's time finish_pages may run again
+        self._handled_due = 0.0  # ... and finish_pages(handled=True)
 
     # -- out -----------------------------------------------------------------------------
     def has_pending_requests(self) -> bool:
@@ -185,6 +188,8 @@ class Dispatcher:
         if intake.direct:
             self.stats.inc_value("irl/scheduler/dequeued")
             return intake.direct.popleft()
+        now = self.waker.clock.seconds()
+        self._finish_due_pages(now)  # (before the holds below: a held crawl ends pages too)
         if self.governor is not None and not self.governor.admits(self.ledger.downloading):
             return None  # a fetch that ends wakes the engine (ready)
         if intake.urlseen.behind():
@@ -192,7 +197,6 @@ class Dispatcher:
             # pending behind one starved merge). The drain after the merge wakes the engine.
             self.stats.inc_value("irl/scheduler/held_for_urlseen")
             return None
-        now = self.waker.clock.seconds()
         if now >= self._admission_due:
             # At most every ADMIT_INTERVAL: the engine asks for a request per free
             # downloader slot, dozens in one reactor turn, and admitting on each call made
@@ -204,12 +208,6 @@ class Dispatcher:
             self.waker.wake_at(self._admission_due)  # come back for the rest
         if not len(frontier.beast) and not intake.merging and intake.pending:
             intake.flush()  # the early flush: BEAST is dry, the workbench will be next
-        if not self.stop.stopped:
-            if now >= self._pages_due:
-                self._pages_due = now + PAGE_CHECK_INTERVAL
-                self.finish_pages()
-            elif self.ledger.pages_handled:
-                self.finish_pages(handled=True)
         got = frontier.take(now)
         if got is None:
             self._idle()
@@ -223,6 +221,19 @@ class Dispatcher:
         if own_download_slot(request, state.ip):
             self.end(token)
         return request
+
+    def _finish_due_pages(self, now: float) -> None:
+        """Pages whose requests the engine has let go of are done: those the spider has
+        handled every HANDLED_CHECK_INTERVAL, all pending ones every PAGE_CHECK_INTERVAL
+        (once stopped, none: their links may have been dropped)."""
+        if self.stop.stopped or not self.ledger.pages_pending:
+            return
+        if now >= self._pages_due:
+            self._pages_due = now + PAGE_CHECK_INTERVAL
+            self.finish_pages()
+        elif self.ledger.pages_handled and now >= self._handled_due:
+            self._handled_due = now + HANDLED_CHECK_INTERVAL
+            self.finish_pages(handled=True)
 
     def _request(self, state: VisitState, item: Item | MemoryItem | RobotsFetch) -> Request:
         if isinstance(item, RobotsFetch):
@@ -285,11 +296,12 @@ class Dispatcher:
         refill = now >= self._refill_due and room
         # BEAST cannot feed the workbench (dry, or all it holds is of full hosts) while
         # URLs wait in URLseen: flush, as often as the merges' own length allows; not
-        # while a page is being handled, whose requests would be split across batches
-        # (a host's URLs are ordered by priority within one batch).
+        # while a page is in the spider (its output not all yielded), whose requests
+        # would be split across batches (a host's URLs are ordered by priority within
+        # one batch).
         starving = (
             room
-            and not self.ledger.pages_pending
+            and self.ledger.pages_pending == self.ledger.pages_handled
             and (not len(frontier.beast) or frontier.admission.paused)
             and now >= intake.starving_flush_at
         )
@@ -439,6 +451,10 @@ class Dispatcher:
             return  # a robots.txt fetch ends with its outcome (robotsfetch)
         self.end(token, answered=False)
         self.ledger.handled(token)
+
+    def replaceable(self, token: int) -> bool:
+        """May a request carrying ``token`` replace its fetch (FetchLedger.replaceable)?"""
+        return self.ledger.replaceable(token)
 
     def fetch_over(self, token: int) -> None:
         """The fetch ``token`` has ended and its page is done (a retry, a redirect or

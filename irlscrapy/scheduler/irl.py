@@ -346,9 +346,11 @@ class IRLScheduler(BaseScheduler):
 
     @stops_when_disk_is_full(default=False)
     def enqueue_request(self, request: Request) -> bool:
-        self._dispatcher()
+        dispatcher = self._dispatcher()
         token = request.meta.pop(FETCH_KEY, None)  # set: a retry or redirect of our own fetch
         request.meta.pop(ADDRESS_KEY, None)  # (a redirect may go to another host)
+        if token is not None and not dispatcher.replaceable(token):
+            token = None  # an errback's request with its failed request's meta: a new one
         return self.intake.enqueue_request(request, token)
 
     @stops_when_disk_is_full(default=None)
@@ -392,7 +394,8 @@ class IRLScheduler(BaseScheduler):
 
     @stops_when_disk_is_full(default=None)
     def page_handled(self, request: Request) -> None:
-        """The spider has yielded all it makes of the response of ``request``."""
+        """The spider has yielded all it makes of the response of ``request`` (or it
+        failed for good: its errback's output is all that may follow)."""
         if self.dispatcher is not None:
             self.dispatcher.page_handled(request)
 

@@ -4,8 +4,8 @@ A fetch is named by a *token* (an int, carried in the request's meta under
 :data:`irlscrapy.scheduler.metakeys.FETCH_KEY`). Its life::
 
     hand_out -> in flight --end--> released, page pending --page_done--> done
-                                         (or handled, then finished: the engine is
-                                          done with it)
+                                         (or finished: the engine is done with it,
+                                          handled or not)
                                          (or cut: no page, not done)
 
 ``end`` is when the host and IP are released (the request left the downloader, or ended
@@ -88,6 +88,12 @@ class FetchLedger(Generic[State, Item]):
     def pages_handled(self) -> int:
         """Pages pending that the spider has handled (done once the engine lets go)."""
         return len(self._handled)
+
+    def replaceable(self, token: int) -> bool:
+        """May a request carrying ``token`` be a retry or redirect of its fetch: is the
+        fetch in flight, or its page pending and not handled by the spider? (A request
+        an errback yields with its failed request's meta carries the token too.)"""
+        return token in self._in_flight or (token in self._pages and token not in self._handled)
 
     def hand_out(self, state: State, item: Item, robots: bool, request: Any) -> int:
         """A new fetch of ``request`` in flight; its token."""

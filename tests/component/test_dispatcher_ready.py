@@ -7,35 +7,18 @@ second after a handover (CI's e2e agents test, twice)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from scrapy import Request, Spider
-from scrapy.utils.test import get_crawler
+from scrapy import Request
 
 from irlscrapy.scheduler.irl import IRLScheduler
 from irlscrapy.scheduler.requestcodec import encode_link
-
-from .test_console_controls import FakeEngine
-from .test_recovery_stats import IRL
 
 BACKOFF_S = 5.0  # an origin in back-off: the frontier's next due time is this far
 
 
 @pytest.fixture
-def scheduler(tmp_path: Path) -> Iterator[IRLScheduler]:
-    """An open IRL scheduler on a JOBDIR, under an engine that counts its wake-ups."""
-    crawler = get_crawler(Spider, {**IRL, "JOBDIR": str(tmp_path / "job")})
-    spider = Spider.from_crawler(crawler, "s")
-    crawler.spider = spider
-    crawler.engine = FakeEngine(spider)  # type: ignore[assignment]
-    opened = IRLScheduler.from_crawler(crawler)
-    opened.open(spider)
-    try:
-        yield opened
-    finally:
-        opened.close("finished")
+def scheduler(irl_scheduler: IRLScheduler) -> IRLScheduler:
+    return irl_scheduler
 
 
 def _asked(scheduler: IRLScheduler) -> int:

@@ -27,7 +27,9 @@ from .contract_spiders import EchoWeb
 pytestmark = pytest.mark.e2e
 
 KIDS = 20
-SPIDER = '''
+SPIDER = (
+    f"KIDS = {KIDS}\n"
+    + """
 import os
 import signal
 
@@ -54,13 +56,14 @@ class FanOut(scrapy.Spider):
 
     def parse(self, response):
         if response.url.endswith("/root"):
-            for n in range(%(kids)d):
+            for n in range(KIDS):
                 yield scrapy.Request(f"{self.base}/kid/{n}")
 
     def scheduled(self, request, spider):
-        if request.url.endswith("/kid/%(last)d"):  # not in the scheduler yet
+        if request.url.endswith(f"/kid/{KIDS - 1}"):  # not in the scheduler yet
             os.kill(os.getpid(), signal.SIGKILL)
-''' % {"kids": KIDS, "last": KIDS - 1}
+"""
+)
 SETTINGS = {
     "ADDONS": json.dumps({"irlscrapy.Addon": 0}),
     "IRL_ALLOW_PRIVATE_ADDRESSES": "127.0.0.0/8",

@@ -1,9 +1,9 @@
 """The fetch ledger against a model (a dict of token -> phase), under Hypothesis: every
 token is in flight, pending its page, or done; end() and page_done() act once; finished()
 takes the pending pages (or only the handled ones) whose requests the engine no longer
-holds, and only those; a
-page cut (its download cut as the spider closed) is never done; the fetches downloading
-are those in flight less the robots.txt fetches that left."""
+holds, and only those; a page cut (its download cut as the spider closed) is never
+done; the fetches downloading are those in flight less the robots.txt fetches that
+left; a retry or redirect may replace a fetch in flight, or pending and not handled."""
 
 from __future__ import annotations
 
@@ -112,6 +112,9 @@ class LedgerMachine(RuleBasedStateMachine):
         assert self.ledger.pages_pending == sum(1 for p in self.phase.values() if p == "page")
         assert self.ledger.pages_handled == len(self.handled)
         assert all(self.phase[token] == "page" for token in self.handled)
+        for token, phase in self.phase.items():  # a retry or redirect may replace these
+            expected = phase == "flight" or (phase == "page" and token not in self.handled)
+            assert self.ledger.replaceable(token) == expected
         for token in flying:
             fetch = self.ledger.in_flight(token)
             assert fetch is not None and fetch.item == f"item{token}"
