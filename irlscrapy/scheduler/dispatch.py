@@ -452,10 +452,6 @@ class Dispatcher:
         self.end(token, answered=False)
         self.ledger.handled(token)
 
-    def replaceable(self, token: int) -> bool:
-        """May a request carrying ``token`` replace its fetch (FetchLedger.replaceable)?"""
-        return self.ledger.replaceable(token)
-
     def fetch_over(self, token: int) -> None:
         """The fetch ``token`` has ended and its page is done (a retry, a redirect or
         a trap, stored, took its place)."""

@@ -349,7 +349,7 @@ class IRLScheduler(BaseScheduler):
         dispatcher = self._dispatcher()
         token = request.meta.pop(FETCH_KEY, None)  # set: a retry or redirect of our own fetch
         request.meta.pop(ADDRESS_KEY, None)  # (a redirect may go to another host)
-        if token is not None and not dispatcher.replaceable(token):
+        if token is not None and not dispatcher.ledger.replaceable(token):
             token = None  # an errback's request with its failed request's meta: a new one
         return self.intake.enqueue_request(request, token)
 
